@@ -1,0 +1,65 @@
+"""`contivd` command line: the one executable operators run."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+import trio
+
+from raftstore._cli import store_group
+
+from . import __version__
+from .config import OPTIONS, Config, ConfigError, load
+
+
+def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Attach one flag per declared option (default None: unset flags fall through to env/file)."""
+    for option in reversed(OPTIONS):
+        name = "--" + option.name.replace("_", "-")
+        decl = f"{name}/--no-{name[2:]}" if option.flag else name
+        command = click.option(decl, option.name, default=None, help=f"{option.help} [env {option.env}]")(command)
+    return click.option(
+        "--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="TOML config file."
+    )(command)
+
+
+def _load(config_file: Path | None, flags: dict[str, Any]) -> Config:
+    try:
+        return load(flags, config_file)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="contivd")
+def cli() -> None:
+    """contivd: Contiv container networking as one node appliance."""
+
+
+@cli.command()
+@_config_options
+def run(config_file: Path | None, **flags: Any) -> None:
+    """Run this node: embedded store member (and, as they land, netmaster, agent, CNI)."""
+    from .main import run as run_node
+
+    config = _load(config_file, flags)
+    logging.basicConfig(level=config.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    trio.run(run_node, config)
+
+
+@cli.command("check-config")
+@_config_options
+def check_config(config_file: Path | None, **flags: Any) -> None:
+    """Validate the configuration and print the effective values (secret masked)."""
+    click.echo(json.dumps(_load(config_file, flags).describe(), indent=2))
+
+
+cli.add_command(store_group)
+
+
+def main() -> None:
+    cli(prog_name="contivd")

@@ -1,0 +1,142 @@
+"""contivd's configuration: one declared table of options, one loader, one error type.
+
+Every option can come from a command-line flag, an environment variable `CONTIVD_<NAME>` or a
+TOML file (`--config`), in that order of precedence, else its default. Unknown keys and bad
+values are refused with a message naming the option and where its value came from.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from raftstore import StoreConfig, StoreConfigError
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the option and the source."""
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value.strip()
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    raise ValueError("must be true or false")
+
+
+def _address_list(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return tuple(_text(v) for v in items if str(v).strip())
+
+
+def _log_level(value: Any) -> str:
+    level = _text(value).upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+        raise ValueError("must be one of debug, info, warning, error")
+    return level
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    parse: Callable[[Any], Any]
+    default: Callable[[], Any]
+    help: str
+    flag: bool = False
+
+    @property
+    def env(self) -> str:
+        return "CONTIVD_" + self.name.upper()
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("node_name", _text, socket.gethostname, "Name of this node in the cluster (default: the hostname)."),
+    Option("data_dir", lambda v: Path(_text(v)), lambda: Path("/var/lib/contivd"), "Where the Raft journal and snapshots live."),
+    Option("raft_listen", _text, lambda: "127.0.0.1:9002", "Raft address of this node (host:port)."),
+    Option("peers", _address_list, tuple, "Comma-separated Raft addresses of the other voters; empty = single node."),
+    Option("readonly", _boolean, lambda: False, "Join as a non-voting member (replicates, never votes).", flag=True),
+    Option("cluster_secret", _text, lambda: None, "Shared secret authenticating and encrypting all node-to-node traffic."),
+    Option("log_level", _log_level, lambda: "INFO", "debug, info, warning or error."),
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    node_name: str
+    data_dir: Path
+    raft_listen: str
+    peers: tuple[str, ...]
+    readonly: bool
+    cluster_secret: str | None
+    log_level: str
+
+    def store_config(self) -> StoreConfig:
+        """The embedded store's settings; raises ConfigError for unsafe combinations."""
+        try:
+            return StoreConfig(
+                listen=None if self.readonly else self.raft_listen,
+                peers=self.peers,
+                secret=self.cluster_secret,
+                data_dir=self.data_dir / "raft",
+            )
+        except StoreConfigError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def describe(self) -> dict[str, Any]:
+        """The effective configuration with the secret masked, for logs and check-config."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["data_dir"] = str(self.data_dir)
+        shown["peers"] = list(self.peers)
+        if self.cluster_secret:
+            shown["cluster_secret"] = "********"
+        return shown
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    known = {o.name for o in OPTIONS}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"config file {path}: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return data
+
+
+def load(flags: Mapping[str, Any], config_file: Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Resolve every option from flags (None = not given), environment, file, default."""
+    environ = os.environ if environ is None else environ
+    from_file = _read_file(config_file) if config_file is not None else {}
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        if flags.get(option.name) is not None:
+            raw, source = flags[option.name], f"--{option.name.replace('_', '-')}"
+        elif option.env in environ:
+            raw, source = environ[option.env], option.env
+        elif option.name in from_file:
+            raw, source = from_file[option.name], f"{config_file}: {option.name}"
+        else:
+            values[option.name] = option.default()
+            continue
+        try:
+            values[option.name] = option.parse(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: {raw!r} {exc}") from None
+    config = Config(**values)
+    config.store_config()  # surface unsafe raft settings now, not at start-up
+    return config

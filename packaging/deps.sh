@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Debian packages contivd and its tests need. Idempotent; skips apt when all are present.
+set -euo pipefail
+packages=(openvswitch-switch iproute2 iputils-ping iptables etcd-server gcc libc6-dev python3-dev)
+if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+fi

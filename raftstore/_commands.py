@@ -1,0 +1,71 @@
+"""Versioned log commands: JSON text, so the log never carries pickled objects of ours.
+
+Every command is `{"v": 1, "op": ..., ...}`. Values travel as canonical JSON text so the state
+machine compares and stores them without re-encoding. Writes carry a request id (`rid`) that
+the state machine deduplicates, which makes client retries after a leader change exactly-once.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Sequence
+
+from ._errors import InvalidValueError
+from ._keys import validate_key, validate_prefix
+from ._types import Compare, Delete, DeletePrefix, Op, Put
+
+COMMAND_VERSION = 1
+MAX_VALUE_BYTES = 4 * 1024 * 1024
+
+
+def canonical_json(value: Any, *, key: str = "?") -> str:
+    """Encode `value` the one way the store compares and persists it."""
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"value for {key!r} is not JSON-serialisable: {exc}") from None
+    if len(text) > MAX_VALUE_BYTES:
+        raise InvalidValueError(f"value for {key!r} is {len(text)} bytes of JSON; the limit is {MAX_VALUE_BYTES}")
+    return text
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+def encode(command: dict[str, Any]) -> str:
+    return json.dumps({"v": COMMAND_VERSION, **command}, separators=(",", ":"))
+
+
+def _encode_compare(compare: Compare) -> dict[str, Any]:
+    validate_key(compare.key)
+    if compare.check == "absent":
+        return {"key": compare.key, "check": "absent"}
+    if compare.check == "mod_revision":
+        return {"key": compare.key, "check": "mod_revision", "value": int(compare.value)}
+    if compare.check == "value":
+        return {"key": compare.key, "check": "value", "value": canonical_json(compare.value, key=compare.key)}
+    raise InvalidValueError(f"unknown compare check {compare.check!r}")
+
+
+def _encode_op(op: Op) -> dict[str, Any]:
+    if isinstance(op, Put):
+        validate_key(op.key)
+        return {"op": "put", "key": op.key, "value": canonical_json(op.value, key=op.key), "lease": op.lease}
+    if isinstance(op, Delete):
+        return {"op": "delete", "key": validate_key(op.key)}
+    if isinstance(op, DeletePrefix):
+        return {"op": "delete_prefix", "prefix": validate_prefix(op.prefix)}
+    raise InvalidValueError(f"transaction op must be Put, Delete or DeletePrefix, got {type(op).__name__}")
+
+
+def txn_command(compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op]) -> dict[str, Any]:
+    """Validate and encode a transaction; raises before anything is proposed."""
+    return {
+        "op": "txn",
+        "rid": new_request_id(),
+        "if": [_encode_compare(c) for c in compares],
+        "then": [_encode_op(o) for o in success],
+        "else": [_encode_op(o) for o in failure],
+    }

@@ -1,0 +1,88 @@
+"""Store configuration, validated once at the boundary."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._errors import StoreConfigError
+
+
+def parse_address(text: str, what: str) -> tuple[str, int]:
+    """Split 'host:port' (or '[v6]:port') and check the port; raise StoreConfigError otherwise."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise StoreConfigError(f"{what} {text!r} must be host:port with a port from 1 to 65535")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """True when every address `host` names is a loopback address."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """How one store member runs.
+
+    listen: this member's Raft address ('host:port'); None for a read-only member, which
+        connects out to the voters and never accepts connections.
+    peers: Raft addresses of the other voters. Only a bootstrap hint: once the cluster has
+        taken a snapshot, the replicated member list in it wins (PySyncObj issue #133).
+    secret: shared cluster secret. PySyncObj encrypts and authenticates every message with it
+        (Fernet) before its unpickler sees a byte; required unless every address is loopback.
+    data_dir: journal and snapshot location; None keeps everything in memory (tests only).
+    fsync: flush the journal to disk before a write is acknowledged or an AppendEntries is
+        answered, and fsync term/vote. Off trades power-loss durability for latency;
+        SIGKILL never loses acknowledged writes either way (the page cache survives it).
+    request_timeout: seconds a write or linearizable read may wait for a leader and quorum.
+    """
+
+    listen: str | None = "127.0.0.1:9002"
+    peers: tuple[str, ...] = ()
+    secret: str | None = None
+    data_dir: Path | None = None
+    fsync: bool = True
+    request_timeout: float = 5.0
+    history_limit: int = 10_000
+    compaction_min_entries: int = 20_000
+    compaction_min_seconds: float = 60.0
+    readonly: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "readonly", self.listen is None)
+        addresses: list[str] = list(self.peers)
+        if self.listen is not None:
+            addresses.append(self.listen)
+        if self.readonly and not self.peers:
+            raise StoreConfigError("a read-only member (no listen address) needs the voters' addresses in peers")
+        seen: set[tuple[str, int]] = set()
+        for address in addresses:
+            parsed = parse_address(address, "raft address")
+            if parsed in seen:
+                raise StoreConfigError(f"raft address {address!r} is listed twice (peers must not include listen)")
+            seen.add(parsed)
+        if not self.secret:
+            remote = [a for a in addresses if not is_loopback(parse_address(a, "raft address")[0])]
+            if remote:
+                raise StoreConfigError(
+                    f"refusing non-loopback raft address(es) {', '.join(remote)} without a cluster secret: "
+                    "PySyncObj unpickles what peers send, so unauthenticated traffic would be remote code execution"
+                )
+        elif len(self.secret) < 8:
+            raise StoreConfigError("the cluster secret must be at least 8 characters")
+        if self.request_timeout <= 0:
+            raise StoreConfigError("request_timeout must be positive")
+        if self.history_limit < 1:
+            raise StoreConfigError("history_limit must be at least 1")

@@ -1,0 +1,238 @@
+"""The only module that touches PySyncObj: journal, snapshots, transport, secret, ticking.
+
+RaftNode owns one SyncObj and the thread that ticks it. It knows nothing about trio: it calls
+plain callbacks from the tick thread, and the async Store turns those into trio wake-ups.
+Callbacks must never block the tick thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterator, TypeVar
+
+from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
+from pysyncobj.journal import FileJournal
+from pysyncobj.syncobj import SyncObjException
+
+from ._config import StoreConfig
+from ._errors import StoreConfigError, StoreError
+from ._fsm import StateMachine
+
+log = logging.getLogger("raftstore")
+
+T = TypeVar("T")
+Callback = Callable[[Any, int], None]
+
+SUCCESS = FAIL_REASON.SUCCESS
+# Failures after which the command certainly or possibly did not apply. Retrying is safe:
+# writes carry request ids that the state machine deduplicates.
+RETRYABLE = frozenset(
+    {
+        FAIL_REASON.QUEUE_FULL,
+        FAIL_REASON.MISSING_LEADER,
+        FAIL_REASON.DISCARDED,
+        FAIL_REASON.NOT_LEADER,
+        FAIL_REASON.LEADER_CHANGED,
+        FAIL_REASON.UNKNOWN_OUTCOME,
+    }
+)
+FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if k.isupper()}
+
+TICK_SECONDS = 0.05
+
+
+class _ReplicatedStateMachine(SyncObjConsumer):
+    """Bridges PySyncObj's replication onto the pure StateMachine.
+
+    Attributes set before SyncObjConsumer.__init__ are excluded from snapshots; `fsm` is the
+    only replicated state.
+    """
+
+    def __init__(self, history_limit: int, on_applied: Callable[[], None]):
+        self.lock = threading.Lock()
+        self._on_applied = on_applied
+        super().__init__()
+        self.fsm = StateMachine(history_limit=history_limit)
+
+    @replicated
+    def apply(self, text: str) -> dict[str, Any]:
+        with self.lock:
+            result = self.fsm.apply(text)
+        self._on_applied()
+        return result
+
+    def _deserialize(self, data: dict[str, Any]) -> None:
+        with self.lock:
+            super()._deserialize(data)
+        self._on_applied()
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_durable(syncobj: SyncObj) -> None:
+    """Flush the journal before PySyncObj acknowledges anything; fsync term and vote.
+
+    PySyncObj appends into an mmap and never msyncs (see shared/raft-notes.md). Flushing in
+    `add` means a follower's entries are on disk before it answers AppendEntries and the
+    leader's before it counts itself towards the commit quorum. A compaction rewrite
+    flushes once at its end instead of per entry.
+    """
+    journal = getattr(syncobj, "_SyncObj__raftLog", None)
+    meta_storer = getattr(journal, "_FileJournal__metaStorer", None)
+    if not isinstance(journal, FileJournal) or meta_storer is None:
+        raise StoreError("pysyncobj internals changed: cannot enable fsync; pin pysyncobj 0.3.17")
+    raw_add, raw_delete_to, raw_delete_from = journal.add, journal.deleteEntriesTo, journal.deleteEntriesFrom
+    batching = threading.local()
+
+    def add(command: bytes, idx: int, term: int) -> None:
+        raw_add(command, idx, term)
+        if not getattr(batching, "active", False):
+            journal.flush()
+
+    def delete_entries_to(entry_to: int) -> None:
+        batching.active = True
+        try:
+            raw_delete_to(entry_to)
+        finally:
+            batching.active = False
+        journal.flush()
+
+    def delete_entries_from(entry_from: int) -> None:
+        raw_delete_from(entry_from)
+        journal.flush()
+
+    path = meta_storer.getPath()
+
+    def store_meta(meta: dict[str, Any]) -> None:
+        from pysyncobj.pickle import dumps
+
+        with open(path + ".tmp", "wb") as f:
+            f.write(dumps(meta))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+        _fsync_path(os.path.dirname(path) or ".")
+
+    journal.add = add
+    journal.deleteEntriesTo = delete_entries_to
+    journal.deleteEntriesFrom = delete_entries_from
+    meta_storer.storeMeta = store_meta
+
+
+class RaftNode:
+    """One Raft member. Thread-safe: submit() and read() may be called from any thread."""
+
+    def __init__(self, config: StoreConfig, on_applied: Callable[[], None], on_leadership: Callable[[], None]):
+        self.config = config
+        self._on_leadership = on_leadership
+        self._replicated = _ReplicatedStateMachine(config.history_limit, on_applied)
+        journal = dump = None
+        if config.data_dir is not None:
+            data_dir = Path(config.data_dir)
+            try:
+                data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError as exc:
+                raise StoreConfigError(f"cannot create data dir {data_dir}: {exc.strerror}") from None
+            journal, dump = str(data_dir / "raft.journal"), str(data_dir / "raft.snapshot")
+        conf = SyncObjConf(
+            password=config.secret or None,
+            autoTick=False,
+            appendEntriesUseBatch=False,  # with batching a sync write waits ~100 ms for the next heartbeat
+            dynamicMembershipChange=True,
+            journalFile=journal,
+            fullDumpFile=dump,
+            logCompactionMinEntries=config.compaction_min_entries,
+            logCompactionMinTime=config.compaction_min_seconds,
+            commandsWaitLeader=True,
+            connectionRetryTime=0.5,  # default 5 s: a member started before its peers idled that long
+            maxBindRetries=5,
+            bindRetryTime=0.2,
+        )
+        try:
+            self._syncobj = SyncObj(config.listen, list(config.peers), conf, consumers=[self._replicated])
+        except SyncObjException as exc:
+            raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
+        if config.fsync and journal is not None:
+            _make_durable(self._syncobj)
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._tick_loop, name="raftstore-tick", daemon=True)
+        self._thread.start()
+
+    # ---- running -------------------------------------------------------------------------
+
+    def _tick_loop(self) -> None:
+        last: tuple[bool, str | None] | None = None
+        while not self._stopping.is_set():
+            try:
+                # A zero-wait pass after every wake-up lets a leader commit what the previous
+                # pass appended without waiting out the poll (a single voter has no peer
+                # whose answer would wake it).
+                self._syncobj.doTick(0.0)
+                self._syncobj.doTick(TICK_SECONDS)
+            except Exception:  # PySyncObj's own tick loop does the same: log and go on
+                log.exception("raft tick failed")
+                self._stopping.wait(TICK_SECONDS)
+            leadership = (self.is_leader(), self.leader())
+            if leadership != last:
+                last = leadership
+                self._on_leadership()
+
+    def close(self) -> None:
+        """Stop ticking, close sockets and flush files. Blocks briefly; call from a worker thread."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self._thread.join()
+        self._syncobj.destroy()
+
+    # ---- commands and reads --------------------------------------------------------------
+
+    def submit(self, text: str, callback: Callback) -> None:
+        """Propose an encoded command; `callback(result, fail_reason)` runs on the tick thread."""
+        self._replicated.apply(text, callback=callback)
+
+    def read(self, fn: Callable[[StateMachine], T]) -> T:
+        """Run `fn` against local state under the apply lock. Keep `fn` short."""
+        with self._replicated.lock:
+            return fn(self._replicated.fsm)
+
+    def add_member(self, address: str, callback: Callback) -> None:
+        self._syncobj.addNodeToCluster(address, callback=callback)
+
+    def remove_member(self, address: str, callback: Callback) -> None:
+        self._syncobj.removeNodeFromCluster(address, callback=callback)
+
+    # ---- observability -------------------------------------------------------------------
+
+    def is_leader(self) -> bool:
+        return bool(self._syncobj._isLeader())
+
+    def leader(self) -> str | None:
+        leader = self._syncobj._getLeader()
+        return None if leader is None else str(getattr(leader, "id", leader))
+
+    def raw_status(self) -> dict[str, Any]:
+        """PySyncObj's status dict; it iterates tick-thread dicts, so retry a racing read."""
+        for _ in range(5):
+            try:
+                return dict(self._syncobj.getStatus())
+            except RuntimeError:
+                continue
+        return {}
+
+    @staticmethod
+    def member_lists(status: dict[str, Any]) -> Iterator[tuple[str, bool]]:
+        """(address, connected) for every other voter in a raw status dict."""
+        prefix = "partner_node_status_server_"
+        for key, value in status.items():
+            if key.startswith(prefix):
+                yield key[len(prefix):], value == 2

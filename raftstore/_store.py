@@ -1,0 +1,401 @@
+"""The async face of the store for trio code.
+
+Store runs inside the caller's trio loop. Proposals go to the RaftNode; its tick thread hands
+results back with `TrioToken.run_sync_soon`, so nothing here blocks the loop or polls. Watches
+are revision cursors over the state machine's history, woken by one coalesced notification
+per batch of applied commands, so a slow watcher costs no memory and cannot stall Raft.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Callable, Sequence, TypeVar
+
+import trio
+
+from . import _commands
+from ._config import StoreConfig
+from ._errors import LeaseNotFoundError, StoreClosedError, StoreError, UnavailableError
+from ._fsm import HistoryRecord, StateMachine
+from ._keys import validate_key, validate_prefix
+from ._node import FAIL_NAMES, RETRYABLE, SUCCESS, RaftNode
+from ._types import (
+    Compare,
+    Delete,
+    DeletePrefix,
+    Event,
+    EventType,
+    KeyValue,
+    LeadershipChange,
+    Op,
+    Put,
+    StoreStatistics,
+    TxnResult,
+)
+
+log = logging.getLogger("raftstore")
+T = TypeVar("T")
+
+LEASE_EXPIRY_PERIOD = 0.25  # seconds between the leader's scans for expired leases
+RETRY_BACKOFF = (0.02, 0.5)  # first and largest pause between retries of a failed proposal
+
+
+def _kv(key: str, entry: Any) -> KeyValue:
+    return KeyValue(key, json.loads(entry.value), entry.create_revision, entry.mod_revision, entry.version, entry.lease)
+
+
+def _event(record: HistoryRecord) -> Event:
+    revision, kind, key, prev, value = record
+    return Event(
+        EventType(kind), key, None if prev is None else json.loads(prev), None if value is None else json.loads(value), revision
+    )
+
+
+class _Waiter:
+    """A one-shot result slot filled from the tick thread via the trio token."""
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.result: Any = None
+        self.reason: int = SUCCESS
+
+    def fill(self, result: Any, reason: int) -> None:
+        self.result, self.reason = result, reason
+        self.done.set()
+
+
+class Store:
+    """Replicated key-value store: KV, transactions, watches, leases, leadership.
+
+    Reads are linearizable unless `stale=True` (then they see this member's applied state,
+    which may lag the leader). Every call that needs the leader raises UnavailableError
+    after `config.request_timeout` seconds without one; none hangs.
+    """
+
+    def __init__(self, config: StoreConfig, token: trio.lowlevel.TrioToken):
+        self.config = config
+        self._token = token
+        self._changed = trio.Event()
+        self._change_pending = False
+        self._leadership_changed = trio.Event()
+        self._leader_since = math.inf
+        self._closed = False
+        self._barrier_wanted = trio.Event()
+        self._next_barrier = _Waiter()
+        self._node: RaftNode | None = None
+
+    # ---- wiring from the tick thread ---------------------------------------------------------
+
+    def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            self._token.run_sync_soon(fn, *args)
+        except trio.RunFinishedError:
+            pass  # the loop is gone; nobody is waiting any more
+
+    def _on_applied(self) -> None:  # tick thread
+        if not self._change_pending:
+            self._change_pending = True
+            self._call_soon(self._fire_changed)
+
+    def _fire_changed(self) -> None:
+        self._change_pending = False  # before waking: waiters re-read state after this
+        changed, self._changed = self._changed, trio.Event()
+        changed.set()
+
+    def _on_leadership(self) -> None:  # tick thread
+        self._call_soon(self._fire_leadership)
+
+    def _fire_leadership(self) -> None:
+        if self._node is not None and self._node.is_leader():
+            if self._leader_since == math.inf:
+                self._leader_since = time.time()
+        else:
+            self._leader_since = math.inf
+        changed, self._leadership_changed = self._leadership_changed, trio.Event()
+        changed.set()
+
+    @property
+    def node(self) -> RaftNode:
+        if self._node is None or self._closed:
+            raise StoreClosedError("the store is closed")
+        return self._node
+
+    # ---- proposals ---------------------------------------------------------------------------
+
+    async def _submit_once(self, text: str) -> tuple[Any, int]:
+        waiter = _Waiter()
+        self.node.submit(text, lambda result, reason: self._call_soon(waiter.fill, result, reason))
+        await waiter.done.wait()
+        return waiter.result, waiter.reason
+
+    async def _propose(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Propose until applied or the request timeout passes; raise on an error result."""
+        text = _commands.encode(command)
+        pause, last_reason = RETRY_BACKOFF[0], None
+        with trio.move_on_after(self.config.request_timeout):
+            while True:
+                result, reason = await self._submit_once(text)
+                if reason == SUCCESS:
+                    return _raise_for_error(result)
+                if reason not in RETRYABLE:
+                    raise StoreError(f"raft refused the command: {FAIL_NAMES.get(reason, reason)}")
+                last_reason = reason
+                await trio.sleep(pause)
+                pause = min(pause * 2, RETRY_BACKOFF[1])
+        why = FAIL_NAMES.get(last_reason, "no answer") if last_reason is not None else "no answer"
+        raise UnavailableError(
+            f"no leader with a quorum answered within {self.config.request_timeout:g}s ({why}); "
+            "a write may still apply later — retrying it is safe"
+        )
+
+    async def _linearize(self) -> None:
+        """Wait until local state includes every write committed before this call began.
+
+        Concurrent reads share one barrier command through the log (PySyncObj has no
+        ReadIndex); a read joins only a barrier that is proposed after it started.
+        """
+        waiter = self._next_barrier
+        self._barrier_wanted.set()
+        with trio.move_on_after(self.config.request_timeout + 1):
+            await waiter.done.wait()
+        if not waiter.done.is_set():
+            raise UnavailableError(f"no quorum for a linearizable read within {self.config.request_timeout:g}s")
+        if isinstance(waiter.result, Exception):
+            raise waiter.result
+
+    async def _barrier_loop(self) -> None:
+        while True:
+            await self._barrier_wanted.wait()
+            self._barrier_wanted = trio.Event()
+            batch, self._next_barrier = self._next_barrier, _Waiter()
+            try:
+                batch.fill(await self._propose({"op": "barrier"}), SUCCESS)
+            except StoreError as exc:
+                batch.fill(exc, SUCCESS)
+
+    async def _read(self, fn: Callable[[StateMachine], T], stale: bool) -> T:
+        if not stale:
+            await self._linearize()
+        return self.node.read(fn)
+
+    # ---- key-value API -----------------------------------------------------------------------
+
+    async def get(self, key: str, *, stale: bool = False) -> KeyValue | None:
+        """The current value of `key`, or None."""
+        validate_key(key)
+
+        def read(fsm: StateMachine) -> KeyValue | None:
+            found = fsm.get(key)
+            return None if found is None else _kv(*found)
+
+        return await self._read(read, stale)
+
+    async def list(self, prefix: str, *, stale: bool = False) -> list[KeyValue]:
+        """Every key under `prefix`, sorted by key."""
+        validate_prefix(prefix)
+        return await self._read(lambda fsm: [_kv(k, e) for k, e in fsm.range(prefix)], stale)
+
+    async def list_with_revision(self, prefix: str, *, stale: bool = False) -> tuple[list[KeyValue], int]:
+        """Like list(), plus the store revision the listing reflects (to start a watch after it)."""
+        validate_prefix(prefix)
+        return await self._read(lambda fsm: ([_kv(k, e) for k, e in fsm.range(prefix)], fsm.revision), stale)
+
+    async def put(self, key: str, value: Any, *, lease: int | None = None) -> int:
+        """Store `value` at `key`; returns the new revision."""
+        return (await self.txn(success=[Put(key, value, lease)])).revision
+
+    async def delete(self, key: str) -> bool:
+        """Delete `key`; True if it existed."""
+        return bool((await self.txn(success=[Delete(key)])).results[0])
+
+    async def delete_prefix(self, prefix: str) -> int:
+        """Delete every key under `prefix`; returns how many."""
+        return int((await self.txn(success=[DeletePrefix(prefix)])).results[0])
+
+    async def txn(
+        self, compares: Sequence[Compare] = (), success: Sequence[Op] = (), failure: Sequence[Op] = ()
+    ) -> TxnResult:
+        """If every compare holds apply `success`, else `failure` — atomically, at one revision."""
+        result = await self._propose(_commands.txn_command(compares, success, failure))
+        return TxnResult(result["succeeded"], result["revision"], tuple(result["results"]))
+
+    @property
+    def revision(self) -> int:
+        """This member's applied revision (stale by nature)."""
+        return self.node.read(lambda fsm: fsm.revision)
+
+    # ---- watches -----------------------------------------------------------------------------
+
+    async def watch(self, prefix: str, *, start_revision: int | None = None) -> AsyncIterator[Event]:
+        """Changes under `prefix` in commit order, forever.
+
+        With `start_revision`, replay from that revision first. If the history no longer
+        reaches back that far, the first event is RESYNC carrying the full current state
+        under the prefix; events after it continue from there.
+        """
+        validate_prefix(prefix)
+        node = self.node
+        next_revision = start_revision if start_revision is not None else node.read(lambda f: f.revision) + 1
+        while True:
+            changed = self._changed
+            records, current = node.read(lambda f: (f.events_since(next_revision, prefix), f.revision))
+            if records is None:
+                kvs, current = node.read(lambda f: (tuple(_kv(k, e) for k, e in f.range(prefix)), f.revision))
+                yield Event(EventType.RESYNC, prefix, None, None, current, kvs)
+            else:
+                for record in records:
+                    yield _event(record)
+            next_revision = max(next_revision, current + 1)
+            if current < next_revision:
+                await changed.wait()
+
+    # ---- leases ------------------------------------------------------------------------------
+
+    async def grant_lease(self, ttl: float) -> int:
+        """A new lease that lives `ttl` seconds past its last keepalive; returns its id."""
+        if not 0.5 <= ttl <= 86400:
+            raise ValueError(f"lease ttl {ttl!r} must be between 0.5 and 86400 seconds")
+        result = await self._propose({"op": "lease_grant", "rid": _commands.new_request_id(), "ttl": ttl, "now": time.time()})
+        return int(result["lease"])
+
+    async def keepalive(self, lease: int) -> None:
+        """Extend the lease by its ttl from now; LeaseNotFoundError if it is gone."""
+        await self._propose({"op": "lease_keepalive", "rid": _commands.new_request_id(), "id": lease, "now": time.time()})
+
+    async def revoke_lease(self, lease: int) -> None:
+        """Drop the lease and delete its keys now."""
+        await self._propose({"op": "lease_revoke", "rid": _commands.new_request_id(), "id": lease})
+
+    async def keep_lease_alive(self, lease: int, ttl: float) -> None:
+        """Renew `lease` every ttl/3 until cancelled. Transient unavailability is logged and
+        retried; a lease that is gone raises LeaseNotFoundError (the owner must re-register)."""
+        while True:
+            await trio.sleep(ttl / 3)
+            try:
+                await self.keepalive(lease)
+            except UnavailableError as exc:
+                log.warning("lease %s keepalive failed: %s", lease, exc)
+
+    async def _lease_expiry_loop(self) -> None:
+        """On the leader only: revoke leases whose owners stopped renewing."""
+        while True:
+            await trio.sleep(LEASE_EXPIRY_PERIOD)
+            if self._leader_since == math.inf:
+                continue
+            now, since = time.time(), self._leader_since
+            for lease, expires_at in self.node.read(lambda f: f.expired_leases(now, since)):
+                try:
+                    await self._propose({"op": "lease_revoke", "id": lease, "expires_at": expires_at})
+                except (UnavailableError, LeaseNotFoundError) as exc:
+                    log.info("expiring lease %s: %s", lease, exc)
+
+    # ---- leadership and membership ----------------------------------------------------------
+
+    def is_leader(self) -> bool:
+        return self.node.is_leader()
+
+    def leader(self) -> str | None:
+        """The Raft address of the current leader as this member knows it, or None."""
+        return self.node.leader()
+
+    async def wait_leader(self, timeout: float | None = None) -> str:
+        """Wait until some leader is known; UnavailableError after `timeout` (default: request timeout)."""
+        with trio.move_on_after(self.config.request_timeout if timeout is None else timeout):
+            while True:
+                changed = self._leadership_changed
+                leader = self.leader()
+                if leader is not None:
+                    return leader
+                await changed.wait()
+        raise UnavailableError("no leader elected in time")
+
+    async def leadership_changes(self) -> AsyncIterator[LeadershipChange]:
+        """The current leadership, then one item per change (gained, lost, new leader)."""
+        last = None
+        while True:
+            changed = self._leadership_changed
+            current = LeadershipChange(self.is_leader(), self.leader(), int(self.node.raw_status().get("raft_term", 0)))
+            if (current.is_leader, current.leader) != last:
+                last = (current.is_leader, current.leader)
+                yield current
+            await changed.wait()
+
+    async def add_member(self, address: str) -> None:
+        """Add a voter (one at a time; add it before starting it). Waits for commit."""
+        await self._membership(self.node.add_member, address)
+
+    async def remove_member(self, address: str) -> None:
+        """Remove a voter. Waits for commit."""
+        await self._membership(self.node.remove_member, address)
+
+    async def _membership(self, change: Callable[[str, Any], None], address: str) -> None:
+        from ._config import parse_address
+
+        parse_address(address, "member address")
+        waiter = _Waiter()
+        change(address, lambda result, reason: self._call_soon(waiter.fill, result, reason))
+        with trio.move_on_after(self.config.request_timeout):
+            await waiter.done.wait()
+        if not waiter.done.is_set():
+            raise UnavailableError(f"membership change for {address} not committed within {self.config.request_timeout:g}s")
+        if waiter.reason != SUCCESS:
+            raise StoreError(f"membership change for {address} failed: {FAIL_NAMES.get(waiter.reason, waiter.reason)}")
+
+    def statistics(self) -> StoreStatistics:
+        node = self.node
+        status = node.raw_status()
+        members = sorted(node.member_lists(status))
+        role = "readonly" if self.config.readonly else {0: "follower", 1: "candidate", 2: "leader"}.get(status.get("state"), "follower")
+        revision, keys, leases = node.read(lambda f: (f.revision, f.key_count(), f.lease_count()))
+        return StoreStatistics(
+            self_address=self.config.listen,
+            role=role,  # type: ignore[arg-type]
+            leader=node.leader(),
+            term=int(status.get("raft_term", 0)),
+            commit_index=int(status.get("commit_idx", 0)),
+            last_applied=int(status.get("last_applied", 0)),
+            log_length=int(status.get("log_len", 0)),
+            revision=revision,
+            keys=keys,
+            leases=leases,
+            voters=tuple(sorted([a for a, _ in members] + ([self.config.listen] if self.config.listen else []))),
+            connected_voters=tuple(a for a, connected in members if connected),
+            readonly_members=int(status.get("readonly_nodes_count", 0)),
+            has_quorum=bool(status.get("has_quorum", False)),
+            fsync=self.config.fsync and self.config.data_dir is not None,
+        )
+
+
+_ERRORS: dict[str, type[StoreError]] = {"lease_not_found": LeaseNotFoundError}
+
+
+def _raise_for_error(result: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(result, dict) and "error" in result:
+        raise _ERRORS.get(result["error"], StoreError)(result.get("message", result["error"]))
+    return result
+
+
+@asynccontextmanager
+async def open_store(config: StoreConfig) -> AsyncIterator[Store]:
+    """Start this member, yield its Store, and shut it down (sockets, files) on exit.
+
+    Returns as soon as the member runs; use `wait_leader()` to wait for an election.
+    """
+    store = Store(config, trio.lowlevel.current_trio_token())
+    store._node = await trio.to_thread.run_sync(RaftNode, config, store._on_applied, store._on_leadership)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store._barrier_loop)
+            nursery.start_soon(store._lease_expiry_loop)
+            try:
+                yield store
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        store._closed = True
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(store._node.close)

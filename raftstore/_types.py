@@ -1,0 +1,132 @@
+"""Typed values that cross the store's public surface. All frozen: callers cannot corrupt state."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    """A stored key with etcd-style revisions.
+
+    `create_revision` is the revision that created the key, `mod_revision` the one that last
+    changed it, `version` counts writes since creation, `lease` the owning lease id (or None).
+    """
+
+    key: str
+    value: Any
+    create_revision: int
+    mod_revision: int
+    version: int
+    lease: int | None = None
+
+
+class EventType(str, enum.Enum):
+    PUT = "put"
+    DELETE = "delete"
+    # History before the requested revision was compacted: `kvs` holds the full current state
+    # under the watched prefix at `revision`; the watcher must replace what it knew.
+    RESYNC = "resync"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One change, delivered in commit order. Events of one transaction share a revision."""
+
+    type: EventType
+    key: str
+    prev_value: Any
+    value: Any
+    revision: int
+    kvs: tuple[KeyValue, ...] = ()
+
+
+# --- transaction building blocks -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compare:
+    """A transaction guard. Build with `absent()`, `mod_revision_is()` or `value_is()`."""
+
+    key: str
+    check: Literal["absent", "mod_revision", "value"]
+    value: Any = None
+
+
+def absent(key: str) -> Compare:
+    """True when `key` does not exist."""
+    return Compare(key, "absent")
+
+
+def mod_revision_is(key: str, revision: int) -> Compare:
+    """True when `key` was last modified at `revision` (0 means: does not exist)."""
+    return Compare(key, "mod_revision", int(revision))
+
+
+def value_is(key: str, value: Any) -> Compare:
+    """True when `key` exists and holds `value` (compared as canonical JSON)."""
+    return Compare(key, "value", value)
+
+
+@dataclass(frozen=True)
+class Put:
+    key: str
+    value: Any
+    lease: int | None = None
+
+
+@dataclass(frozen=True)
+class Delete:
+    key: str
+
+
+@dataclass(frozen=True)
+class DeletePrefix:
+    prefix: str
+
+
+Op = Union[Put, Delete, DeletePrefix]
+
+
+@dataclass(frozen=True)
+class TxnResult:
+    """`succeeded` says which branch ran; `revision` is the store revision after the transaction."""
+
+    succeeded: bool
+    revision: int
+    # Per op of the branch that ran: for Put the previous value (None if created), for
+    # Delete/DeletePrefix the number of keys removed.
+    results: tuple[Any, ...] = field(default_factory=tuple)
+
+
+# --- observability -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeadershipChange:
+    """Delivered when this node gains or loses leadership, or learns of a new leader."""
+
+    is_leader: bool
+    leader: str | None
+    term: int
+
+
+@dataclass(frozen=True)
+class StoreStatistics:
+    self_address: str | None
+    role: Literal["leader", "follower", "candidate", "readonly"]
+    leader: str | None
+    term: int
+    commit_index: int
+    last_applied: int
+    log_length: int
+    revision: int
+    keys: int
+    leases: int
+    voters: tuple[str, ...]
+    connected_voters: tuple[str, ...]
+    readonly_members: int
+    has_quorum: bool
+    fsync: bool

@@ -1,0 +1,198 @@
+"""Three voters (and read-only members) as separate OS processes on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import struct
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+from .support import SECRET, Cluster, RemoteError, StoreProcess, free_ports, wait_for
+
+pytestmark = pytest.mark.cluster
+
+
+def values(member: StoreProcess, prefix: str) -> dict[str, object]:
+    return {kv["key"]: kv["value"] for kv in member.call("list", prefix=prefix)}
+
+
+def test_writes_through_any_member_replicate_everywhere(cluster3: Cluster) -> None:
+    leader = cluster3.leader()
+    followers = [m for m in cluster3.members if m is not leader]
+    followers[0].call("put", key="/via/follower", value=1)
+    leader.call("put", key="/via/leader", value=2)
+    for member in cluster3.members:
+        assert values(member, "/via/") == {"/via/follower": 1, "/via/leader": 2}, "linearizable read on every member"
+
+
+def test_leader_sigkill_elects_a_new_leader_and_loses_no_acknowledged_write(cluster3: Cluster) -> None:
+    old = cluster3.leader()
+    writer = next(m for m in cluster3.members if m is not old)
+    acknowledged: list[int] = []
+    failed: list[str] = []
+    stop = threading.Event()
+
+    def write_stream() -> None:
+        i = 0
+        while not stop.is_set():
+            try:
+                writer.call("put", key=f"/stream/{i:05d}", value=i, timeout=15)
+                acknowledged.append(i)
+            except (RemoteError, TimeoutError) as exc:
+                failed.append(str(exc))
+            i += 1
+
+    thread = threading.Thread(target=write_stream)
+    thread.start()
+    try:
+        wait_for(lambda: len(acknowledged) > 50, 20, "writes before the kill")
+        killed_at = time.monotonic()
+        old.kill()
+        new = cluster3.leader(timeout=10)
+        election = time.monotonic() - killed_at
+        count = len(acknowledged)
+        wait_for(lambda: len(acknowledged) > count + 50, 20, "writes after the election")
+    finally:
+        stop.set()
+        thread.join(30)
+    assert new is not old and election < 5, f"re-election took {election:.1f}s"
+    stored = values(new, "/stream/")
+    missing = [i for i in acknowledged if f"/stream/{i:05d}" not in stored]
+    assert not missing, f"acknowledged writes lost: {missing[:10]}"
+    # The killed member comes back from its disk and catches up.
+    old.start()
+    wait_for(lambda: len(values(old, "/stream/")) == len(values(new, "/stream/")), 20, "the restarted member to catch up")
+
+
+def test_full_cluster_sigkill_and_restart_from_disk(cluster3: Cluster) -> None:
+    leader = cluster3.leader()
+    revisions = [leader.call("put", key=f"/durable/{i}", value={"i": i}) for i in range(100)]
+    for member in cluster3.members:
+        member.kill()
+    for member in cluster3.members:
+        member.start(wait_ready=False)
+    for member in cluster3.members:
+        member._ready.get(timeout=20)
+    leader = cluster3.leader(timeout=15)
+    stored = values(leader, "/durable/")
+    assert stored == {f"/durable/{i}": {"i": i} for i in range(100)}
+    assert leader.call("put", key="/durable/next", value=0) > revisions[-1]
+
+
+def test_concurrent_compare_and_swap_from_three_processes_loses_no_update(cluster3: Cluster) -> None:
+    per_member = 25
+    results: list[dict] = []
+    errors: list[Exception] = []
+
+    def increment(member: StoreProcess) -> None:
+        for _ in range(per_member):
+            try:
+                results.append(member.call("incr", key="/counter", timeout=30))
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=increment, args=(m,)) for m in cluster3.members]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    assert cluster3.members[0].call("get", key="/counter")["value"] == 3 * per_member
+    assert sorted(r["value"] for r in results) == list(range(1, 3 * per_member + 1)), "every increment saw a unique value"
+    assert any(r["attempts"] > 1 for r in results), "the processes really raced (some CAS attempts failed)"
+
+
+def test_watch_on_a_follower_resumes_from_a_revision(cluster3: Cluster) -> None:
+    leader = cluster3.leader()
+    follower = next(m for m in cluster3.members if m is not leader)
+    first = leader.call("put", key="/watch/a", value=1)
+    leader.call("put", key="/watch/b", value=2)
+    # A watcher that saw revision `first` reconnects to another member and resumes after it.
+    events = follower.watch("/watch/", start_revision=first + 1)
+    leader.call("delete", key="/watch/a")
+    got = [events.get(timeout=10)["event"] for _ in range(2)]
+    assert [(e["type"], e["key"], e["prev_value"], e["value"]) for e in got] == [
+        ("put", "/watch/b", None, 2),
+        ("delete", "/watch/a", 1, None),
+    ]
+
+
+def test_lease_of_a_killed_member_expires(cluster3: Cluster) -> None:
+    leader = cluster3.leader()
+    owner = next(m for m in cluster3.members if m is not leader)
+    lease = owner.call("grant", ttl=1.5)
+    owner.call("put", key="/nodes/owner", value={"alive": True}, lease=lease)
+    owner.call("hold_lease", lease=lease, ttl=1.5)
+    time.sleep(3)  # longer than the ttl: the key must survive because it is renewed
+    assert leader.call("get", key="/nodes/owner") is not None
+    owner.kill()
+    wait_for(lambda: leader.call("get", key="/nodes/owner") is None, 15, "the dead owner's lease to expire")
+
+
+def test_readonly_member_replicates_watches_and_forwards_writes(cluster3: Cluster) -> None:
+    leader = cluster3.leader()
+    leader.call("put", key="/ro/before", value=1)
+    readonly = cluster3.add_readonly("ro1")
+    events = readonly.watch("/ro/", start_revision=1)
+    assert events.get(timeout=15)["event"]["key"] == "/ro/before"
+    leader.call("put", key="/ro/after", value=2)
+    assert events.get(timeout=15)["event"]["key"] == "/ro/after"
+    assert readonly.status()["role"] == "readonly"
+    readonly.call("put", key="/ro/from-readonly", value=3)
+    assert leader.call("get", key="/ro/from-readonly")["value"] == 3
+    assert wait_for(lambda: leader.status()["readonly_members"] == 1, 10, "the leader to list the read-only member")
+
+
+def test_wrong_secret_cannot_join_and_unauthenticated_pickle_never_runs(cluster3: Cluster, tmp_path: Path) -> None:
+    leader = cluster3.leader()
+    leader.call("put", key="/secret/data", value="classified")
+    intruder = StoreProcess(None, cluster3.addresses, tmp_path / "intruder", secret="wrong-secret-value").start()
+    try:
+        # A forged message: a pickle that would create a file if anything unpickled it.
+        marker = tmp_path / "pwned"
+
+        class Exploit:
+            def __reduce__(self):  # type: ignore[no-untyped-def]
+                return (os.system, (f"touch {marker}",))
+
+        payload = zlib.compress(pickle.dumps(Exploit()))
+        host, port = leader.listen.split(":")  # type: ignore[union-attr]
+        with socket.create_connection((host, int(port)), timeout=5) as raw:
+            raw.sendall(struct.pack("i", len(payload)) + payload)
+            raw.settimeout(5)
+            try:
+                assert raw.recv(1) == b"", "the node hangs up on garbage"
+            except (ConnectionResetError, TimeoutError):
+                pass
+        deadline = time.monotonic() + 3  # asserting an absence: give replication a fair chance
+        while time.monotonic() < deadline:
+            assert intruder.call("get", key="/secret/data", stale=True) is None
+            time.sleep(0.2)
+        assert intruder.status()["leader"] is None
+        assert not marker.exists()
+        assert leader.status()["readonly_members"] == 0
+        assert leader.call("put", key="/secret/still-works", value=1) > 0, "the cluster is unharmed"
+    finally:
+        intruder.kill()
+
+
+def test_member_added_at_runtime_catches_up(cluster3: Cluster, tmp_path: Path) -> None:
+    leader = cluster3.leader()
+    for i in range(20):
+        leader.call("put", key=f"/grow/{i}", value=i)
+    (port,) = free_ports(1)
+    address = f"127.0.0.1:{port}"
+    leader.call("add_member", address=address)
+    newcomer = StoreProcess(address, cluster3.addresses, tmp_path / "node3", SECRET).start()
+    cluster3.extra.append(newcomer)
+    wait_for(lambda: len(values(newcomer, "/grow/")) == 20, 20, "the new voter to catch up")
+    assert address in leader.status()["voters"]
+    leader.call("remove_member", address=address)
+    assert wait_for(lambda: address not in leader.status()["voters"], 10, "the removal to apply")
+    leader.call("put", key="/grow/after-removal", value=1)

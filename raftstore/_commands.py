@@ -38,6 +38,11 @@ def encode(command: dict[str, Any]) -> str:
     return json.dumps({"v": COMMAND_VERSION, **command}, separators=(",", ":"))
 
 
+def encode_batch(encoded: list[str]) -> str:
+    """One log entry carrying several encoded commands, applied in order (group commit)."""
+    return f'{{"v":{COMMAND_VERSION},"op":"batch","cmds":[{",".join(encoded)}]}}'
+
+
 def _encode_compare(compare: Compare) -> dict[str, Any]:
     validate_key(compare.key)
     if compare.check == "absent":

@@ -114,12 +114,21 @@ class StateMachine:
 
     # ---- the one write path ----------------------------------------------------------------
 
-    def apply(self, text: str) -> dict[str, Any]:
+    def apply(self, text: str) -> Any:
+        """Apply one log entry: a command, or a batch of them (results in a list, in order)."""
         try:
             command = json.loads(text)
+        except ValueError:
+            return {"error": "bad_command", "message": "undecodable command"}
+        if isinstance(command, dict) and command.get("op") == "batch" and command.get("v") == COMMAND_VERSION:
+            return [self._apply_command(c) for c in command.get("cmds", [])]
+        return self._apply_command(command)
+
+    def _apply_command(self, command: Any) -> dict[str, Any]:
+        try:
             version = command.get("v")
             op = command["op"]
-        except (ValueError, KeyError, AttributeError):
+        except (KeyError, AttributeError, TypeError):
             return {"error": "bad_command", "message": "undecodable command"}
         if version != COMMAND_VERSION:
             return {"error": "bad_command", "message": f"unsupported command version {version!r}"}

@@ -15,9 +15,11 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
 from pysyncobj.journal import FileJournal
+from pysyncobj.pickle import dumps as pickle_dumps
 from pysyncobj.syncobj import SyncObjException
 
 from ._config import StoreConfig
+from ._crypto import AeadEncryptor
 from ._errors import StoreConfigError, StoreError
 from ._fsm import StateMachine
 
@@ -78,54 +80,70 @@ def _fsync_path(path: str) -> None:
         os.close(fd)
 
 
-def _make_durable(syncobj: SyncObj) -> None:
-    """Flush the journal before PySyncObj acknowledges anything; fsync term and vote.
+def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
+    """Group commit: the journal reaches the disk before PySyncObj acknowledges anything.
 
-    PySyncObj appends into an mmap and never msyncs (see shared/raft-notes.md). Flushing in
-    `add` means a follower's entries are on disk before it answers AppendEntries and the
-    leader's before it counts itself towards the commit quorum. A compaction rewrite
-    flushes once at its end instead of per entry.
+    PySyncObj appends into an mmap and never msyncs (see shared/raft-notes.md). Appends only
+    mark the journal dirty; it is flushed once before any answer or vote leaves this member
+    (a follower's entries are on disk before it acknowledges them) and before every tick
+    (the leader counts its own copy towards a commit only inside a tick). Term and vote are
+    fsynced before a vote is sent.
+    Returns the flush function the tick loop calls.
     """
     journal = getattr(syncobj, "_SyncObj__raftLog", None)
     meta_storer = getattr(journal, "_FileJournal__metaStorer", None)
-    if not isinstance(journal, FileJournal) or meta_storer is None:
+    transport = getattr(syncobj, "_SyncObj__transport", None)
+    if not isinstance(journal, FileJournal) or meta_storer is None or transport is None:
         raise StoreError("pysyncobj internals changed: cannot enable fsync; pin pysyncobj 0.3.17")
-    raw_add, raw_delete_to, raw_delete_from = journal.add, journal.deleteEntriesTo, journal.deleteEntriesFrom
-    batching = threading.local()
+    raw_add, raw_delete_from, raw_send = journal.add, journal.deleteEntriesFrom, transport.send
+    dirty = threading.Event()
+
+    def flush_if_dirty() -> None:
+        if dirty.is_set():
+            dirty.clear()
+            journal.flush()
 
     def add(command: bytes, idx: int, term: int) -> None:
         raw_add(command, idx, term)
-        if not getattr(batching, "active", False):
-            journal.flush()
-
-    def delete_entries_to(entry_to: int) -> None:
-        batching.active = True
-        try:
-            raw_delete_to(entry_to)
-        finally:
-            batching.active = False
-        journal.flush()
+        dirty.set()
 
     def delete_entries_from(entry_from: int) -> None:
         raw_delete_from(entry_from)
-        journal.flush()
+        dirty.set()
+
+    def send(node: Any, message: Any) -> bool:
+        # The leader may replicate entries before its own copy is durable (Raft thesis
+        # 10.2.1): it counts itself towards a commit only in a tick, after the flush there.
+        if not (isinstance(message, dict) and message.get("type") == "append_entries"):
+            flush_if_dirty()
+        return bool(raw_send(node, message))
 
     path = meta_storer.getPath()
 
     def store_meta(meta: dict[str, Any]) -> None:
-        from pysyncobj.pickle import dumps
-
         with open(path + ".tmp", "wb") as f:
-            f.write(dumps(meta))
+            f.write(pickle_dumps(meta))
             f.flush()
             os.fsync(f.fileno())
         os.replace(path + ".tmp", path)
         _fsync_path(os.path.dirname(path) or ".")
 
     journal.add = add
-    journal.deleteEntriesTo = delete_entries_to
     journal.deleteEntriesFrom = delete_entries_from
+    transport.send = send
     meta_storer.storeMeta = store_meta
+    return flush_if_dirty
+
+
+def _use_aead(syncobj: SyncObj, secret: str) -> None:
+    """Install the AES-GCM encryptor before any connection exists; refuse to run without it."""
+    encryptor = AeadEncryptor(secret)
+    syncobj._SyncObj__encryptor = encryptor  # type: ignore[attr-defined]
+    connections = getattr(getattr(syncobj, "_SyncObj__transport", None), "_connections", None)
+    if syncobj.encryptor is not encryptor or not isinstance(connections, dict):
+        raise StoreError("pysyncobj internals changed: cannot install the raft encryptor; pin pysyncobj 0.3.17")
+    for connection in connections.values():  # outgoing connections were prepared in SyncObj()
+        connection.encryptor = encryptor
 
 
 class RaftNode:
@@ -144,7 +162,7 @@ class RaftNode:
                 raise StoreConfigError(f"cannot create data dir {data_dir}: {exc.strerror}") from None
             journal, dump = str(data_dir / "raft.journal"), str(data_dir / "raft.snapshot")
         conf = SyncObjConf(
-            password=config.secret or None,
+            password=None,  # replaced by the AES-GCM encryptor below, before the first tick
             autoTick=False,
             appendEntriesUseBatch=False,  # with batching a sync write waits ~100 ms for the next heartbeat
             dynamicMembershipChange=True,
@@ -161,8 +179,11 @@ class RaftNode:
             self._syncobj = SyncObj(config.listen, list(config.peers), conf, consumers=[self._replicated])
         except SyncObjException as exc:
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
+        if config.secret:
+            _use_aead(self._syncobj, config.secret)
+        self._flush: Callable[[], None] = lambda: None
         if config.fsync and journal is not None:
-            _make_durable(self._syncobj)
+            self._flush = _make_durable(self._syncobj)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._tick_loop, name="raftstore-tick", daemon=True)
         self._thread.start()
@@ -176,7 +197,9 @@ class RaftNode:
                 # A zero-wait pass after every wake-up lets a leader commit what the previous
                 # pass appended without waiting out the poll (a single voter has no peer
                 # whose answer would wake it).
+                self._flush()
                 self._syncobj.doTick(0.0)
+                self._flush()
                 self._syncobj.doTick(TICK_SECONDS)
             except Exception:  # PySyncObj's own tick loop does the same: log and go on
                 log.exception("raft tick failed")
@@ -204,6 +227,9 @@ class RaftNode:
         """Run `fn` against local state under the apply lock. Keep `fn` short."""
         with self._replicated.lock:
             return fn(self._replicated.fsm)
+
+    def transfer_leadership(self, address: str | None, callback: Callback) -> None:
+        self._syncobj.transferLeadership(address, callback=callback)
 
     def add_member(self, address: str, callback: Callback) -> None:
         self._syncobj.addNodeToCluster(address, callback=callback)

@@ -97,6 +97,7 @@ class _Session:
             "wait_leader": lambda: s.wait_leader(r.get("timeout")),
             "add_member": lambda: s.add_member(r["address"]),
             "remove_member": lambda: s.remove_member(r["address"]),
+            "transfer_leadership": lambda: s.transfer_leadership(r.get("to")),
         }
         if op in handlers:
             return await handlers[op]()

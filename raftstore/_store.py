@@ -12,13 +12,14 @@ import json
 import logging
 import math
 import time
+from collections import deque
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable, Sequence, TypeVar
 
 import trio
 
 from . import _commands
-from ._config import StoreConfig
+from ._config import StoreConfig, parse_address
 from ._errors import LeaseNotFoundError, StoreClosedError, StoreError, UnavailableError
 from ._fsm import HistoryRecord, StateMachine
 from ._keys import validate_key, validate_prefix
@@ -42,6 +43,9 @@ T = TypeVar("T")
 
 LEASE_EXPIRY_PERIOD = 0.25  # seconds between the leader's scans for expired leases
 RETRY_BACKOFF = (0.02, 0.5)  # first and largest pause between retries of a failed proposal
+MAX_INFLIGHT_ENTRIES = 2  # log entries proposed but not yet applied, before proposals batch up
+MAX_BATCH_COMMANDS = 256
+MAX_BATCH_BYTES = 1 << 20  # one oversized command still goes alone
 
 
 def _kv(key: str, entry: Any) -> KeyValue:
@@ -68,6 +72,23 @@ class _Waiter:
         self.done.set()
 
 
+class _Slot:
+    """One in-flight log entry's claim on the group-commit window.
+
+    Released by the entry's callback, or reclaimed when no entry finished for a request
+    timeout (an entry lost in a leader change may never be applied), so the window cannot leak.
+    """
+
+    def __init__(self, semaphore: trio.Semaphore):
+        self._semaphore = semaphore
+        self.released = False
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self._semaphore.release()
+
+
 class Store:
     """Replicated key-value store: KV, transactions, watches, leases, leadership.
 
@@ -87,6 +108,10 @@ class Store:
         self._barrier_wanted = trio.Event()
         self._next_barrier = _Waiter()
         self._node: RaftNode | None = None
+        self._outbox: list[tuple[str, _Waiter]] = []
+        self._outbox_ready = trio.Event()
+        self._inflight = trio.Semaphore(MAX_INFLIGHT_ENTRIES)
+        self._slots: deque[_Slot] = deque()
 
     # ---- wiring from the tick thread ---------------------------------------------------------
 
@@ -128,9 +153,51 @@ class Store:
 
     async def _submit_once(self, text: str) -> tuple[Any, int]:
         waiter = _Waiter()
-        self.node.submit(text, lambda result, reason: self._call_soon(waiter.fill, result, reason))
+        self._outbox.append((text, waiter))
+        self._outbox_ready.set()
         await waiter.done.wait()
         return waiter.result, waiter.reason
+
+    async def _proposer_loop(self) -> None:
+        """Group commit: while MAX_INFLIGHT_ENTRIES entries are in flight, proposals queue
+        up and go out together as one log entry — one AppendEntries and one flush per member
+        for all of them. A lone proposal goes out at once, so sequential latency is unchanged."""
+        while True:
+            await self._outbox_ready.wait()
+            while True:
+                with trio.move_on_after(self.config.request_timeout):
+                    await self._inflight.acquire()
+                    break
+                self._reclaim_oldest_slot()
+            batch, size = [], 0
+            while self._outbox and len(batch) < MAX_BATCH_COMMANDS and (not batch or size + len(self._outbox[0][0]) <= MAX_BATCH_BYTES):
+                batch.append(self._outbox.pop(0))
+                size += len(batch[-1][0])
+            if not self._outbox:
+                self._outbox_ready = trio.Event()
+            text = batch[0][0] if len(batch) == 1 else _commands.encode_batch([t for t, _ in batch])
+            slot = _Slot(self._inflight)
+            self._slots.append(slot)
+            self.node.submit(text, lambda result, reason, b=batch, s=slot: self._call_soon(self._finish_entry, b, s, result, reason))
+
+    def _reclaim_oldest_slot(self) -> None:
+        """No entry finished within a request timeout: PySyncObj dropped a callback."""
+        while self._slots and self._slots[0].released:
+            self._slots.popleft()
+        if self._slots:
+            log.warning("reclaiming a group-commit slot whose log entry never completed")
+            self._slots.popleft().release()
+
+    def _finish_entry(self, batch: list[tuple[str, _Waiter]], slot: "_Slot", result: Any, reason: int) -> None:
+        slot.release()
+        while self._slots and self._slots[0].released:
+            self._slots.popleft()
+        if len(batch) == 1:
+            batch[0][1].fill(result, reason)
+            return
+        results = result if reason == SUCCESS else [None] * len(batch)
+        for (_, waiter), one in zip(batch, results):
+            waiter.fill(one, reason)
 
     async def _propose(self, command: dict[str, Any]) -> dict[str, Any]:
         """Propose until applied or the request timeout passes; raise on an error result."""
@@ -332,18 +399,34 @@ class Store:
         """Remove a voter. Waits for commit."""
         await self._membership(self.node.remove_member, address)
 
-    async def _membership(self, change: Callable[[str, Any], None], address: str) -> None:
-        from ._config import parse_address
+    async def transfer_leadership(self, to: str | None = None) -> str:
+        """Hand leadership to `to` (or the most caught-up voter) before maintenance on this
+        node; waits until a new leader is known and returns it. Only valid on the leader."""
+        if to is not None:
+            parse_address(to, "member address")
+        await self._wait_callback(lambda cb: self.node.transfer_leadership(to, cb), f"leadership transfer to {to or 'any voter'}")
+        with trio.move_on_after(self.config.request_timeout):
+            while True:
+                changed = self._leadership_changed
+                leader = self.leader()
+                if leader is not None and leader != self.config.listen and (to is None or leader == to):
+                    return leader
+                await changed.wait()
+        raise UnavailableError(f"leadership did not move to {to or 'another voter'} in time")
 
+    async def _membership(self, change: Callable[[str, Any], None], address: str) -> None:
         parse_address(address, "member address")
+        await self._wait_callback(lambda cb: change(address, cb), f"membership change for {address}")
+
+    async def _wait_callback(self, start: Callable[[Any], None], what: str) -> None:
         waiter = _Waiter()
-        change(address, lambda result, reason: self._call_soon(waiter.fill, result, reason))
+        start(lambda result, reason: self._call_soon(waiter.fill, result, reason))
         with trio.move_on_after(self.config.request_timeout):
             await waiter.done.wait()
         if not waiter.done.is_set():
-            raise UnavailableError(f"membership change for {address} not committed within {self.config.request_timeout:g}s")
+            raise UnavailableError(f"{what} not confirmed within {self.config.request_timeout:g}s")
         if waiter.reason != SUCCESS:
-            raise StoreError(f"membership change for {address} failed: {FAIL_NAMES.get(waiter.reason, waiter.reason)}")
+            raise StoreError(f"{what} failed: {FAIL_NAMES.get(waiter.reason, waiter.reason)}")
 
     def statistics(self) -> StoreStatistics:
         node = self.node
@@ -389,6 +472,7 @@ async def open_store(config: StoreConfig) -> AsyncIterator[Store]:
     store._node = await trio.to_thread.run_sync(RaftNode, config, store._on_applied, store._on_leadership)
     try:
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(store._proposer_loop)
             nursery.start_soon(store._barrier_loop)
             nursery.start_soon(store._lease_expiry_loop)
             try:

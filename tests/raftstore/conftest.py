@@ -5,7 +5,7 @@ from typing import Iterator
 
 import pytest
 
-from .support import Cluster
+from raftstore.testing import Cluster
 
 
 @pytest.fixture

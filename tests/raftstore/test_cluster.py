@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import SECRET, Cluster, RemoteError, StoreProcess, free_ports, wait_for
+from raftstore.testing import SECRET, Cluster, RemoteError, StoreProcess, free_ports, wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -124,3 +124,14 @@ def test_snapshot_round_trip_restores_everything() -> None:
     assert restored.revision == fsm.revision and restored.events_since(1, "/") == fsm.events_since(1, "/")
     restored.apply(encode({"op": "lease_revoke", "id": lease}))
     assert restored.get("/a") is None and fsm.get("/a") is not None
+
+
+def test_a_batch_entry_applies_each_command_in_order() -> None:
+    from raftstore._commands import encode_batch
+
+    fsm = StateMachine()
+    first = encode(txn_command([absent("/lock")], [Put("/lock", "a")], []))
+    second = encode(txn_command([absent("/lock")], [Put("/lock", "b")], []))
+    results = fsm.apply(encode_batch([first, second]))
+    assert [r["succeeded"] for r in results] == [True, False]
+    assert value(fsm, "/lock") == "a" and fsm.revision == 1

@@ -21,7 +21,7 @@ from raftstore import (
     open_store,
 )
 
-from .support import free_ports
+from raftstore.testing import free_ports
 
 
 def config(tmp_path: Path, **kwargs: object) -> StoreConfig:

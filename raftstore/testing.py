@@ -1,4 +1,4 @@
-"""Store members as real OS processes (`python -m raftstore serve`), driven over JSON lines."""
+"""Test and benchmark harness: store members as real OS processes (`python -m raftstore serve`) driven over JSON lines."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """raftstore vs etcd, side by side in one run, on loopback.
 
 For 1 and 3 voters: sequential puts, 16-concurrent puts and sequential 10-key transactions,
-with throughput and p50/p99 latency. raftstore members run as `python -m raftstore serve`
-processes driven over their JSON-lines channel; etcd (Debian's etcd-server, started here) is
-driven through the `etcd3` gRPC client. Both fsync their logs (raftstore's default).
+with throughput and p50/p99 latency. raftstore's leader runs in this process and is driven
+through the embedded async API, as contivd's netmaster uses it; the other voters are
+`python -m raftstore serve` processes. etcd (Debian's etcd-server, started here) is driven
+through the `etcd3` gRPC client. Both fsync their logs (raftstore's default); raftstore also
+encrypts its traffic with the cluster secret (etcd runs plain HTTP here).
 The last line printed is one JSON object with every figure.
 
     python3 benchmarks/store_bench.py [--quick]
@@ -15,21 +17,25 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Awaitable, Callable, Iterator
 
 os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")  # etcd3's generated code needs it
 
-from raftstore.testing import Cluster, free_ports, wait_for  # noqa: E402
+import trio  # noqa: E402
+
+from raftstore import Put, StoreConfig, open_store  # noqa: E402
+from raftstore.testing import SECRET, StoreProcess, free_ports, wait_for  # noqa: E402
 
 CONCURRENCY = 16
 TXN_KEYS = 10
+VALUE = "x" * 100
+Results = dict[str, dict[str, float]]
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -37,17 +43,29 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def measure(op: Callable[[int], None], count: int, workers: int) -> dict[str, float]:
-    """Run `op(i)` for i in range(count) over `workers` threads; throughput and latency."""
+def summarize(latencies: list[float], elapsed: float) -> dict[str, float]:
+    return {
+        "per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(percentile(latencies, 0.50) * 1000, 2),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+    }
+
+
+def measure(op: Callable[[int], object], count: int, workers: int) -> dict[str, float]:
+    """Run blocking `op(i)` for i in range(count) over `workers` threads."""
     latencies: list[float] = []
+    errors: list[BaseException] = []
     lock = threading.Lock()
 
     def worker(indices: range) -> None:
         mine = []
-        for i in indices:
-            start = time.perf_counter()
-            op(i)
-            mine.append(time.perf_counter() - start)
+        try:
+            for i in indices:
+                start = time.perf_counter()
+                op(i)
+                mine.append(time.perf_counter() - start)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
         with lock:
             latencies.extend(mine)
 
@@ -58,63 +76,85 @@ def measure(op: Callable[[int], None], count: int, workers: int) -> dict[str, fl
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - started
-    return {
-        "per_s": round(len(latencies) / elapsed, 1),
-        "p50_ms": round(percentile(latencies, 0.50) * 1000, 2),
-        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
-    }
+    if errors:
+        raise errors[0]
+    return summarize(latencies, time.perf_counter() - started)
 
 
-def workload(put: Callable[[str, str], None], txn: Callable[[list[str]], None], n: int, tag: str) -> dict[str, dict[str, float]]:
-    value = "x" * 100
-    results = {
-        "seq": measure(lambda i: put(f"/bench/{tag}/seq/{i}", value), n, 1),
-        "conc": measure(lambda i: put(f"/bench/{tag}/conc/{i}", value), n, CONCURRENCY),
-        "txn": measure(lambda i: txn([f"/bench/{tag}/txn/{i}/{k}" for k in range(TXN_KEYS)]), max(n // 4, 50), 1),
-    }
-    return results
+async def measure_async(op: Callable[[int], Awaitable[object]], count: int, workers: int) -> dict[str, float]:
+    """Run `await op(i)` for i in range(count) over `workers` trio tasks."""
+    latencies: list[float] = []
+    per = count // workers
+
+    async def worker(indices: range) -> None:
+        for i in indices:
+            start = time.perf_counter()
+            await op(i)
+            latencies.append(time.perf_counter() - start)
+
+    started = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for w in range(workers):
+            nursery.start_soon(worker, range(w * per, (w + 1) * per))
+    return summarize(latencies, time.perf_counter() - started)
 
 
-# ---- raftstore ---------------------------------------------------------------------------
+# ---- raftstore -----------------------------------------------------------------------------
 
 
-def bench_raftstore(root: Path, voters: int, n: int) -> dict[str, dict[str, float]]:
-    cluster = Cluster(root / f"raftstore{voters}", voters)
+async def bench_raftstore_async(root: Path, voters: int, n: int) -> Results:
+    """The leader runs here, the other voters as separate processes."""
+    addresses = [f"127.0.0.1:{p}" for p in free_ports(voters)]
+    others = [
+        StoreProcess(a, [b for b in addresses if b != a], root / f"raftstore{voters}-{i}").start(wait_ready=False)
+        for i, a in enumerate(addresses[1:], 1)
+    ]
+    config = StoreConfig(listen=addresses[0], peers=tuple(addresses[1:]), secret=SECRET, data_dir=root / f"raftstore{voters}-0")
     try:
-        cluster.start()
-        leader = cluster.leader()
-        value = "x" * 100
-
-        def put(key: str, v: str) -> None:
-            leader.call("put", key=key, value=v)
-
-        def txn(keys: list[str]) -> None:
-            leader.call("txn", **{"then": [{"op": "put", "key": k, "value": value} for k in keys]})
-
-        return workload(put, txn, n, f"r{voters}")
+        async with open_store(config) as store:
+            leader = await store.wait_leader(timeout=20)
+            if leader != addresses[0]:
+                current = others[addresses.index(leader) - 1]
+                await trio.to_thread.run_sync(lambda: current.call("transfer_leadership", to=addresses[0]))
+            with trio.fail_after(20):
+                async for change in store.leadership_changes():
+                    if change.is_leader:
+                        break
+            tag = f"r{voters}"
+            return {
+                "seq": await measure_async(lambda i: store.put(f"/bench/{tag}/seq/{i}", VALUE), n, 1),
+                "conc": await measure_async(lambda i: store.put(f"/bench/{tag}/conc/{i}", VALUE), n, CONCURRENCY),
+                "txn": await measure_async(
+                    lambda i: store.txn(success=[Put(f"/bench/{tag}/txn/{i}/{k}", VALUE) for k in range(TXN_KEYS)]),
+                    max(n // 4, 50),
+                    1,
+                ),
+            }
     finally:
-        cluster.close()
+        for process in others:
+            process.kill()
 
 
-# ---- etcd --------------------------------------------------------------------------------
+def bench_raftstore(root: Path, voters: int, n: int) -> Results:
+    return trio.run(bench_raftstore_async, root, voters, n)
+
+
+# ---- etcd ----------------------------------------------------------------------------------
 
 
 def etcd_cluster(root: Path, members: int) -> Iterator[list[str]]:
-    """Start `members` etcd processes on loopback; yields their client URLs; kills them after."""
+    """Start `members` etcd processes on loopback; yields their client endpoints; kills them after."""
     ports = free_ports(2 * members)
     names = [f"e{i}" for i in range(members)]
     peers = ",".join(f"{names[i]}=http://127.0.0.1:{ports[2 * i + 1]}" for i in range(members))
     procs = []
     try:
         for i, name in enumerate(names):
-            data = root / f"etcd{members}-{name}"
+            client_url, peer_url = f"http://127.0.0.1:{ports[2 * i]}", f"http://127.0.0.1:{ports[2 * i + 1]}"
             args = [
-                "etcd", "--name", name, "--data-dir", str(data),
-                "--listen-client-urls", f"http://127.0.0.1:{ports[2 * i]}",
-                "--advertise-client-urls", f"http://127.0.0.1:{ports[2 * i]}",
-                "--listen-peer-urls", f"http://127.0.0.1:{ports[2 * i + 1]}",
-                "--initial-advertise-peer-urls", f"http://127.0.0.1:{ports[2 * i + 1]}",
+                "etcd", "--name", name, "--data-dir", str(root / f"etcd{members}-{name}"),
+                "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
+                "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
                 "--initial-cluster", peers, "--initial-cluster-state", "new", "--log-level", "error",
             ]  # fmt: skip
             log = open(root / f"etcd{members}-{name}.log", "wb")
@@ -126,7 +166,7 @@ def etcd_cluster(root: Path, members: int) -> Iterator[list[str]]:
             p.wait()
 
 
-def bench_etcd(root: Path, members: int, n: int) -> dict[str, dict[str, float]]:
+def bench_etcd(root: Path, members: int, n: int) -> Results:
     import etcd3
 
     for endpoints in etcd_cluster(root, members):
@@ -143,15 +183,20 @@ def bench_etcd(root: Path, members: int, n: int) -> dict[str, dict[str, float]]:
             return None
 
         client = wait_for(leader_client, 30, "etcd to elect a leader")
-        value = "x" * 100
-
-        def put(key: str, v: str) -> None:
-            client.put(key, v)
-
-        def txn(keys: list[str]) -> None:
-            client.transaction(compare=[], success=[client.transactions.put(k, value) for k in keys], failure=[])
-
-        return workload(put, txn, n, f"e{members}")
+        tag = f"e{members}"
+        return {
+            "seq": measure(lambda i: client.put(f"/bench/{tag}/seq/{i}", VALUE), n, 1),
+            "conc": measure(lambda i: client.put(f"/bench/{tag}/conc/{i}", VALUE), n, CONCURRENCY),
+            "txn": measure(
+                lambda i: client.transaction(
+                    compare=[],
+                    success=[client.transactions.put(f"/bench/{tag}/txn/{i}/{k}", VALUE) for k in range(TXN_KEYS)],
+                    failure=[],
+                ),
+                max(n // 4, 50),
+                1,
+            ),
+        }
     raise AssertionError("unreachable")
 
 
@@ -163,7 +208,7 @@ def main() -> None:
         sys.exit("etcd is not installed: apt-get install etcd-server (packaging/deps.sh does)")
     n = 400 if args.quick else 3000
     root = Path(tempfile.mkdtemp(prefix="store-bench-"))
-    figures: dict[str, float] = {}
+    figures: dict[str, float | bool] = {}
     try:
         for voters in (1, 3):
             for system, run in (("raftstore", bench_raftstore), ("etcd", bench_etcd)):
@@ -172,14 +217,14 @@ def main() -> None:
                 for kind, label in (("seq", "put"), ("conc", "put16"), ("txn", "txn")):
                     r = result[kind]
                     print(f"{system:9} voters={voters} {label:5} {r['per_s']:9.1f}/s  p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms")
-                    figures[f"{prefix}{label}_per_s_{voters}"] = r["per_s"]
-                    figures[f"{prefix}{label}_p50_ms_{voters}"] = r["p50_ms"]
-                    figures[f"{prefix}{label}_p99_ms_{voters}"] = r["p99_ms"]
+                    for stat in ("per_s", "p50_ms", "p99_ms"):
+                        figures[f"{prefix}{label}_{stat}_{voters}"] = r[stat]
     finally:
         shutil.rmtree(root, ignore_errors=True)
     for label in ("put", "put16", "txn"):
         for voters in (1, 3):
-            figures[f"ratio_{label}_{voters}"] = round(figures[f"{label}_per_s_{voters}"] / figures[f"etcd_{label}_per_s_{voters}"], 2)
+            ours, theirs = figures[f"{label}_per_s_{voters}"], figures[f"etcd_{label}_per_s_{voters}"]
+            figures[f"ratio_{label}_{voters}"] = round(float(ours) / float(theirs), 2)
     figures["quick"] = args.quick
     print(json.dumps(figures, sort_keys=True))
 

@@ -7,6 +7,7 @@ values are refused with a message naming the option and where its value came fro
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import tomllib
@@ -14,7 +15,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from raftstore import StoreConfig, StoreConfigError
+from raftstore import StoreConfig, StoreConfigError, is_loopback
+
 
 
 class ConfigError(ValueError):
@@ -40,6 +42,30 @@ def _address_list(value: Any) -> tuple[str, ...]:
     return tuple(_text(v) for v in items if str(v).strip())
 
 
+def _listen_address(value: Any) -> str:
+    text = _text(value)
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("must be host:port with a port from 1 to 65535")
+    return text
+
+
+def _ip(value: Any) -> str:
+    text = str(value).strip()
+    if text:
+        ipaddress.ip_address(text)  # ValueError names the problem
+    return text
+
+
+def _datapath(value: Any) -> str:
+    text = _text(value).lower()
+    if text == "ovs":
+        raise ValueError("the Open vSwitch datapath is not available in this build yet; use none")
+    if text != "none":
+        raise ValueError("must be ovs or none")
+    return text
+
+
 def _log_level(value: Any) -> str:
     level = _text(value).upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
@@ -63,10 +89,13 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("node_name", _text, socket.gethostname, "Name of this node in the cluster (default: the hostname)."),
     Option("data_dir", lambda v: Path(_text(v)), lambda: Path("/var/lib/contivd"), "Where the Raft journal and snapshots live."),
+    Option("api_listen", _listen_address, lambda: "127.0.0.1:9999", "Netmaster REST API address (host:port)."),
     Option("raft_listen", _text, lambda: "127.0.0.1:9002", "Raft address of this node (host:port)."),
     Option("peers", _address_list, tuple, "Comma-separated Raft addresses of the other voters; empty = single node."),
     Option("readonly", _boolean, lambda: False, "Join as a non-voting member (replicates, never votes).", flag=True),
     Option("cluster_secret", _text, lambda: None, "Shared secret authenticating and encrypting all node-to-node traffic."),
+    Option("control_ip", _ip, lambda: "", "This node's address peers reach it on (default: the API listen host)."),
+    Option("datapath", _datapath, lambda: "none", "ovs or none (none = control plane only)."),
     Option("log_level", _log_level, lambda: "INFO", "debug, info, warning or error."),
 )
 
@@ -75,11 +104,34 @@ OPTIONS: tuple[Option, ...] = (
 class Config:
     node_name: str
     data_dir: Path
+    api_listen: str
     raft_listen: str
     peers: tuple[str, ...]
     readonly: bool
     cluster_secret: str | None
+    control_ip: str
+    datapath: str
     log_level: str
+
+    @property
+    def api_host(self) -> str:
+        return self.api_listen.rpartition(":")[0].strip("[]")
+
+    @property
+    def api_port(self) -> int:
+        return int(self.api_listen.rpartition(":")[2])
+
+    @property
+    def node_ip(self) -> str:
+        """The address other nodes use for this one (control IP, else the API host)."""
+        if self.control_ip:
+            return self.control_ip
+        return "127.0.0.1" if self.api_host in ("0.0.0.0", "::", "") else self.api_host
+
+    @property
+    def api_url(self) -> str:
+        host = self.node_ip
+        return f"http://[{host}]:{self.api_port}" if ":" in host else f"http://{host}:{self.api_port}"
 
     def store_config(self) -> StoreConfig:
         """The embedded store's settings; raises ConfigError for unsafe combinations."""
@@ -139,4 +191,9 @@ def load(flags: Mapping[str, Any], config_file: Path | None = None, environ: Map
             raise ConfigError(f"{source}: {raw!r} {exc}") from None
     config = Config(**values)
     config.store_config()  # surface unsafe raft settings now, not at start-up
+    if not config.cluster_secret and not is_loopback(config.api_host):
+        raise ConfigError(
+            f"--api-listen {config.api_listen}: refusing a non-loopback API without a cluster secret "
+            "(node-to-node calls are authenticated with it)"
+        )
     return config

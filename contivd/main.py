@@ -1,7 +1,8 @@
 """Composition root: the one place that builds contivd's services and owns their nursery.
 
-Today the node runs its embedded store member; the netmaster API, node agent and CNI server
-are started here, in dependency order, as they arrive.
+Start order: store member → netmaster → node registration → REST API. The Raft leader is the
+netmaster: when this node gains leadership it creates Contiv's default objects if missing.
+SIGTERM or SIGINT stops the API gracefully, then the store (journal flushed, sockets closed).
 """
 
 from __future__ import annotations
@@ -9,36 +10,85 @@ from __future__ import annotations
 import logging
 import signal
 
+import httpx
 import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
 
-from raftstore import Store, open_store
+from raftstore import Store, StoreError, open_store
 
 from . import __version__
+from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .config import Config
+from .model import ModelError
+from .netmaster.service import Netmaster
+from .nodes import NodeInfo, keep_registered
 
 log = logging.getLogger("contivd")
 
 
-async def _log_leadership(store: Store, node_name: str) -> None:
+async def _leader_duties(store: Store, netmaster: Netmaster, node_name: str) -> None:
+    """Log leadership changes; as the new leader, make sure Contiv's defaults exist."""
     async for change in store.leadership_changes():
         if change.is_leader:
             log.info("node %s is the leader (netmaster) in term %d", node_name, change.term)
+            while store.is_leader():
+                try:
+                    await netmaster.ensure_defaults()
+                    break
+                except (StoreError, ModelError) as exc:
+                    log.warning("creating default objects failed, retrying: %s", exc)
+                    await trio.sleep(1)
         elif change.leader:
             log.info("leader is %s (term %d)", change.leader, change.term)
         else:
             log.warning("no leader: election in progress or no quorum")
 
 
+def _hypercorn_config(config: Config) -> HypercornConfig:
+    hconfig = HypercornConfig()
+    hconfig.bind = [config.api_listen]
+    hconfig.accesslog = None
+    hconfig.graceful_timeout = 5.0
+    return hconfig
+
+
 async def run(config: Config) -> None:
-    """Run the node until SIGTERM or SIGINT, then shut down cleanly (store flushed and closed)."""
+    """Run the node until SIGTERM or SIGINT, then shut down cleanly."""
     log.info("contivd %s starting: node %s, data dir %s", __version__, config.node_name, config.data_dir)
+    stop = trio.Event()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with open_store(config.store_config()) as store, trio.open_nursery() as nursery:
+        async with open_store(config.store_config()) as store, httpx.AsyncClient(
+            timeout=FORWARD_TIMEOUT_SECONDS
+        ) as http, trio.open_nursery() as nursery:
             role = "read-only member" if config.readonly else f"raft on {config.raft_listen}"
             log.info("store started (%s, peers: %s)", role, ", ".join(config.peers) or "none, single node")
-            nursery.start_soon(_log_leadership, store, config.node_name)
+            netmaster = Netmaster(store, config.node_name)
+            nursery.start_soon(_leader_duties, store, netmaster, config.node_name)
+            info = NodeInfo(
+                name=config.node_name,
+                raft_address=None if config.readonly else config.raft_listen,
+                api_url=config.api_url,
+                control_ip=config.node_ip,
+                vtep_ip=config.node_ip,
+                readonly=config.readonly,
+                version=__version__,
+            )
+            nursery.start_soon(keep_registered, store, info)
+            app = create_app(ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http))
+            bound = await nursery.start(lambda task_status: serve(app, _hypercorn_config(config), shutdown_trigger=stop.wait, task_status=task_status))
+            log.info("API listening on %s", ", ".join(bound))
             async for signum in signals:
                 log.info("received %s: shutting down", signal.Signals(signum).name)
-                nursery.cancel_scope.cancel()
+                stop.set()
                 break
+            with trio.move_on_after(6):
+                await _wait_api_stopped(nursery)
+            nursery.cancel_scope.cancel()
     log.info("contivd stopped")
+
+
+async def _wait_api_stopped(nursery: trio.Nursery) -> None:
+    """Let hypercorn finish in-flight requests (it exits after `stop` is set)."""
+    while len(nursery.child_tasks) > 2:  # leader duties and registration run until cancelled
+        await trio.sleep(0.05)

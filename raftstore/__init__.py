@@ -5,6 +5,7 @@ the yielded `Store` offers get/list/put/delete/txn, watches, leases and leadersh
 """
 
 from ._config import StoreConfig as StoreConfig
+from ._config import is_loopback as is_loopback
 from ._errors import InvalidKeyError as InvalidKeyError
 from ._errors import InvalidValueError as InvalidValueError
 from ._errors import LeaseNotFoundError as LeaseNotFoundError
@@ -21,6 +22,7 @@ from ._types import Event as Event
 from ._types import EventType as EventType
 from ._types import KeyValue as KeyValue
 from ._types import LeadershipChange as LeadershipChange
+from ._types import Op as Op
 from ._types import Put as Put
 from ._types import StoreStatistics as StoreStatistics
 from ._types import TxnResult as TxnResult

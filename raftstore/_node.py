@@ -7,6 +7,7 @@ Callbacks must never block the tick thread.
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
 import threading
@@ -16,6 +17,7 @@ from typing import Any, Callable, Iterator, TypeVar
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
 from pysyncobj.journal import FileJournal
 from pysyncobj.pickle import dumps as pickle_dumps
+from pysyncobj.pickle import load as pickle_load
 from pysyncobj.syncobj import SyncObjException
 
 from ._config import StoreConfig
@@ -95,8 +97,9 @@ def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
     transport = getattr(syncobj, "_SyncObj__transport", None)
     if not isinstance(journal, FileJournal) or meta_storer is None or transport is None:
         raise StoreError("pysyncobj internals changed: cannot enable fsync; pin pysyncobj 0.3.17")
-    raw_add, raw_delete_from, raw_send = journal.add, journal.deleteEntriesFrom, transport.send
+    raw_add, raw_delete_from, raw_delete_to, raw_send = journal.add, journal.deleteEntriesFrom, journal.deleteEntriesTo, transport.send
     dirty = threading.Event()
+    snapshot = getattr(syncobj, "_SyncObj__conf").fullDumpFile
 
     def flush_if_dirty() -> None:
         if dirty.is_set():
@@ -109,6 +112,15 @@ def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
 
     def delete_entries_from(entry_from: int) -> None:
         raw_delete_from(entry_from)
+        dirty.set()
+
+    def delete_entries_to(entry_to: int) -> None:
+        # Compaction: the snapshot (written by PySyncObj's forked child without fsync) must
+        # be on disk before the journal entries it replaces are dropped.
+        if snapshot and os.path.isfile(snapshot):
+            _fsync_path(snapshot)
+            _fsync_path(os.path.dirname(snapshot) or ".")
+        raw_delete_to(entry_to)
         dirty.set()
 
     def send(node: Any, message: Any) -> bool:
@@ -130,9 +142,36 @@ def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
 
     journal.add = add
     journal.deleteEntriesFrom = delete_entries_from
+    journal.deleteEntriesTo = delete_entries_to
     transport.send = send
     meta_storer.storeMeta = store_meta
     return flush_if_dirty
+
+
+def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
+    """Drop journal entries the snapshot already covers, so PySyncObj keeps the tail.
+
+    PySyncObj truncates the journal only after its forked child has written the snapshot.
+    A stop or crash between the two leaves a snapshot newer than the journal's head, and on
+    load PySyncObj then *clears the whole journal* (it expects the journal to start with the
+    snapshot's last two entries), losing every committed entry after the snapshot. Trimming
+    the journal to start at those two entries first makes the load keep them.
+    """
+    journal = getattr(syncobj, "_SyncObj__raftLog", None)
+    if journal is None or len(journal) < 2 or not os.path.isfile(snapshot):
+        return
+    try:
+        with open(snapshot, "rb") as f, gzip.GzipFile(fileobj=f) as g:
+            _, last, previous, _ = pickle_load(g)
+    except Exception:  # PySyncObj reports an unreadable snapshot itself when it loads it
+        return
+    for i in range(len(journal) - 1):
+        if tuple(journal[i]) == tuple(previous) and tuple(journal[i + 1]) == tuple(last):
+            if i:
+                log.info("snapshot is newer than the journal head: dropping %d covered journal entries", i)
+                journal.deleteEntriesTo(i)
+                journal.flush()
+            return
 
 
 def _use_aead(syncobj: SyncObj, secret: str) -> None:
@@ -179,6 +218,8 @@ class RaftNode:
             self._syncobj = SyncObj(config.listen, list(config.peers), conf, consumers=[self._replicated])
         except SyncObjException as exc:
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
+        if dump is not None:
+            _align_journal_with_snapshot(self._syncobj, dump)
         if config.secret:
             _use_aead(self._syncobj, config.secret)
         self._flush: Callable[[], None] = lambda: None

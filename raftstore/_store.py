@@ -254,22 +254,38 @@ class Store:
     async def get(self, key: str, *, stale: bool = False) -> KeyValue | None:
         """The current value of `key`, or None."""
         validate_key(key)
-
-        def read(fsm: StateMachine) -> KeyValue | None:
-            found = fsm.get(key)
-            return None if found is None else _kv(*found)
-
-        return await self._read(read, stale)
+        if not stale:
+            await self._linearize()
+        return self.get_nowait(key)
 
     async def list(self, prefix: str, *, stale: bool = False) -> list[KeyValue]:
         """Every key under `prefix`, sorted by key."""
         validate_prefix(prefix)
-        return await self._read(lambda fsm: [_kv(k, e) for k, e in fsm.range(prefix)], stale)
+        if not stale:
+            await self._linearize()
+        return self.list_nowait(prefix)
 
     async def list_with_revision(self, prefix: str, *, stale: bool = False) -> tuple[list[KeyValue], int]:
         """Like list(), plus the store revision the listing reflects (to start a watch after it)."""
         validate_prefix(prefix)
         return await self._read(lambda fsm: ([_kv(k, e) for k, e in fsm.range(prefix)], fsm.revision), stale)
+
+    async def sync(self) -> int:
+        """Wait until local state includes every write committed before this call; returns
+        the revision. Then `*_nowait` reads are linearizable up to that point."""
+        await self._linearize()
+        return self.revision
+
+    def get_nowait(self, key: str) -> KeyValue | None:
+        """This member's applied value of `key`, without waiting (stale unless after sync())."""
+        validate_key(key)
+        found = self.node.read(lambda fsm: fsm.get(key))
+        return None if found is None else _kv(*found)
+
+    def list_nowait(self, prefix: str) -> list[KeyValue]:
+        """This member's applied keys under `prefix`, without waiting (see get_nowait)."""
+        validate_prefix(prefix)
+        return self.node.read(lambda fsm: [_kv(k, e) for k, e in fsm.range(prefix)])
 
     async def put(self, key: str, value: Any, *, lease: int | None = None) -> int:
         """Store `value` at `key`; returns the new revision."""

@@ -39,3 +39,7 @@ from .ranges import format_tag_ranges as format_tag_ranges
 from .ranges import format_tags as format_tags
 from .ranges import in_ranges as in_ranges
 from .ranges import parse_tag_ranges as parse_tag_ranges
+from ._addresses import Subnet as Subnet
+from ._addresses import parse_pool as parse_pool
+from ._addresses import parse_subnet as parse_subnet
+from ._addresses import parse_subnet6 as parse_subnet6

@@ -176,3 +176,24 @@ async def test_restart_from_disk_keeps_every_write(tmp_path: Path) -> None:
         assert sorted(kv.value for kv in listed) == list(range(120))
         assert store.revision == revision
         assert await store.put("/k/next", 1) == revision + 1
+
+
+async def test_crash_between_snapshot_and_journal_truncation_loses_nothing(tmp_path: Path) -> None:
+    """PySyncObj writes a snapshot, then truncates the journal in a later tick. A stop in
+    between leaves a snapshot newer than the journal head; the tail must survive it."""
+    cfg = config(tmp_path, compaction_min_entries=50)
+    async with open_store(cfg) as store:
+        await store.wait_leader(timeout=10)
+        syncobj = store.node._syncobj
+        snapshots = []
+        syncobj._SyncObj__deleteEntriesTo = snapshots.append  # the "crash": never truncate
+        for i in range(120):
+            await store.put(f"/k/{i}", i)
+        with trio.fail_after(10):
+            while not snapshots:
+                await trio.sleep(0.05)
+        for i in range(120, 140):  # written after the snapshot: only the journal holds them
+            await store.put(f"/k/{i}", i)
+    async with open_store(cfg) as store:
+        await store.wait_leader(timeout=10)
+        assert sorted(kv.value for kv in await store.list("/k/")) == list(range(140))

@@ -1,0 +1,54 @@
+"""Where things live in the store: Contiv's `/contiv.io/...` hierarchy (contiv-api.md §6)."""
+
+from __future__ import annotations
+
+ROOT = "/contiv.io"
+MODEL_PREFIX = f"{ROOT}/obj/modeldb/"
+# Bumped by every configuration write: config transactions compare it, so two writers that
+# read the same configuration cannot both commit (serialisable config changes).
+CONFIG_VERSION = f"{ROOT}/obj/version"
+NETS_PREFIX = f"{ROOT}/state/nets/"
+EPS_PREFIX = f"{ROOT}/state/eps/"
+EPGS_PREFIX = f"{ROOT}/state/endpointGroups/"
+POLICY_PREFIX = f"{ROOT}/state/policy/"
+POLICY_RULE_PREFIX = f"{ROOT}/state/policyRule/"
+SERVICE_LB_PREFIX = f"{ROOT}/state/serviceLB/"
+PROVIDER_PREFIX = f"{ROOT}/state/provider/"
+GLOBAL_CONFIG = f"{ROOT}/master/config/global"
+GLOBAL_STATE = f"{ROOT}/state/global/global"
+TAGS_STATE = f"{ROOT}/state/tags/global"  # VLAN, VXLAN, local VLAN and EPG id bitsets
+NODES_PREFIX = f"{ROOT}/nodes/"
+
+
+def model(kind: str, key: str) -> str:
+    return f"{MODEL_PREFIX}{kind}/{key}"
+
+
+def model_prefix(kind: str) -> str:
+    return f"{MODEL_PREFIX}{kind}/"
+
+
+def net_id(tenant: str, network: str) -> str:
+    """Contiv's network id `<net>.<tenant>`."""
+    return f"{network}.{tenant}"
+
+
+def net_state(tenant: str, network: str) -> str:
+    return f"{NETS_PREFIX}{net_id(tenant, network)}"
+
+
+def ep_id(tenant: str, network: str, endpoint: str) -> str:
+    """Contiv's endpoint id `<net>.<tenant>-<endpointID>`."""
+    return f"{net_id(tenant, network)}-{endpoint}"
+
+
+def ep_state(endpoint_id: str) -> str:
+    return f"{EPS_PREFIX}{endpoint_id}"
+
+
+def epg_state(tenant: str, group: str) -> str:
+    return f"{EPGS_PREFIX}{group}:{tenant}"
+
+
+def node(name: str) -> str:
+    return f"{NODES_PREFIX}{name}"

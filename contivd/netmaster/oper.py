@@ -1,0 +1,63 @@
+"""Inspect answers (`/api/v1/inspect/<collection>/<key>/`): Contiv's Oper shapes from state."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..model import EndpointOper
+from . import ipam, layout
+from .view import View
+
+
+def _endpoints(view: View, kind: str, key: str) -> list[dict[str, Any]]:
+    return [EndpointOper.from_state(ep).to_json() for ep in sorted(view.endpoints(kind, key), key=lambda e: e["id"])]
+
+
+def network(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
+    state = view.state(layout.net_state(obj["tenantName"], obj["networkName"]))
+    if state is None:
+        return {}
+    return {
+        "pktTag": state["pktTag"],
+        "externalPktTag": state["extPktTag"],
+        "numEndpoints": state.get("epCount", 0),
+        "allocatedAddressesCount": state.get("epAddrCount", 0),
+        **ipam.address_oper(state),
+        "networkTag": state.get("networkTag", ""),
+        "endpoints": _endpoints(view, "network", obj["key"]),
+    }
+
+
+def endpoint_group(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
+    state = view.state(layout.epg_state(obj["tenantName"], obj["groupName"]))
+    if state is None:
+        return {}
+    return {
+        "pktTag": state["pktTag"],
+        "externalPktTag": state["extPktTag"],
+        "numEndpoints": state.get("epCount", 0),
+        **ipam.epg_address_oper(state),
+        "groupTag": state.get("groupTag", ""),
+        "endpoints": _endpoints(view, "endpointGroup", obj["key"]),
+    }
+
+
+def tenant(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
+    name = obj["tenantName"]
+
+    def owned(kind: str) -> list[Mapping[str, Any]]:
+        return [o for o in view.items(kind) if o.get("tenantName") == name]
+
+    networks = [network(view, n) for n in owned("network")]
+    return {
+        "totalNetworks": len(networks),
+        "totalEPGs": len(owned("endpointGroup")),
+        "totalNetprofiles": len(owned("netprofile")),
+        "totalPolicies": len(owned("policy")),
+        "totalAppProfiles": len(owned("appProfile")),
+        "totalServicelbs": len(owned("serviceLB")),
+        "totalEndpoints": sum(n.get("numEndpoints", 0) for n in networks),
+    }
+
+
+OPER = {"network": network, "endpointGroup": endpoint_group, "tenant": tenant}

@@ -1,0 +1,241 @@
+"""The netmaster service: Contiv's API executed on the replicated store.
+
+Configuration writes are serialised on this leader (a lock) and across leaders (every
+commit is guarded by CONFIG_VERSION and the state it read). Endpoint operations are batched
+per network: concurrent requests for one network share one guarded transaction, so a burst
+of pod creations costs one log entry, not one each. Callers must run writes on the Raft
+leader; reads sync with the log first, so they are linearizable on any member.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import trio
+
+from raftstore import Store, UnavailableError
+
+from ..model import (
+    ModelError,
+    NotFoundError,
+    check_create,
+    check_delete,
+    check_update,
+    kind_for,
+    render,
+    validate,
+)
+from . import effects, endpoints, layout, oper
+from .view import Reads, View, Writes
+
+log = logging.getLogger("contivd.netmaster")
+T = TypeVar("T")
+COMMIT_ATTEMPTS = 5
+
+DEFAULT_OBJECTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    (
+        "globals",
+        "global",
+        {
+            "name": "global",
+            "networkInfraType": "default",
+            "vlans": "1-4094",
+            "vxlans": "1-10000",
+            "fwdMode": "bridge",
+            "arpMode": "proxy",
+            "pvtSubnet": "172.19.0.0/16",
+        },
+    ),
+    ("tenants", "default", {"tenantName": "default"}),
+)
+
+
+class ConflictRetryError(UnavailableError):
+    """Guarded commits kept failing: the state changed under us every time (leader churn)."""
+
+
+class _Batch:
+    """Flat combining: whoever holds the network's lock commits every request queued so far."""
+
+    def __init__(self) -> None:
+        self.lock = trio.Lock()
+        self.pending: list[tuple[Callable[[Reads, Writes], Any], dict[str, Any]]] = []
+
+
+class Netmaster:
+    def __init__(self, store: Store, node_name: str):
+        self.store = store
+        self.node_name = node_name
+        self._config_lock = trio.Lock()
+        self._batches: dict[str, _Batch] = {}
+
+    # ---- configuration objects --------------------------------------------------------------
+
+    async def view(self) -> View:
+        await self.store.sync()
+        return View(self.store)
+
+    async def ensure_defaults(self) -> None:
+        """Create the `global` object and `default` tenant if missing (Contiv does at start)."""
+        for collection, key, body in DEFAULT_OBJECTS:
+            view = await self.view()
+            if view.get(kind_for(collection), key) is None:
+                await self.put_object(collection, key, body)
+                log.info("created default %s %s", kind_for(collection), key)
+
+    async def put_object(self, collection: str, key: str, body: object) -> dict[str, Any]:
+        """Create or update; an identical re-POST changes nothing (Decision 2)."""
+        kind = kind_for(collection)
+        obj = validate(collection, body, key)
+        async with self._config_lock:
+            for _ in range(COMMIT_ATTEMPTS):
+                view = await self.view()
+                existing = view.get(kind, key)
+                if existing is None:
+                    check_create(kind, obj, view)
+                    stored: Mapping[str, Any] = obj
+                else:
+                    stored = check_update(kind, existing, obj, view)
+                    if stored is existing:
+                        return render(kind, existing, view)
+                writes = Writes(view)
+                view.put_object(kind, key, dict(stored))
+                effects.HANDLERS.get(kind, _no_effect)(view, writes, existing, stored)
+                writes.put(layout.model(kind, key), dict(stored))
+                if await self._commit_config(view, writes):
+                    return render(kind, stored, view)
+        raise ConflictRetryError(f"{kind} {key}: configuration kept changing during the write; retry")
+
+    async def delete_object(self, collection: str, key: str) -> str:
+        kind = kind_for(collection)
+        async with self._config_lock:
+            for _ in range(COMMIT_ATTEMPTS):
+                view = await self.view()
+                existing = view.get(kind, key)
+                if existing is None:
+                    raise NotFoundError(f"{kind} not found")
+                dependents = check_delete(kind, key, view)
+                writes = Writes(view)
+                for dep_kind, dep_key in (*dependents, (kind, key)):
+                    old = view.get(dep_kind, dep_key)
+                    view.put_object(dep_kind, dep_key, None)
+                    effects.HANDLERS.get(dep_kind, _no_effect)(view, writes, old, None)
+                    writes.delete(layout.model(dep_kind, dep_key))
+                if await self._commit_config(view, writes):
+                    return key
+        raise ConflictRetryError(f"{kind} {key}: configuration kept changing during the delete; retry")
+
+    async def _commit_config(self, view: View, writes: Writes) -> bool:
+        writes.put(layout.CONFIG_VERSION, view.config_version + 1)
+        result = await self.store.txn(view.guards(), writes.ops())
+        return result.succeeded
+
+    async def get_object(self, collection: str, key: str) -> dict[str, Any]:
+        kind = kind_for(collection)
+        view = await self.view()
+        obj = view.get(kind, key)
+        if obj is None:
+            raise NotFoundError(f"{kind} not found")
+        return render(kind, obj, view)
+
+    async def list_objects(self, collection: str) -> list[dict[str, Any]]:
+        kind = kind_for(collection)
+        view = await self.view()
+        return [render(kind, obj, view) for obj in view.items(kind)]
+
+    async def inspect_object(self, collection: str, key: str) -> dict[str, Any]:
+        kind = kind_for(collection)
+        view = await self.view()
+        obj = view.get(kind, key)
+        if obj is None:
+            raise NotFoundError(f"{kind} not found")
+        answer: dict[str, Any] = {"Config": render(kind, obj, view)}
+        if kind in oper.OPER:
+            answer["Oper"] = oper.OPER[kind](view, obj)
+        return answer
+
+    async def inspect_endpoint(self, key: str) -> dict[str, Any]:
+        """Contiv matches endpoint ids containing `key`; the first in id order answers."""
+        from ..model import EndpointOper
+
+        await self.store.sync()
+        for kv in self.store.list_nowait(layout.EPS_PREFIX):
+            if key in kv.key[len(layout.EPS_PREFIX) :]:
+                return {"Oper": EndpointOper.from_state(kv.value).to_json()}
+        raise NotFoundError("endpoint not found")
+
+    # ---- endpoints (batched per network) ---------------------------------------------------
+
+    async def create_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        state = await self._batched(
+            request, lambda reads, writes: endpoints.create_endpoint(reads, writes, request, self.node_name)
+        )
+        return {"EndpointConfig": state}
+
+    async def delete_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        state = await self._batched(request, lambda reads, writes: endpoints.delete_endpoint(reads, writes, request))
+        return {"EndpointConfig": state}
+
+    async def update_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        return await self._batched(request, lambda reads, writes: endpoints.update_endpoint(reads, writes, request), "Tenant", "Network")
+
+    async def alloc_address(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        return await self._batched_on_network_id(request, endpoints.alloc_address)
+
+    async def release_address(self, request: Mapping[str, Any]) -> str:
+        return await self._batched_on_network_id(request, endpoints.release_address)
+
+    async def _batched_on_network_id(self, request: Mapping[str, Any], plan: Callable[[Reads, Writes, Mapping[str, Any]], T]) -> T:
+        network_id = request.get("NetworkID")
+        tenant, network, _ = endpoints.parse_network_id(network_id if isinstance(network_id, str) else "")
+        key = {"TenantName": tenant, "NetworkName": network}
+        return await self._batched(key, lambda reads, writes: plan(reads, writes, request))
+
+    async def _batched(
+        self, request: Mapping[str, Any], plan: Callable[[Reads, Writes], T], tenant_field: str = "TenantName", net_field: str = "NetworkName"
+    ) -> T:
+        batch_key = f"{request.get(tenant_field, '')}:{request.get(net_field, '')}"
+        batch = self._batches.setdefault(batch_key, _Batch())
+        slot: dict[str, Any] = {}
+        batch.pending.append((plan, slot))
+        async with batch.lock:
+            if not slot:
+                work, batch.pending = batch.pending, []
+                await self._commit_batch(work)
+        if not batch.pending and not batch.lock.locked():
+            self._batches.pop(batch_key, None)
+        if "error" in slot:
+            raise slot["error"]
+        return slot["result"]  # type: ignore[no-any-return]
+
+    async def _commit_batch(self, work: list[tuple[Callable[[Reads, Writes], Any], dict[str, Any]]]) -> None:
+        try:
+            for attempt in range(COMMIT_ATTEMPTS):
+                if attempt:
+                    await self.store.sync()  # our local read was stale: catch up, then replan
+                reads = Reads(self.store)
+                writes, outcomes = Writes(reads), []
+                for plan, _ in work:
+                    checkpoint, saved_writes = reads.checkpoint(), writes.ops()
+                    try:
+                        outcomes.append(("result", plan(reads, writes)))
+                    except ModelError as exc:
+                        reads.restore(checkpoint)
+                        writes.reset(saved_writes)
+                        outcomes.append(("error", exc))
+                if not writes or (await self.store.txn(reads.guards(), writes.ops())).succeeded:
+                    for (_, slot), (kind, value) in zip(work, outcomes):
+                        slot[kind] = value
+                    return
+            error: Exception = ConflictRetryError("endpoint state kept changing during the write; retry")
+        except Exception as exc:  # store unavailable, invalid input …: every waiter learns it
+            error = exc
+        for _, slot in work:
+            slot["error"] = error
+
+
+def _no_effect(view: View, writes: Writes, old: Any, new: Any) -> None:
+    """Types that are stored and validated only (Bgp, appProfile, aciGw, …)."""
+

@@ -1,0 +1,69 @@
+"""The node registry: every contivd announces itself under a lease in the store.
+
+A node's record disappears when its lease expires (the node died or was partitioned away for
+longer than the TTL), so the registry is the live membership operators and peers see: the
+API finds the leader's URL here, agents find VTEP peers here.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import trio
+
+from raftstore import LeaseNotFoundError, Store, UnavailableError
+
+from .netmaster import layout
+
+log = logging.getLogger("contivd.nodes")
+NODE_TTL_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    raft_address: str | None
+    api_url: str
+    control_ip: str
+    vtep_ip: str
+    readonly: bool
+    version: str
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> "NodeInfo":
+        return cls(**{k: value.get(k) for k in cls.__dataclass_fields__})  # type: ignore[arg-type]
+
+
+async def keep_registered(store: Store, info: NodeInfo, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """Register `info` under a lease and keep it alive; re-register if the lease was lost."""
+    started = False
+    while True:
+        try:
+            lease = await store.grant_lease(NODE_TTL_SECONDS)
+            await store.put(layout.node(info.name), asdict(info), lease=lease)
+            log.info("registered node %s (api %s)", info.name, info.api_url)
+            if not started:
+                started = True
+                task_status.started()
+            await store.keep_lease_alive(lease, NODE_TTL_SECONDS)
+        except LeaseNotFoundError:
+            log.warning("node %s: registration lease expired; registering again", info.name)
+        except UnavailableError as exc:
+            log.warning("node %s: cannot register yet: %s", info.name, exc)
+            await trio.sleep(1)
+
+
+def registered_nodes(store: Store) -> list[NodeInfo]:
+    """Nodes this member knows of (local, possibly slightly stale), by name."""
+    return [NodeInfo.from_json(kv.value) for kv in store.list_nowait(layout.NODES_PREFIX)]
+
+
+def leader_api_url(store: Store) -> str | None:
+    """The API URL of the node that currently leads Raft, if it has registered."""
+    leader = store.leader()
+    for node in registered_nodes(store):
+        if leader is not None and node.raft_address == leader:
+            return node.api_url
+    return None

@@ -1,0 +1,110 @@
+"""Three contivd processes on loopback: any node answers, the leader executes writes."""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+import time
+
+import httpx
+import pytest
+
+from contivd.testing import ContivdCluster, ContivdProcess
+
+pytestmark = pytest.mark.cluster
+
+NET = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/20", "gateway": "198.18.15.254"}
+
+
+def create_ep(node: ContivdProcess, ep: str) -> httpx.Response:
+    return node.post(
+        "/plugin/createEndpoint",
+        {"TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": {"Container": ep, "Host": node.name}},
+    )
+
+
+def endpoints(node: ContivdProcess) -> dict[str, str]:
+    oper = node.get("/api/v1/inspect/networks/default:pods/").json()["Oper"]
+    return {e["endpointID"]: e["ipAddress"][0] for e in oper.get("endpoints", [])}
+
+
+def test_writes_sent_to_followers_are_forwarded_to_the_leader(cluster3: ContivdCluster) -> None:
+    follower = cluster3.followers()[0]
+    created = follower.post("/api/v1/networks/default:pods/", NET)
+    assert created.status_code == 200, created.text
+    for node in cluster3.nodes:
+        assert node.get("/api/v1/networks/default:pods/").json()["subnet"] == "198.18.0.0/20"
+    bad = follower.post("/api/v1/networks/default:x/", {**NET, "networkName": "x", "subnet": "nonsense"})
+    assert bad.status_code == 400 and "subnet" in bad.json()["error"], "errors come back through the forwarder"
+    info = follower.get("/info").json()
+    assert info["current-state"] == "follower" and len(info["nodes"]) == 3
+    assert info["leader-ip"] == cluster3.leader().url
+
+
+def test_concurrent_create_endpoint_from_three_nodes_never_duplicates_an_address(cluster3: ContivdCluster) -> None:
+    assert cluster3.nodes[0].post("/api/v1/networks/default:pods/", NET).status_code == 200
+    answers: list[httpx.Response] = []
+
+    def burst(node: ContivdProcess) -> None:
+        with httpx.Client(timeout=30) as client:
+            for i in range(40):
+                ep = f"{node.name}-{i}"
+                answers.append(client.post(node.url + "/plugin/createEndpoint", json={
+                    "TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": {"Container": ep}}))  # fmt: skip
+
+    threads = [threading.Thread(target=burst, args=(n,)) for n in cluster3.nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers if a.status_code != 200][:3]
+    addresses = [a.json()["EndpointConfig"]["ipAddress"] for a in answers]
+    assert len(addresses) == 120 and len(set(addresses)) == 120
+    assert sorted(endpoints(cluster3.nodes[1]).values(), key=ipaddress.ip_address) == sorted(addresses, key=ipaddress.ip_address)
+
+
+def test_leader_sigkill_during_create_endpoint_stream_loses_and_leaks_nothing(cluster3: ContivdCluster) -> None:
+    leader = cluster3.leader()
+    writer = next(n for n in cluster3.nodes if n is not leader)
+    assert writer.post("/api/v1/networks/default:pods/", NET).status_code == 200
+    acknowledged: dict[str, str] = {}
+    attempted: list[str] = []
+    stop = threading.Event()
+
+    def stream() -> None:
+        i = 0
+        with httpx.Client(timeout=30) as client:
+            while not stop.is_set():
+                ep = f"ep{i}"
+                attempted.append(ep)
+                try:
+                    answer = client.post(writer.url + "/plugin/createEndpoint", json={
+                        "TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": {"Container": ep}})  # fmt: skip
+                    if answer.status_code == 200:
+                        acknowledged[ep] = answer.json()["EndpointConfig"]["ipAddress"]
+                    else:
+                        assert answer.status_code == 503, answer.text  # only "no leader yet" is acceptable
+                except httpx.HTTPError:
+                    pass
+                i += 1
+
+    thread = threading.Thread(target=stream)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(acknowledged) < 30 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        leader.kill()
+        count = len(acknowledged)
+        while len(acknowledged) < count + 30 and time.monotonic() < deadline + 30:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(60)
+    assert len(acknowledged) >= count + 30, "creation resumed under the new leader"
+    stored = endpoints(writer)
+    assert all(stored.get(ep) == ip for ep, ip in acknowledged.items()), "every acknowledged endpoint exists as answered"
+    assert len(set(stored.values())) == len(stored), "no address is used twice"
+    oper = writer.get("/api/v1/inspect/networks/default:pods/").json()["Oper"]
+    assert oper["numEndpoints"] == len(stored) and oper["allocatedAddressesCount"] == len(stored), "no address leaked"
+    assert set(stored) <= set(attempted)

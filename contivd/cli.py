@@ -14,6 +14,7 @@ from raftstore._cli import store_group
 
 from . import __version__
 from .config import OPTIONS, Config, ConfigError, load
+from .ctl import ctl_group
 
 
 def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -59,6 +60,7 @@ def check_config(config_file: Path | None, **flags: Any) -> None:
 
 
 cli.add_command(store_group)
+cli.add_command(ctl_group, "ctl")
 
 
 def main() -> None:

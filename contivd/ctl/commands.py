@@ -1,0 +1,395 @@
+"""`contivd ctl`'s commands declared as data: name → REST path → params → columns → renderer.
+
+Three kinds of record cover netctl's whole tree (contiv-api.md §2):
+- `Resource`: a REST collection with create/rm/ls/inspect (and, where netctl has them,
+  update or renamed verbs such as `policy rule-add`). Its key fields, positional arguments
+  and flags determine the URL, the JSON body, the tenant filter and the `-q` names.
+- `Show`: one GET rendered by a function (`version`, `cluster status`, `global info` …).
+- `Setter`: read-modify-write of a singleton (`global set`, `aci-gw set`).
+main.py turns the records into click commands and actions.py runs them, so a new object
+type or flag is a change to this module only. Flag names, short forms and defaults follow
+netctl; where contivd differs on purpose the record says why. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+from .. import __version__
+from . import output, views
+
+DEFAULT_TENANT = "default"
+
+GROUPS: Mapping[str, str] = {
+    "aci-gw": "ACI gateway settings (stored and validated only).",
+    "app-profile": "Application profiles: sets of endpoint groups.",
+    "bgp": "BGP router configuration per host.",
+    "cluster": "The contivd cluster: raft membership, leader, registered nodes.",
+    "endpoint": "Endpoints (containers attached to networks).",
+    "external-contracts": "External contract groups (ACI; stored and validated only).",
+    "global": "Cluster-wide settings: forwarding mode, VLAN/VXLAN ranges …",
+    "group": "Endpoint groups within a network.",
+    "netprofile": "Network profiles: bandwidth, DSCP and burst for endpoint groups.",
+    "network": "Networks.",
+    "policy": "Policies and their rules.",
+    "service": "Service load balancers.",
+    "tenant": "Tenants.",
+}
+"""Every command group and its help, sorted by name as netctl sorts them."""
+
+ALIASES: Mapping[str, str] = {"net": "network", "ep": "endpoint", "delete": "rm", "list": "ls", "group-list": "group-ls"}
+"""netctl's alternative command names → the canonical name (at any level of the tree)."""
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A positional argument and the JSON field it fills."""
+
+    name: str  # a Python identifier; shown upper-case in usage
+    field: str
+
+
+@dataclass(frozen=True)
+class Option:
+    """A flag of a write command and the JSON field it fills.
+
+    kind: `str`/`int` scalar, `list` repeatable flag, `csv` one comma-separated value.
+    `flag_value`: a valueless flag that writes this string (`--provided`, `--consumed`).
+    """
+
+    flags: tuple[str, ...]  # long form first: it names the click parameter
+    field: str
+    help: str
+    kind: Literal["str", "int", "list", "csv"] = "str"
+    default: str | int | None = None
+    required: bool = False
+    flag_value: str | None = None
+
+    @property
+    def param(self) -> str:
+        """The click parameter name, derived from the long flag (`--ip-pool` → `ip_pool`)."""
+        return self.flags[0].lstrip("-").replace("-", "_")
+
+    def encode(self, value: Any) -> Any:
+        """The JSON value for what click parsed; None means "leave the field out", as
+        Contiv's `omitempty` does for unset strings, lists and numbers."""
+        if value is None or value == "" or value == ():
+            return None
+        if self.kind == "csv":
+            return [part.strip() for part in str(value).split(",") if part.strip()] or None
+        if self.kind == "list":
+            return list(value)
+        return value
+
+
+def encode_options(options: tuple[Option, ...], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON fields set by the given flags (keyed by `Option.param`); unset flags are left out."""
+    body: dict[str, Any] = {}
+    for option in options:
+        value = option.encode(values.get(option.param))
+        if value is not None:
+            body[option.field] = value
+    return body
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    field: str
+    cell: Callable[[Any], str] = output.cell
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of an `ls`: its columns, and optionally a title, a row filter and a sort field."""
+
+    columns: tuple[Column, ...]
+    title: str | None = None
+    where: tuple[tuple[str, str], ...] = ()
+    order_by: str | None = None
+
+
+STANDARD_VERBS: tuple[tuple[str, str], ...] = (("create", "create"), ("rm", "rm"), ("ls", "ls"), ("inspect", "inspect"))
+
+
+@dataclass(frozen=True)
+class Resource:
+    """An object collection and the commands netctl has for it.
+
+    `key` lists the fields that make the object's key, in order (`tenantName:networkName`).
+    `args` are the positional arguments of create; rm and inspect take those that are key
+    fields. A key field no argument fills is `tenantName`, which becomes `-t/--tenant`.
+    `verbs` maps each action (create, update, rm, ls, inspect) to its command name, and
+    `group` mounts the commands in another group (rules live under `policy`).
+    """
+
+    name: str
+    collection: str
+    label: str  # as netctl's messages name it: "Creating EndpointGroup default:web"
+    key: tuple[str, ...]
+    args: tuple[Arg, ...]
+    tables: tuple[Table, ...]
+    options: tuple[Option, ...] = ()
+    verbs: tuple[tuple[str, str], ...] = STANDARD_VERBS
+    group: str | None = None
+
+    @property
+    def group_name(self) -> str:
+        return self.group or self.name
+
+    @property
+    def tenant_option(self) -> bool:
+        """Whether the tenant comes from `-t/--tenant` rather than a positional argument."""
+        return "tenantName" in self.key and all(arg.field != "tenantName" for arg in self.args)
+
+    @property
+    def identity_args(self) -> tuple[Arg, ...]:
+        """The positional arguments of rm/inspect: those naming key fields."""
+        return tuple(arg for arg in self.args if arg.field in self.key)
+
+    @property
+    def scope_args(self) -> tuple[Arg, ...]:
+        """The positional arguments of ls: the enclosing object (a rule's policy), if any."""
+        return self.identity_args[:-1]
+
+    @property
+    def all_tenants_flag(self) -> bool:
+        """ls offers `-a/--all` when only the tenant scopes it (netctl: not for rule-ls)."""
+        return self.tenant_option and not self.scope_args
+
+    def key_of(self, fields: Mapping[str, Any]) -> str:
+        return ":".join(str(fields[name]) for name in self.key)
+
+    def body(self, fields: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
+        """The JSON object a create/update sends: the named fields plus the flags given."""
+        return {**fields, **encode_options(self.options, flags)}
+
+
+_TENANT = Column("Tenant", "tenantName")
+
+
+_RULE_COMMON = (Column("Rule", "ruleId"), Column("Priority", "priority"))
+_RULE_TAIL = (
+    Column("To IpAddress", "toIpAddress"),
+    Column("Protocol", "protocol"),
+    Column("Port", "port"),
+    Column("Action", "action"),
+)
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource(
+        "tenant", "tenants", "tenant", ("tenantName",), (Arg("tenant", "tenantName"),),
+        (Table((Column("Name", "tenantName"),)),),
+    ),
+    Resource(
+        "network", "networks", "network", ("tenantName", "networkName"), (Arg("network", "networkName"),),
+        (Table((
+            _TENANT, Column("Network", "networkName"), Column("Nw Type", "nwType"), Column("Encap type", "encap"),
+            Column("Packet tag", "pktTag"), Column("Subnet", "subnet"), Column("Gateway", "gateway"),
+            Column("IPv6Subnet", "ipv6Subnet"), Column("IPv6Gateway", "ipv6Gateway"), Column("Cfgd Tag", "cfgdTag"),
+        )),),
+        (
+            Option(("--nw-type", "-n"), "nwType", "Network type: data or infra.", default="data"),
+            Option(("--encap", "-e"), "encap", "Encapsulation: vxlan or vlan.", default="vxlan"),
+            Option(("--pkt-tag", "-p"), "pktTag", "VLAN id or VXLAN VNI (0: allocate one).", kind="int"),
+            Option(("--subnet", "-s"), "subnet", "IPv4 subnet a.b.c.d/len (or a.b.c.d-e.f.g.h/len).", required=True),
+            Option(("--gateway", "-g"), "gateway", "IPv4 gateway inside the subnet."),
+            Option(("--subnetv6", "--s6"), "ipv6Subnet", "IPv6 subnet."),
+            Option(("--gatewayv6", "--g6"), "ipv6Gateway", "IPv6 gateway."),
+            Option(("--nw-tag", "--tag"), "cfgdTag", "Configured tag of the network."),
+        ),
+    ),
+    Resource(
+        "group", "endpointGroups", "EndpointGroup", ("tenantName", "groupName"),
+        (Arg("network", "networkName"), Arg("group", "groupName")),
+        (Table((
+            _TENANT, Column("Group", "groupName"), Column("Network", "networkName"), Column("IP Pool", "ipPool"),
+            Column("CfgdTag", "cfgdTag"), Column("Policies", "policies"), Column("Network profile", "netProfile"),
+        )),),
+        (
+            Option(("--policy", "-p"), "policies", "Policy to apply (repeatable).", kind="list"),
+            Option(("--networkprofile", "-n"), "netProfile", "Network profile to apply."),
+            Option(("--external-contract", "-e"), "extContractsGrps", "External contracts group (repeatable).", kind="list"),
+            Option(("--ip-pool", "-r"), "ipPool", "Address range for the group, e.g. 10.36.0.1-10.36.0.10."),
+            Option(("--epg-tag", "--tag"), "cfgdTag", "Configured tag of the group."),
+        ),
+    ),
+    Resource(
+        "policy", "policys", "policy", ("tenantName", "policyName"), (Arg("policy", "policyName"),),
+        (Table((_TENANT, Column("Policy", "policyName"))),),
+    ),
+    Resource(
+        "rule", "rules", "rule", ("tenantName", "policyName", "ruleId"), (Arg("policy", "policyName"), Arg("rule_id", "ruleId")),
+        (
+            Table(
+                (*_RULE_COMMON, Column("From EndpointGroup", "fromEndpointGroup"), Column("From Network", "fromNetwork"),
+                 Column("From IpAddress", "fromIpAddress"), *_RULE_TAIL),
+                title="Incoming Rules:", where=(("direction", "in"),), order_by="priority",
+            ),
+            Table(
+                (*_RULE_COMMON, Column("To EndpointGroup", "toEndpointGroup"), Column("To Network", "toNetwork"), *_RULE_TAIL),
+                title="Outgoing Rules:", where=(("direction", "out"),), order_by="priority",
+            ),
+        ),
+        (
+            Option(("--priority", "-p"), "priority", "Priority 1-100.", kind="int", default=1),
+            Option(("--direction", "-d"), "direction", "Direction: in or out.", default="in"),
+            Option(("--from-group", "-g"), "fromEndpointGroup", "From endpoint group (incoming rules)."),
+            Option(("--to-group", "-e"), "toEndpointGroup", "To endpoint group (outgoing rules)."),
+            Option(("--from-network", "-n"), "fromNetwork", "From network (incoming rules)."),
+            Option(("--to-network", "-o"), "toNetwork", "To network (outgoing rules)."),
+            Option(("--from-ip-address", "-i"), "fromIpAddress", "From address or CIDR (incoming rules)."),
+            Option(("--to-ip-address", "-s"), "toIpAddress", "To address or CIDR (outgoing rules)."),
+            Option(("--protocol", "-l"), "protocol", "Protocol: tcp, udp, icmp or a number."),
+            Option(("--port", "-P"), "port", "Destination port.", kind="int"),
+            Option(("--action", "-j"), "action", "Action: allow or deny.", default="allow"),
+        ),
+        verbs=(("create", "rule-add"), ("rm", "rule-rm"), ("ls", "rule-ls")),
+        group="policy",
+    ),
+    Resource(
+        "netprofile", "netprofiles", "netprofile", ("tenantName", "profileName"), (Arg("name", "profileName"),),
+        (Table((
+            Column("Name", "profileName"), _TENANT, Column("Bandwidth", "bandwidth", views.bandwidth),
+            Column("DSCP", "DSCP"), Column("burst size", "burst"),
+        )),),
+        (
+            Option(("--bandwidth", "-b"), "bandwidth", "Bandwidth, e.g. 10gbps or 100 Mbps."),
+            Option(("--dscp", "-d"), "DSCP", "DSCP value 0-63.", kind="int"),
+            Option(("--burst", "-s"), "burst", "Burst size in kilobytes.", kind="int"),
+        ),
+    ),
+    Resource(
+        "service", "serviceLBs", "ServiceLB", ("tenantName", "serviceName"), (Arg("name", "serviceName"),),
+        (Table((
+            Column("ServiceName", "serviceName"), _TENANT, Column("Network", "networkName"),
+            Column("Selectors", "selectors", views.go_list),
+        )),),
+        (
+            Option(("--network", "-s"), "networkName", "Network the service address is allocated from."),
+            Option(("--selector", "-l"), "selectors", "Provider label selector key=value (repeatable).", kind="list"),
+            Option(("--port", "-p"), "ports", "Port mapping svcPort:providerPort:protocol (repeatable).", kind="list"),
+            Option(("--preferred-ip", "--ip"), "ipAddress", "Preferred service address."),
+        ),
+    ),
+    Resource(
+        "bgp", "Bgps", "Bgp router config", ("hostname",), (Arg("hostname", "hostname"),),
+        (Table((
+            Column("HostName", "hostname"), Column("RouterIP", "routerip"), Column("AS", "as"),
+            Column("Neighbor", "neighbor"), Column("NeighborAS", "neighbor-as"),
+        )),),
+        (
+            Option(("--router-ip",), "routerip", "Router interface address in CIDR form a.b.c.d/len."),
+            Option(("--as",), "as", "Local AS number."),
+            Option(("--neighbor-as",), "neighbor-as", "Neighbor AS number."),
+            Option(("--neighbor",), "neighbor", "Neighbor address."),
+        ),
+    ),
+    Resource(
+        "app-profile", "appProfiles", "AppProfile", ("tenantName", "appProfileName"), (Arg("name", "appProfileName"),),
+        (Table((_TENANT, Column("AppProfile", "appProfileName"), Column("Groups", "endpointGroups"))),),
+        (Option(("--group", "-g"), "endpointGroups", "Endpoint groups, comma-separated.", kind="csv"),),
+        verbs=(*STANDARD_VERBS, ("update", "update")),
+    ),
+    Resource(
+        "external-contracts", "extContractsGroups", "ExternalContracts", ("tenantName", "contractsGroupName"),
+        (Arg("name", "contractsGroupName"),),
+        (Table((
+            _TENANT, Column("Name", "contractsGroupName"), Column("Type", "contractsType"), Column("Contracts", "contracts"),
+        )),),
+        (
+            Option(("--consumed", "-c"), "contractsType", "The contracts are consumed.", flag_value="consumed"),
+            Option(("--provided", "-p"), "contractsType", "The contracts are provided.", flag_value="provided"),
+            Option(("--contract", "-a"), "contracts", "Contract DN (repeatable).", kind="list"),
+        ),
+    ),
+)  # fmt: skip
+
+
+def parents(resource: Resource) -> tuple[Resource, ...]:
+    """The resources whose keys prefix this one's, outermost first (a rule: tenant, policy):
+    `ls` checks they exist, so a typo in `-t` is an error and not an empty table."""
+    by_key = {r.key: r for r in RESOURCES}
+    return tuple(by_key[resource.key[:n]] for n in range(1, len(resource.key)) if resource.key[:n] in by_key)
+
+
+@dataclass(frozen=True)
+class Show:
+    """A read-only command: one GET (path formatted with the arguments and `tenant`), rendered."""
+
+    group: str | None  # None: a top-level command
+    name: str
+    path: str
+    render: Callable[[Any], str]
+    help: str
+    args: tuple[str, ...] = ()
+    tenant: bool = False
+
+
+GLOBAL_INFO = (
+    ("Fabric mode", "networkInfraType"), ("Forward mode", "fwdMode"), ("ARP mode", "arpMode"),
+    ("Vlan Range", "vlans"), ("Vxlan range", "vxlans"), ("Private subnet", "pvtSubnet"),
+)  # fmt: skip
+ACI_GW_INFO = (
+    ("Path bindings", "pathBindings"), ("Node bindings", "nodeBindings"), ("Physical domain", "physicalDomain"),
+    ("Enforce policies", "enforcePolicies"), ("Include Common-Tenant", "includeCommonTenant"),
+)  # fmt: skip
+
+SHOWS: tuple[Show, ...] = (
+    Show(None, "version", "/version", partial(views.version, client_version=__version__), "Client and server versions."),
+    Show("cluster", "status", "/info", views.cluster_status, "Raft leader, term, commit index, members and registered nodes."),
+    Show("endpoint", "inspect", "/api/v1/inspect/endpoints/{endpoint}/", output.as_json,
+         "An endpoint's state, by endpoint id, container id or name (substring).", args=("endpoint",)),
+    Show("global", "info", "/api/v1/globals/global/", partial(views.labelled, GLOBAL_INFO), "The global settings."),
+    Show("global", "inspect", "/api/v1/inspect/globals/global/", output.as_json, "Global settings and state."),
+    Show("aci-gw", "info", "/api/v1/aciGws/aciGw/", partial(views.labelled, ACI_GW_INFO), "The ACI gateway settings."),
+    Show("aci-gw", "inspect", "/api/v1/inspect/aciGws/aciGw/", output.as_json, "ACI gateway settings and state."),
+    Show("app-profile", "group-ls", "/api/v1/appProfiles/{tenant}:{app_profile}/", partial(views.joined, "endpointGroups"),
+         "The endpoint groups of an application profile.", args=("app_profile",), tenant=True),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Setter:
+    """`<group> set`: read the singleton (or start from `initial` if it does not exist yet),
+    overlay the flags given, write it back. Unlike netctl, a flag not given is never sent:
+    netctl's `global set` always re-sent `--private-subnet`'s default, silently undoing a
+    custom private subnet whenever another knob was changed."""
+
+    group: str
+    path: str
+    options: tuple[Option, ...]
+    initial: tuple[tuple[str, str], ...]
+    help: str
+
+
+SETTERS: tuple[Setter, ...] = (
+    Setter(
+        "global", "/api/v1/globals/global/",
+        (
+            Option(("--fabric-mode", "-f"), "networkInfraType", "Fabric mode: default, aci or aci-opflex."),
+            Option(("--vlan-range", "-v"), "vlans", "VLAN range, e.g. 1-4094."),
+            Option(("--vxlan-range", "-x"), "vxlans", "VXLAN range, e.g. 1-10000."),
+            Option(("--fwd-mode", "-b"), "fwdMode", "Forwarding mode: bridge or routing."),
+            Option(("--arp-mode", "-a"), "arpMode", "ARP mode: proxy or flood."),
+            Option(("--private-subnet", "-s"), "pvtSubnet", "Private /16 subnet for host access."),
+        ),
+        (("name", "global"),),
+        "Change global settings (only the flags given).",
+    ),
+    Setter(
+        "aci-gw", "/api/v1/aciGws/aciGw/",
+        (
+            Option(("--path-bindings", "-p"), "pathBindings", "Path bindings, comma-separated."),
+            Option(("--node-bindings", "-n"), "nodeBindings", "Node bindings, comma-separated."),
+            Option(("--phys-dom", "-d"), "physicalDomain", "Physical domain."),
+            Option(("--enforce-policies", "-e"), "enforcePolicies", "Enforce policies: yes or no (new objects: yes)."),
+            Option(("--include-common-tenant", "-i"), "includeCommonTenant", "Include the common tenant: yes or no (new objects: no)."),
+        ),
+        (("name", "aciGw"), ("enforcePolicies", "yes"), ("includeCommonTenant", "no")),
+        "Change the ACI gateway settings (only the flags given).",
+    ),
+)  # fmt: skip

@@ -1,0 +1,209 @@
+"""`contivd ctl`: the netctl-compatible command line, built from commands.py's declarations.
+
+This module only translates. It turns each record into a click command, opens one Client
+per invocation (server from `--server` / CONTIVD_SERVER, bearer token from `--token` /
+CONTIVD_TOKEN) and prints what actions.py returns. Any CtlError becomes `Error: <message>`
+on stderr with exit status 1; click's usage errors keep status 2. It talks HTTP only and
+never imports daemon internals, so it works against any contivd (or Contiv) server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from . import actions
+from .client import DEFAULT_SERVER, Client, CtlError
+from .commands import ALIASES, DEFAULT_TENANT, GROUPS, RESOURCES, SETTERS, SHOWS, Arg, Option, Resource, Setter, Show
+
+
+class AliasedGroup(click.Group):
+    """A group that also answers to netctl's alternative names (`net`, `ep`, `delete`, `list`)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
+
+
+class _CtlRoot(AliasedGroup):
+    """The `ctl` group: a CtlError from any subcommand becomes one line on stderr and exit 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CtlError as exc:
+            raise click.ClickException(exc.message) from None
+
+
+def _help(text: str, name: str) -> str:
+    aliases = sorted(alias for alias, canonical in ALIASES.items() if canonical == name)
+    return f"{text} (alias: {', '.join(aliases)})" if aliases else text
+
+
+def _argument(name: str) -> click.Argument:
+    return click.Argument([name], metavar=name.upper().replace("_", "-"))
+
+
+def _option(option: Option) -> click.Option:
+    decls = [option.param, *option.flags]
+    if option.flag_value is not None:
+        return click.Option(decls, flag_value=option.flag_value, default=None, help=option.help)
+    # Only pass a default that exists: click >= 8.3 treats an explicit `default=None` as a
+    # value, which would silently satisfy `required`.
+    defaults: dict[str, Any] = {} if option.default is None else {"default": option.default, "show_default": True}
+    return click.Option(
+        decls,
+        type=click.INT if option.kind == "int" else click.STRING,
+        multiple=option.kind == "list",
+        required=option.required,
+        help=option.help,
+        **defaults,
+    )
+
+
+def _tenant_option() -> click.Option:
+    return click.Option(["tenant", "--tenant", "-t"], default=DEFAULT_TENANT, show_default=True, help="Tenant name.")
+
+
+def _json_flag() -> click.Option:
+    return click.Option(["json_output", "--json", "-j"], is_flag=True, help="Print the server's JSON answer.")
+
+
+def _list_flags(resource: Resource) -> list[click.Parameter]:
+    flags: list[click.Parameter] = [
+        _json_flag(),
+        click.Option(["quiet", "--quiet", "-q"], is_flag=True, help="Names only, one a line."),
+    ]
+    if resource.all_tenants_flag:
+        flags.append(click.Option(["all_tenants", "--all", "-a"], is_flag=True, help="Every tenant."))
+    return flags
+
+
+def _command(name: str, help: str, params: list[click.Parameter], run: Callable[..., str]) -> click.Command:
+    """A click command that calls `run(client, **parsed)` and prints the text it returns."""
+
+    @click.pass_obj
+    def callback(client: Client, /, **values: Any) -> None:
+        text = run(client, **values)
+        if text:
+            click.echo(text, nl=False)
+
+    text = _help(help, name)
+    return click.Command(name, params=params, callback=callback, help=text, short_help=text)
+
+
+def _list(client: Client, resource: Resource, fields: dict[str, Any], extra: dict[str, Any]) -> str:
+    if extra.get("all_tenants"):
+        fields.pop("tenantName", None)
+    fmt: actions.ListFormat = "json" if extra["json_output"] else "quiet" if extra["quiet"] else "table"
+    return actions.list_objects(client, resource, fields, fmt)
+
+
+@dataclass(frozen=True)
+class _Verb:
+    """How a resource verb becomes a command: help, positional args, extra params, action."""
+
+    help: str
+    args: Callable[[Resource], tuple[Arg, ...]]
+    params: Callable[[Resource], list[click.Parameter]]
+    run: Callable[[Client, Resource, dict[str, Any], dict[str, Any]], str]
+
+
+def _write_flags(resource: Resource) -> list[click.Parameter]:
+    return [_option(option) for option in resource.options]
+
+
+_VERBS = {
+    "create": _Verb("Create one {name}.", lambda r: r.args, _write_flags, lambda c, r, f, x: actions.create(c, r, f, x)),
+    "update": _Verb(
+        "Update one {name}; its settings are replaced.", lambda r: r.args, _write_flags,
+        lambda c, r, f, x: actions.create(c, r, f, x, update=True),
+    ),
+    "rm": _Verb("Delete one {name}.", lambda r: r.identity_args, lambda r: [], lambda c, r, f, x: actions.remove(c, r, f)),
+    "inspect": _Verb(
+        "Show one {name} with its operational state, as JSON.", lambda r: r.identity_args, lambda r: [],
+        lambda c, r, f, x: actions.inspect(c, r, f),
+    ),
+    "ls": _Verb("List {name} objects: a table, --json or -q.", lambda r: r.scope_args, _list_flags, _list),
+}  # fmt: skip
+
+
+def _resource_command(resource: Resource, verb_name: str, name: str) -> click.Command:
+    verb = _VERBS[verb_name]
+    args = verb.args(resource)
+    params: list[click.Parameter] = [_argument(arg.name) for arg in args]
+    if resource.tenant_option:
+        params.append(_tenant_option())
+    params += verb.params(resource)
+
+    def run(client: Client, **values: Any) -> str:
+        fields = {arg.field: values.pop(arg.name) for arg in args}
+        if resource.tenant_option:
+            fields["tenantName"] = values.pop("tenant")
+        return verb.run(client, resource, fields, values)
+
+    return _command(name, verb.help.format(name=resource.name), params, run)
+
+
+def _show_command(show: Show) -> click.Command:
+    params: list[click.Parameter] = [_argument(arg) for arg in show.args]
+    if show.tenant:
+        params.append(_tenant_option())
+
+    def run(client: Client, json_output: bool, **values: str) -> str:
+        return actions.show(client, show, values, raw=json_output)
+
+    return _command(show.name, show.help, [*params, _json_flag()], run)
+
+
+def _setter_command(setter: Setter) -> click.Command:
+    def run(client: Client, **flags: Any) -> str:
+        return actions.set_singleton(client, setter, flags)
+
+    return _command("set", setter.help, [_option(option) for option in setter.options], run)
+
+
+def _server_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise click.BadParameter(f"{value!r} is not an http:// or https:// URL")
+    return value
+
+
+@click.pass_context
+def _connect(ctx: click.Context, server: str, token: str | None) -> None:
+    ctx.obj = ctx.with_resource(Client(server, token))
+
+
+def build() -> click.Group:
+    """The `ctl` group with every declared command mounted (click lists them sorted, as netctl)."""
+    root = _CtlRoot(
+        "ctl",
+        help="Manage contivd like netctl: tenants, networks, groups, policies, services … over the REST API.",
+        callback=_connect,
+        params=[
+            click.Option(
+                ["server", "--server"], envvar="CONTIVD_SERVER", default=DEFAULT_SERVER, show_default=True,
+                callback=_server_url, help="contivd API URL [env CONTIVD_SERVER].",
+            ),
+            click.Option(
+                ["token", "--token"], envvar="CONTIVD_TOKEN", default=None,
+                help="Cluster secret, sent as a bearer token; needed from other hosts [env CONTIVD_TOKEN].",
+            ),
+        ],
+    )  # fmt: skip
+    groups = {name: AliasedGroup(name, help=_help(text, name), short_help=_help(text, name)) for name, text in GROUPS.items()}
+    for resource in RESOURCES:
+        for verb, name in resource.verbs:
+            groups[resource.group_name].add_command(_resource_command(resource, verb, name))
+    for show in SHOWS:
+        (groups[show.group] if show.group else root).add_command(_show_command(show))
+    for setter in SETTERS:
+        groups[setter.group].add_command(_setter_command(setter))
+    for group in groups.values():
+        root.add_command(group)
+    return root
+
+
+ctl_group = build()

@@ -1,0 +1,84 @@
+"""Renderers that know the shape of particular contivd answers (cells and whole pages).
+
+Pure functions over decoded JSON, built on output.py. They tolerate missing keys, so
+pointing `contivd ctl` at an older contivd (or a Contiv netmaster, whose `/info` has no
+raft section) still prints what is there rather than failing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import output
+
+_BANDWIDTH = re.compile(r"\s*([0-9]+)\s*([kmgKMG])")
+
+
+def bandwidth(value: Any) -> str:
+    """A netprofile bandwidth normalised as netctl shows it: `10 gb` → `10Gbps`, `4m` → `4Mbps`."""
+    match = _BANDWIDTH.match(output.cell(value))
+    return f"{match[1]}{match[2].upper()}bps" if match else output.cell(value)
+
+
+def go_list(value: Any) -> str:
+    """A list printed like Go's `%v` of a slice (`[a=b c=d]`), as netctl's `service ls` does."""
+    return "[" + " ".join(output.cell(item) for item in value or ()) + "]"
+
+
+def labelled(labels: Sequence[tuple[str, str]], obj: Mapping[str, Any]) -> str:
+    """`Label: value` lines for the (label, field) pairs of one object (`global info`, `aci-gw info`)."""
+    return output.fields((label, obj.get(name)) for label, name in labels)
+
+
+def joined(field: str, obj: Mapping[str, Any]) -> str:
+    """One list field of an object, comma-joined on one line (`app-profile group-ls`)."""
+    return output.cell(obj.get(field, [])) + "\n"
+
+
+def version(server: Mapping[str, Any], client_version: str) -> str:
+    """netctl's version page: this client's version, then the one `/version` reports."""
+
+    def block(title: str, answer: Mapping[str, Any]) -> str:
+        return f"{title}:\n" + output.fields((name, answer.get(name, "")) for name in ("Version", "GitCommit", "BuildTime"))
+
+    return block("Client Version", {"Version": client_version}) + "\n" + block("Server Version", server)
+
+
+def _node_role(node: Mapping[str, Any], leader: str | None) -> str:
+    if node.get("readonly"):
+        return "readonly"
+    return "leader" if leader and node.get("raft_address") == leader else "voter"
+
+
+def cluster_status(info: Mapping[str, Any]) -> str:
+    """`GET /info` as an operator reads it: raft state as seen by the answering node, then
+    the nodes registered in the store (the live membership, since registrations expire)."""
+    raft: Mapping[str, Any] = info.get("cluster") or {}
+    nodes: Sequence[Mapping[str, Any]] = info.get("nodes") or ()
+    leader = raft.get("leader")
+    names = {node.get("raft_address"): node.get("name") for node in nodes}
+    summary = output.fields(
+        (
+            ("Leader", f"{names.get(leader) or '?'} ({leader})" if leader else "none"),
+            ("Leader API", info.get("leader-ip")),
+            (
+                "This node",
+                f"{raft.get('self_address') or info.get('local-ip')} ({raft.get('role') or info.get('current-state')})",
+            ),
+            ("Term", raft.get("term")),
+            ("Commit index", raft.get("commit_index")),
+            ("Applied index", raft.get("last_applied")),
+            ("Quorum", raft.get("has_quorum")),
+            ("Members", ", ".join(raft.get("voters") or ()) or "none"),
+            ("Connected peers", ", ".join(raft.get("connected_voters") or ()) or "none"),
+        )
+    )
+    rows = (
+        [output.cell(node.get(name)) for name in ("name", "raft_address", "api_url", "vtep_ip")]
+        + [_node_role(node, leader), output.cell(node.get("version"))]
+        for node in nodes
+    )
+    headers = ("Name", "Raft address", "API URL", "VTEP IP", "Role", "Version")
+    return summary + "\nRegistered nodes:\n" + output.table(headers, rows)

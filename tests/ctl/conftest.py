@@ -1,0 +1,59 @@
+"""Fixtures for `contivd ctl`: one real contivd per module, and a CliRunner wrapper that
+checks the invariants every invocation must keep (exit status, no traceback)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pytest
+from click.testing import CliRunner, Result
+
+from contivd.cli import cli
+from contivd.testing import ContivdCluster, ContivdProcess
+
+NO_CTL_ENV: Mapping[str, str | None] = {"CONTIVD_SERVER": None, "CONTIVD_TOKEN": None}
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContivdProcess]:
+    """One contivd (single-node cluster), shared by a module's tests: they use distinct names."""
+    cluster = ContivdCluster(tmp_path_factory.mktemp("ctl"), 1)
+    try:
+        cluster.start()
+        yield cluster.nodes[0]
+    finally:
+        cluster.close()
+
+
+def invoke(args: list[str], env: Mapping[str, str | None] = NO_CTL_ENV, code: int = 0) -> Result:
+    """Run `contivd <args>` in-process through the real top-level group (so the mount is
+    covered too) and assert the exit status and that no traceback escaped."""
+    result = CliRunner().invoke(cli, args, env=dict(env))
+    shown = result.output + result.stderr
+    assert result.exit_code == code, f"exit {result.exit_code} != {code} for {args}:\n{shown}"
+    assert result.exception is None or isinstance(result.exception, SystemExit), shown
+    assert "Traceback" not in shown
+    return result
+
+
+@dataclass
+class Ctl:
+    """`contivd ctl --server <node> ...`."""
+
+    server: str
+
+    def __call__(self, *args: str, code: int = 0) -> Result:
+        return invoke(["ctl", "--server", self.server, *args], code=code)
+
+    def fails(self, *args: str, message: str) -> str:
+        """The command exits 1, prints nothing on stdout and `Error: <message>` on stderr."""
+        result = self(*args, code=1)
+        assert result.stdout == "", result.stdout
+        assert result.stderr.startswith("Error: ") and message in result.stderr, result.stderr
+        return result.stderr
+
+
+@pytest.fixture(scope="module")
+def ctl(node: ContivdProcess) -> Ctl:
+    return Ctl(node.url)

@@ -1,0 +1,60 @@
+"""`contivd ctl` as a client: server and token selection, connection failures, usage
+errors, `version` and `cluster status`, against a real contivd."""
+
+from __future__ import annotations
+
+import json
+
+from contivd import __version__
+from contivd.testing import SECRET, ContivdProcess
+from raftstore.testing import free_ports
+
+from .conftest import Ctl, invoke
+
+
+def test_version(ctl: Ctl) -> None:
+    text = ctl("version").stdout
+    assert text.startswith(f"Client Version:\nVersion: {__version__}\n")
+    assert f"\nServer Version:\nVersion: {__version__}\n" in text
+    assert json.loads(ctl("version", "--json").stdout)["Version"] == __version__
+
+
+def test_cluster_status(ctl: Ctl, node: ContivdProcess) -> None:
+    info = node.info()
+    assert info is not None
+    raft = info["cluster"]
+    text = ctl("cluster", "status").stdout
+    assert f"Leader: node0 ({raft['leader']})\n" in text
+    assert f"Leader API: {node.url}\n" in text and "Quorum: yes\n" in text and f"Members: {raft['self_address']}\n" in text
+    assert "\nTerm: " in text and "\nCommit index: " in text
+    node_row = text.split("Registered nodes:\n")[1].splitlines()[2].split()
+    assert node_row == ["node0", raft["self_address"], node.url, "127.0.0.1", "leader", __version__]
+    assert json.loads(ctl("cluster", "status", "--json").stdout)["cluster"]["role"] == "leader"
+
+
+def test_connection_refused_names_the_server_and_the_flag() -> None:
+    server = f"http://127.0.0.1:{free_ports(1)[0]}"
+    result = invoke(["ctl", "--server", server, "tenant", "ls"], code=1)
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"Error: cannot connect to contivd at {server}")
+    assert "--server" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_server_url_must_be_http() -> None:
+    result = invoke(["ctl", "--server", "127.0.0.1:9999", "tenant", "ls"], code=2)
+    assert "not an http:// or https:// URL" in result.stderr
+
+
+def test_server_and_token_from_the_environment(node: ContivdProcess) -> None:
+    assert "default" in invoke(["ctl", "tenant", "ls", "-q"], env={"CONTIVD_SERVER": node.url}).stdout.split()
+    wrong = invoke(["ctl", "tenant", "ls"], env={"CONTIVD_SERVER": node.url, "CONTIVD_TOKEN": "guess"}, code=1)
+    assert wrong.stderr == "Error: invalid bearer token\n"
+    right = invoke(["ctl", "--token", SECRET, "tenant", "ls", "-q"], env={"CONTIVD_SERVER": node.url})
+    assert "default" in right.stdout.split()
+
+
+def test_usage_errors_exit_2_without_a_request(ctl: Ctl) -> None:
+    ctl("tenant", "create", code=2)
+    ctl("group", "create", "onlynetwork", code=2)
+    ctl("policy", "rule-add", "p", "1", "--port", "eighty", code=2)
+    ctl("network", "frobnicate", code=2)

@@ -1,0 +1,138 @@
+"""Pure renderers: exact text, no server."""
+
+from __future__ import annotations
+
+import pytest
+
+from contivd.ctl import output, views
+from contivd.ctl.actions import render_list
+from contivd.ctl.commands import RESOURCES
+
+
+def test_table_pads_columns_like_tabwriter_and_strips_trailing_blanks() -> None:
+    text = output.table(["Tenant", "Network", "Subnet"], [["default", "n1", "10.1.1.0/24"], ["t", "longer-name", ""]])
+    assert text == (
+        "Tenant   Network      Subnet\n------   -------      ------\ndefault  n1           10.1.1.0/24\nt        longer-name\n"
+    )
+
+
+def test_table_without_rows_keeps_the_header_and_pads_short_rows() -> None:
+    assert output.table(["Name"], []) == "Name\n----\n"
+    assert output.table(["A", "B"], [["x"]]) == "A  B\n-  -\nx\n"
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(None, ""), ("", ""), ("a", "a"), (0, "0"), (42, "42"), (True, "yes"), (False, "no"), (["a", "b"], "a,b"), ([], "")],
+)
+def test_cell(value: object, text: str) -> None:
+    assert output.cell(value) == text
+
+
+def test_fields_and_json() -> None:
+    assert output.fields([("Forward mode", "bridge"), ("Vlan Range", None)]) == "Forward mode: bridge\nVlan Range:\n"
+    assert output.as_json({"a": [1]}) == '{\n  "a": [\n    1\n  ]\n}\n'
+
+
+@pytest.mark.parametrize(
+    "raw, shown",
+    [
+        ("10 gb", "10Gbps"),
+        ("2gbps", "2Gbps"),
+        ("4g", "4Gbps"),
+        ("6 Mbps", "6Mbps"),
+        ("18Mb", "18Mbps"),
+        ("500kbps", "500Kbps"),
+        ("", ""),
+        (None, ""),
+    ],
+)
+def test_bandwidth_is_normalised_as_netctl_shows_it(raw: object, shown: str) -> None:
+    assert views.bandwidth(raw) == shown
+
+
+def test_go_list_labelled_joined() -> None:
+    assert views.go_list(["app=web", "tier=fe"]) == "[app=web tier=fe]"
+    assert views.go_list(None) == "[]"
+    assert (
+        views.labelled((("Forward mode", "fwdMode"), ("ARP mode", "arpMode")), {"fwdMode": "routing"})
+        == "Forward mode: routing\nARP mode:\n"
+    )
+    assert views.joined("endpointGroups", {"endpointGroups": ["a", "b"]}) == "a,b\n"
+
+
+def test_version_page() -> None:
+    assert views.version({"Version": "1.2", "GitCommit": "abc"}, "1.3") == (
+        "Client Version:\nVersion: 1.3\nGitCommit:\nBuildTime:\n\nServer Version:\nVersion: 1.2\nGitCommit: abc\nBuildTime:\n"
+    )
+
+
+INFO = {
+    "local-ip": "10.0.0.2",
+    "leader-ip": "http://10.0.0.1:9999",
+    "current-state": "follower",
+    "cluster": {
+        "self_address": "10.0.0.2:9000", "role": "follower", "leader": "10.0.0.1:9000", "term": 7,
+        "commit_index": 120, "last_applied": 119, "has_quorum": True,
+        "voters": ["10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000"], "connected_voters": ["10.0.0.1:9000"],
+    },
+    "nodes": [
+        {"name": "a", "raft_address": "10.0.0.1:9000", "api_url": "http://10.0.0.1:9999", "vtep_ip": "10.0.0.1", "readonly": False, "version": "0.1.0"},
+        {"name": "b", "raft_address": "10.0.0.2:9000", "api_url": "http://10.0.0.2:9999", "vtep_ip": "10.0.0.2", "readonly": False, "version": "0.1.0"},
+        {"name": "r", "raft_address": None, "api_url": "http://10.0.0.9:9999", "vtep_ip": "10.0.0.9", "readonly": True, "version": "0.1.0"},
+    ],
+}  # fmt: skip
+
+
+def test_cluster_status_page() -> None:
+    assert views.cluster_status(INFO) == (
+        "Leader: a (10.0.0.1:9000)\n"
+        "Leader API: http://10.0.0.1:9999\n"
+        "This node: 10.0.0.2:9000 (follower)\n"
+        "Term: 7\n"
+        "Commit index: 120\n"
+        "Applied index: 119\n"
+        "Quorum: yes\n"
+        "Members: 10.0.0.1:9000, 10.0.0.2:9000, 10.0.0.3:9000\n"
+        "Connected peers: 10.0.0.1:9000\n"
+        "\n"
+        "Registered nodes:\n"
+        "Name  Raft address   API URL               VTEP IP   Role      Version\n"
+        "----  ------------   -------               -------   ----      -------\n"
+        "a     10.0.0.1:9000  http://10.0.0.1:9999  10.0.0.1  leader    0.1.0\n"
+        "b     10.0.0.2:9000  http://10.0.0.2:9999  10.0.0.2  voter     0.1.0\n"
+        "r                    http://10.0.0.9:9999  10.0.0.9  readonly  0.1.0\n"
+    )
+
+
+def test_cluster_status_of_a_contiv_netmaster_without_raft_section() -> None:
+    text = views.cluster_status({"local-ip": "10.0.0.5", "leader-ip": "10.0.0.5:9999", "current-state": "leader"})
+    assert text.startswith("Leader: none\nLeader API: 10.0.0.5:9999\nThis node: 10.0.0.5 (leader)\n")
+    assert text.endswith(
+        "Registered nodes:\nName  Raft address  API URL  VTEP IP  Role  Version\n----  ------------  -------  -------  ----  -------\n"
+    )
+
+
+RULES = [
+    {"ruleId": "a", "direction": "in", "priority": 9, "fromEndpointGroup": "g", "action": "allow"},
+    {"ruleId": "b", "direction": "out", "priority": 1, "toNetwork": "n", "protocol": "tcp", "port": 443, "action": "deny"},
+    {"ruleId": "c", "direction": "in", "priority": 2, "fromIpAddress": "10.0.0.0/8", "action": "deny"},
+]
+
+
+def test_rule_listing_splits_by_direction_and_sorts_by_priority() -> None:
+    rule = next(r for r in RESOURCES if r.name == "rule")
+    assert render_list(rule, RULES, "table") == (
+        "Incoming Rules:\n"
+        "Rule  Priority  From EndpointGroup  From Network  From IpAddress  To IpAddress  Protocol  Port  Action\n"
+        "----  --------  ------------------  ------------  --------------  ------------  --------  ----  ------\n"
+        "c     2                                           10.0.0.0/8                                    deny\n"
+        "a     9         g                                                                               allow\n"
+        "\n"
+        "Outgoing Rules:\n"
+        "Rule  Priority  To EndpointGroup  To Network  To IpAddress  Protocol  Port  Action\n"
+        "----  --------  ----------------  ----------  ------------  --------  ----  ------\n"
+        "b     1                           n                         tcp       443   deny\n"
+    )
+    assert render_list(rule, RULES, "quiet") == "a\nb\nc\n"
+    assert render_list(rule, [], "json") == "[]\n"

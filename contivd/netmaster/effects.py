@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from ..model import VLAN, VXLAN, Attachment, ConflictError, NotFoundError, Remotes, compile_attachment, parse_tag_ranges
-from . import ipam, layout, resources
+from . import ipam, layout, resources, services
 from .view import View, Writes
 
 Obj = Mapping[str, Any]
@@ -199,6 +199,22 @@ def refresh_policies(view: View, writes: Writes, tenant: str) -> None:
             writes.put(key, value)
 
 
+def on_service_lb(view: View, writes: Writes, old: Obj | None, new: Obj | None) -> None:
+    service = new or old
+    assert service is not None
+    tenant, name = service["tenantName"], service["serviceName"]
+    vip = (view.state(f"{layout.SERVICE_LB_PREFIX}{name}:{tenant}") or {}).get("ipaddress", "")
+    if new is None:
+        services.release_vip(view, writes, service, vip)
+        services.remove(writes, tenant, name)
+        return
+    if old is None:
+        vip = services.allocate_vip(view, writes, new)
+    endpoints = [ep for n in view.items("network") if n["tenantName"] == tenant for ep in view.endpoints("network", n["key"])]
+    services.refresh(view, writes, tenant, [new], endpoints)
+    services.set_vip(view, writes, tenant, name, vip)
+
+
 HANDLERS: dict[str, Handler] = {
     "global": on_global,
     "network": on_network,
@@ -206,4 +222,5 @@ HANDLERS: dict[str, Handler] = {
     "netprofile": on_netprofile,
     "policy": on_policy_or_rule,
     "rule": on_policy_or_rule,
+    "serviceLB": on_service_lb,
 }

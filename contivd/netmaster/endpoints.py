@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..model import NotFoundError, ValidationError
-from . import ipam, layout
+from . import ipam, layout, services
 from .view import Reads, Writes
 
 
@@ -116,6 +116,8 @@ def delete_endpoint(reads: Reads, writes: Writes, request: Mapping[str, Any]) ->
             epg["epCount"] = max(0, epg.get("epCount", 0) - 1)
             writes.put(epg_key, epg)
     writes.delete(ep_key)
+    if state.get("labels"):
+        services.refresh_tenant(reads, writes, tenant)
     return state
 
 
@@ -141,7 +143,10 @@ def update_endpoint(reads: Reads, writes: Writes, request: Mapping[str, Any]) ->
         state["labels"] = {**(state.get("labels") or {}), **labels}
         state["containerId"] = _text(request, "ContainerID", required=False) or state.get("containerId", "")
         state["epCommonName"] = _text(request, "EPCommonName", required=False) or state.get("epCommonName", "")
-        writes.put(ep_key, state)
+    else:  # a dead container stops providing: drop its labels
+        state["labels"] = None
+    writes.put(ep_key, state)
+    services.refresh_tenant(reads, writes, tenant)
     return {"IPAddress": request.get("IPAddress", state["ipAddress"])}
 
 

@@ -192,7 +192,7 @@ def _network6(network: State) -> IPv6Network:
 def allocate_ipv6(network: State, preferred: str = "") -> str:
     """Next IPv6 host after the last one allocated (wrapping, skipping used), or `preferred`."""
     net = _network6(network)
-    used: dict[str, bool] = network.setdefault("ipv6AllocMap", {})
+    used: dict[str, bool] = dict(network.get("ipv6AllocMap", {}))  # replaced, never mutated (checkpoints)
     if preferred:
         host = _host_id6(net, preferred)
         if str(host) in used:
@@ -209,6 +209,7 @@ def allocate_ipv6(network: State, preferred: str = "") -> str:
         network["ipv6LastHost"] = host
         network["epAddrCount"] = network.get("epAddrCount", 0) + 1
     used[str(host)] = True
+    network["ipv6AllocMap"] = used
     return str(IPv6Address(int(net.network_address) + host))
 
 
@@ -216,7 +217,9 @@ def release_ipv6(network: State, address: str) -> None:
     """Free an IPv6 address (Contiv never did: fixed, Decision 3)."""
     if not address or "ipv6SubnetIP" not in network:
         return
-    if network.get("ipv6AllocMap", {}).pop(str(_host_id6(_network6(network), address)), None):
+    used = dict(network.get("ipv6AllocMap", {}))
+    if used.pop(str(_host_id6(_network6(network), address)), None):
+        network["ipv6AllocMap"] = used
         network["epAddrCount"] = max(0, network.get("epAddrCount", 0) - 1)
 
 

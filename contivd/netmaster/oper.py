@@ -60,4 +60,14 @@ def tenant(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-OPER = {"network": network, "endpointGroup": endpoint_group, "tenant": tenant}
+def service_lb(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
+    state = view.state(f"{layout.SERVICE_LB_PREFIX}{obj['serviceName']}:{obj['tenantName']}") or {}
+    providers = state.get("providers", {})
+    return {
+        "serviceVip": state.get("ipaddress", ""),
+        "numProviders": len(providers),
+        "providers": [EndpointOper.from_state(view.state(layout.ep_state(p["EpIDKey"])) or {}).to_json() for p in providers.values()],
+    }
+
+
+OPER = {"network": network, "endpointGroup": endpoint_group, "tenant": tenant, "serviceLB": service_lb}

@@ -36,6 +36,18 @@ class Reads:
             self._states[key] = copy.deepcopy(kv.value) if kv else None
         return self._states[key]
 
+    def list_states(self, prefix: str) -> dict[str, Any]:
+        """Committed values under `prefix` merged with this plan's own writes (unguarded:
+        callers guard through a key every relevant writer also writes)."""
+        found = {kv.key: kv.value for kv in self._store.list_nowait(prefix)}
+        for key, value in self._states.items():
+            if key.startswith(prefix):
+                if value is None:
+                    found.pop(key, None)
+                else:
+                    found[key] = value
+        return found
+
     def remember(self, key: str, value: Any) -> None:
         """Make later reads of `key` in this plan see `value` (the plan is writing it)."""
         if key not in self._reads:
@@ -43,7 +55,9 @@ class Reads:
         self._states[key] = value
 
     def checkpoint(self) -> dict[str, Any]:
-        return copy.deepcopy(self._states)
+        """A cheap restore point: plans replace nested values instead of mutating them, so a
+        copy of each top-level dict is enough (state fields are scalars or replaced wholesale)."""
+        return {k: dict(v) if isinstance(v, dict) else v for k, v in self._states.items()}
 
     def restore(self, checkpoint: dict[str, Any]) -> None:
         """Forget everything since `checkpoint()`, including keys first read after it."""

@@ -148,3 +148,26 @@ def test_sigterm_shuts_down_cleanly(tmp_path) -> None:  # type: ignore[no-untype
         assert "contivd stopped" in only.log_text()
     finally:
         cluster.close()
+
+
+def test_service_lb_vip_and_providers_follow_endpoint_labels(node: ContivdProcess) -> None:
+    ensure(node, "/api/v1/networks/default:svcnet/", {**NET, "networkName": "svcnet", "subnet": "198.18.20.0/24", "gateway": "198.18.20.254"})
+    ensure(node, "/api/v1/networks/default:apps/", {**NET, "networkName": "apps", "subnet": "198.18.21.0/24", "gateway": "198.18.21.254"})
+    service = {"tenantName": "default", "serviceName": "web", "networkName": "svcnet", "selectors": ["app=web"], "ports": ["80:8080:TCP"]}
+    ensure(node, "/api/v1/serviceLBs/default:web/", service)
+    assert node.get("/api/v1/inspect/serviceLBs/default:web/").json()["Oper"] == {"serviceVip": "198.18.20.1", "numProviders": 0, "providers": []}
+    for ep in ("w1", "w2", "db"):
+        assert endpoint(node, ep, network="apps").status_code == 200
+    for ep, app in (("w1", "web"), ("w2", "web"), ("db", "db")):
+        update = {"Tenant": "default", "Network": "apps", "EndpointID": ep, "Event": "start", "Labels": {"app": app, "tier": "x"}}
+        assert node.post("/plugin/updateEndpoint", update).status_code == 200
+    oper = node.get("/api/v1/inspect/serviceLBs/default:web/").json()["Oper"]
+    assert oper["numProviders"] == 2 and sorted(p["ipAddress"][0] for p in oper["providers"]) == ["198.18.21.1", "198.18.21.2"]
+    node.post("/plugin/deleteEndpoint", {"TenantName": "default", "NetworkName": "apps", "EndpointID": "w1"})
+    state = node.get("/services").json()
+    (web,) = [s for s in state if s["servicename"] == "web"]
+    assert list(web["providers"]) == ["198.18.21.2:default"] and web["ipaddress"] == "198.18.20.1"
+    bad = node.post("/api/v1/serviceLBs/default:bad/", {**service, "serviceName": "bad", "ports": ["80:http"]})
+    assert bad.status_code == 400 and "ports" in bad.json()["error"]
+    assert node.delete("/api/v1/serviceLBs/default:web/").status_code == 200
+    assert node.get("/api/v1/inspect/networks/default:svcnet/").json()["Oper"]["allocatedIPAddresses"] == "198.18.20.254", "VIP released"

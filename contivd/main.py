@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import signal
 
-import httpx
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
@@ -19,6 +18,7 @@ from raftstore import Store, StoreError, open_store
 
 from . import __version__
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
+from .api.forwarder import ForwardingClient
 from .config import Config
 from .model import ModelError
 from .netmaster.service import Netmaster
@@ -58,9 +58,8 @@ async def run(config: Config) -> None:
     log.info("contivd %s starting: node %s, data dir %s", __version__, config.node_name, config.data_dir)
     stop = trio.Event()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with open_store(config.store_config()) as store, httpx.AsyncClient(
-            timeout=FORWARD_TIMEOUT_SECONDS
-        ) as http, trio.open_nursery() as nursery:
+        http = ForwardingClient(timeout=FORWARD_TIMEOUT_SECONDS)
+        async with open_store(config.store_config()) as store, trio.open_nursery() as nursery:
             role = "read-only member" if config.readonly else f"raft on {config.raft_listen}"
             log.info("store started (%s, peers: %s)", role, ", ".join(config.peers) or "none, single node")
             netmaster = Netmaster(store, config.node_name)
@@ -85,6 +84,8 @@ async def run(config: Config) -> None:
             with trio.move_on_after(6):
                 await _wait_api_stopped(nursery)
             nursery.cancel_scope.cancel()
+        with trio.CancelScope(shield=True):
+            await http.aclose()
     log.info("contivd stopped")
 
 

@@ -173,14 +173,14 @@ def bench_etcd(root: Path, members: int, n: int) -> Results:
         clients = [etcd3.client(host=e.split(":")[0], port=int(e.split(":")[1])) for e in endpoints]
 
         def leader_client() -> object:
-            for c in clients:
-                try:
-                    leader = c.status().leader
-                except Exception:  # noqa: BLE001 - not up yet
-                    continue
-                if leader is not None:
-                    return clients[int(leader.name[1:])]  # members are named e0, e1, … in endpoint order
-            return None
+            """The leader's client, once every member answers and they agree on the leader."""
+            try:
+                leaders = {c.status().leader.name for c in clients}
+            except Exception:  # noqa: BLE001 - not up yet
+                return None
+            if len(leaders) != 1:
+                return None
+            return clients[int(leaders.pop()[1:])]  # members are named e0, e1, … in endpoint order
 
         client = wait_for(leader_client, 30, "etcd to elect a leader")
         tag = f"e{members}"

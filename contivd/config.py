@@ -97,6 +97,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("control_ip", _ip, lambda: "", "This node's address peers reach it on (default: the API listen host)."),
     Option("datapath", _datapath, lambda: "none", "ovs or none (none = control plane only)."),
     Option("log_level", _log_level, lambda: "INFO", "debug, info, warning or error."),
+    Option(
+        "contiv_error_compat", _boolean, lambda: False,
+        "Answer API errors as Contiv did (500, text/plain) for scripts that parse old netctl output.", flag=True,
+    ),
 )
 
 
@@ -112,6 +116,7 @@ class Config:
     control_ip: str
     datapath: str
     log_level: str
+    contiv_error_compat: bool
 
     @property
     def api_host(self) -> str:

@@ -74,7 +74,9 @@ async def run(config: Config) -> None:
                 version=__version__,
             )
             nursery.start_soon(keep_registered, store, info)
-            app = create_app(ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http))
+            app = create_app(
+                ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat)
+            )
             bound = await nursery.start(lambda task_status: serve(app, _hypercorn_config(config), shutdown_trigger=stop.wait, task_status=task_status))
             log.info("API listening on %s", ", ".join(bound))
             async for signum in signals:

@@ -25,6 +25,7 @@ class ContivdProcess:
         self.url = f"http://127.0.0.1:{api_port}"
         self.api_listen = f"127.0.0.1:{api_port}"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.extra: tuple[str, ...] = ()  # further `contivd run` flags
 
     def start(self) -> "ContivdProcess":
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -34,6 +35,7 @@ class ContivdProcess:
         ]  # fmt: skip
         if self.peers:
             args += ["--peers", ",".join(self.peers)]
+        args += list(self.extra)
         env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
         if self.secret:
             env["CONTIVD_CLUSTER_SECRET"] = self.secret

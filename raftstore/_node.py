@@ -95,16 +95,20 @@ def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
     journal = getattr(syncobj, "_SyncObj__raftLog", None)
     meta_storer = getattr(journal, "_FileJournal__metaStorer", None)
     transport = getattr(syncobj, "_SyncObj__transport", None)
-    if not isinstance(journal, FileJournal) or meta_storer is None or transport is None:
+    resizable = getattr(journal, "_FileJournal__journalFile", None)
+    if not isinstance(journal, FileJournal) or meta_storer is None or transport is None or resizable is None:
         raise StoreError("pysyncobj internals changed: cannot enable fsync; pin pysyncobj 0.3.17")
     raw_add, raw_delete_from, raw_delete_to, raw_send = journal.add, journal.deleteEntriesFrom, journal.deleteEntriesTo, transport.send
     dirty = threading.Event()
     snapshot = getattr(syncobj, "_SyncObj__conf").fullDumpFile
 
     def flush_if_dirty() -> None:
+        # fdatasync, not PySyncObj's mmap.flush(): the same pages reach the disk (Linux
+        # writes back MAP_SHARED pages on fsync), but it releases the GIL while it waits,
+        # and it does not walk the whole (growing) mapping.
         if dirty.is_set():
             dirty.clear()
-            journal.flush()
+            os.fdatasync(resizable._ResizableFile__f.fileno())
 
     def add(command: bytes, idx: int, term: int) -> None:
         raw_add(command, idx, term)

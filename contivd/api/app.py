@@ -45,6 +45,7 @@ class ApiContext:
     control_ip: str
     secret: str | None
     http: ForwardingClient
+    contiv_error_compat: bool = False
 
 
 def _parse_json(body: bytes) -> Any:
@@ -196,8 +197,10 @@ def _answer(value: Any, status: int = 200, headers: dict[str, str] | None = None
     return status, {"content-type": "application/json", **(headers or {})}, (json.dumps(value) + "\n").encode()
 
 
-def _error_answer(exc: BaseException) -> Answer:
+def _error_answer(exc: BaseException, contiv_compat: bool = False) -> Answer:
     answer = answer_for(exc)
+    if contiv_compat:  # Contiv answered every error 500 with the message as text (Decision 1)
+        return 500, {"content-type": "text/plain; charset=utf-8"}, (answer.message + "\n").encode()
     return _answer({"error": answer.message}, answer.status, {"retry-after": str(answer.retry_after)} if answer.retry_after else None)
 
 
@@ -248,7 +251,7 @@ class Dispatcher:
                 return await self.forward(route, req)
             return _answer(await getattr(self.handlers, route.name)(req.body, **params))
         except Exception as exc:  # noqa: BLE001 - every error becomes an answer
-            return _error_answer(exc)
+            return _error_answer(exc, self.ctx.contiv_error_compat)
 
 
 class PluginFastPath:

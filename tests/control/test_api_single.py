@@ -171,3 +171,17 @@ def test_service_lb_vip_and_providers_follow_endpoint_labels(node: ContivdProces
     assert bad.status_code == 400 and "ports" in bad.json()["error"]
     assert node.delete("/api/v1/serviceLBs/default:web/").status_code == 200
     assert node.get("/api/v1/inspect/networks/default:svcnet/").json()["Oper"]["allocatedIPAddresses"] == "198.18.20.254", "VIP released"
+
+
+def test_contiv_error_compat_answers_500_text(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from contivd.testing import ContivdCluster
+
+    cluster = ContivdCluster(tmp_path, 1)
+    cluster.nodes[0].extra = ("--contiv-error-compat",)
+    try:
+        cluster.start()
+        answer = cluster.nodes[0].get("/api/v1/networks/default:none/")
+        assert answer.status_code == 500 and answer.headers["content-type"].startswith("text/plain")
+        assert answer.text == "network not found\n"
+    finally:
+        cluster.close()

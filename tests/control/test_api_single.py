@@ -185,3 +185,17 @@ def test_contiv_error_compat_answers_500_text(tmp_path) -> None:  # type: ignore
         assert answer.text == "network not found\n"
     finally:
         cluster.close()
+
+
+def test_netprofile_reaches_group_state_and_global_ranges_guard_allocated_tags(node: ContivdProcess) -> None:
+    ensure(node, "/api/v1/netprofiles/default:gold/", {"tenantName": "default", "profileName": "gold", "bandwidth": "10Mbps", "DSCP": 46, "burst": 3000})
+    ensure(node, "/api/v1/networks/default:vl/", {**NET, "networkName": "vl", "encap": "vlan", "pktTag": 3000, "subnet": "198.18.30.0/24", "gateway": "198.18.30.254"})
+    ensure(node, "/api/v1/endpointGroups/default:g1/", {"tenantName": "default", "groupName": "g1", "networkName": "vl", "netProfile": "gold"})
+    busy = node.delete("/api/v1/netprofiles/default:gold/")
+    assert busy.status_code == 409
+    glob = node.get("/api/v1/globals/global/").json()
+    shrink = {k: v for k, v in glob.items() if k not in ("key", "link-sets", "links")} | {"vlans": "1-2000"}
+    refused = node.post("/api/v1/globals/global/", shrink)
+    assert refused.status_code == 409 and "3000" in refused.json()["error"], refused.text
+    duplicate = node.post("/api/v1/networks/default:vl2/", {**NET, "networkName": "vl2", "encap": "vlan", "pktTag": 3000, "subnet": "198.18.31.0/24", "gateway": "198.18.31.254"})
+    assert duplicate.status_code == 409 and "3000" in duplicate.json()["error"]

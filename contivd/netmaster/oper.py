@@ -13,18 +13,25 @@ def _endpoints(view: View, kind: str, key: str) -> list[dict[str, Any]]:
     return [EndpointOper.from_state(ep).to_json() for ep in sorted(view.endpoints(kind, key), key=lambda e: e["id"])]
 
 
+def _common(view: View, kind: str, obj: Mapping[str, Any], state: Mapping[str, Any]) -> dict[str, Any]:
+    """Tags, endpoint count and endpoints: what network and group inspect share."""
+    return {
+        "pktTag": state["pktTag"],
+        "externalPktTag": state["extPktTag"],
+        "numEndpoints": state.get("epCount", 0),
+        "endpoints": _endpoints(view, kind, obj["key"]),
+    }
+
+
 def network(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
     state = view.state(layout.net_state(obj["tenantName"], obj["networkName"]))
     if state is None:
         return {}
     return {
-        "pktTag": state["pktTag"],
-        "externalPktTag": state["extPktTag"],
-        "numEndpoints": state.get("epCount", 0),
+        **_common(view, "network", obj, state),
         "allocatedAddressesCount": state.get("epAddrCount", 0),
         **ipam.address_oper(state),
         "networkTag": state.get("networkTag", ""),
-        "endpoints": _endpoints(view, "network", obj["key"]),
     }
 
 
@@ -32,14 +39,7 @@ def endpoint_group(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
     state = view.state(layout.epg_state(obj["tenantName"], obj["groupName"]))
     if state is None:
         return {}
-    return {
-        "pktTag": state["pktTag"],
-        "externalPktTag": state["extPktTag"],
-        "numEndpoints": state.get("epCount", 0),
-        **ipam.epg_address_oper(state),
-        "groupTag": state.get("groupTag", ""),
-        "endpoints": _endpoints(view, "endpointGroup", obj["key"]),
-    }
+    return {**_common(view, "endpointGroup", obj, state), **ipam.epg_address_oper(state), "groupTag": state.get("groupTag", "")}
 
 
 def tenant(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -132,12 +132,16 @@ class Netmaster:
         result = await self.store.txn(view.guards(), writes.ops())
         return result.succeeded
 
-    async def get_object(self, collection: str, key: str) -> dict[str, Any]:
+    async def _read_object(self, collection: str, key: str) -> tuple[str, View, Mapping[str, Any]]:
         kind = kind_for(collection)
         view = await self.view()
         obj = view.get(kind, key)
         if obj is None:
             raise NotFoundError(f"{kind} not found")
+        return kind, view, obj
+
+    async def get_object(self, collection: str, key: str) -> dict[str, Any]:
+        kind, view, obj = await self._read_object(collection, key)
         return render(kind, obj, view)
 
     async def list_objects(self, collection: str) -> list[dict[str, Any]]:
@@ -146,11 +150,7 @@ class Netmaster:
         return [render(kind, obj, view) for obj in view.items(kind)]
 
     async def inspect_object(self, collection: str, key: str) -> dict[str, Any]:
-        kind = kind_for(collection)
-        view = await self.view()
-        obj = view.get(kind, key)
-        if obj is None:
-            raise NotFoundError(f"{kind} not found")
+        kind, view, obj = await self._read_object(collection, key)
         answer: dict[str, Any] = {"Config": render(kind, obj, view)}
         if kind in oper.OPER:
             answer["Oper"] = oper.OPER[kind](view, obj)

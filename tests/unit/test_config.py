@@ -1,0 +1,60 @@
+"""Configuration: flags > CONTIVD_* environment > TOML file > defaults, and clear refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from contivd.cli import cli
+from contivd.config import ConfigError, load
+
+
+def test_precedence_flag_over_env_over_file(tmp_path: Path) -> None:
+    file = tmp_path / "contivd.toml"
+    file.write_text('node_name = "from-file"\ndata_dir = "/srv/contivd"\nlog_level = "debug"\n')
+    config = load({"node_name": "from-flag"}, file, {"CONTIVD_DATA_DIR": "/from/env"})
+    assert config.node_name == "from-flag"
+    assert str(config.data_dir) == "/from/env"
+    assert config.log_level == "DEBUG"
+    assert config.api_listen == "127.0.0.1:9999" and config.peers == ()
+
+
+@pytest.mark.parametrize(
+    "flags, env, problem",
+    [
+        ({"api_listen": "0.0.0.0:9999"}, {}, "non-loopback API without a cluster secret"),
+        ({"raft_listen": "198.18.0.1:9002"}, {}, "without a cluster secret"),
+        ({"api_listen": "127.0.0.1"}, {}, "--api-listen"),
+        ({}, {"CONTIVD_READONLY": "maybe"}, "CONTIVD_READONLY: 'maybe' must be true or false"),
+        ({"log_level": "loud"}, {}, "--log-level"),
+        ({"control_ip": "not-an-ip"}, {}, "--control-ip"),
+        ({"datapath": "ovs"}, {}, "not available"),
+        ({"peers": "127.0.0.1:9002", "raft_listen": "127.0.0.1:9002"}, {}, "listed twice"),
+    ],
+)
+def test_bad_settings_name_the_option(flags: dict, env: dict, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        load(flags, None, env)
+
+
+def test_bad_files_are_refused(tmp_path: Path) -> None:
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text('node_nme = "typo"\n')
+    with pytest.raises(ConfigError, match="unknown option.*node_nme"):
+        load({}, unknown, {})
+    broken = tmp_path / "broken.toml"
+    broken.write_text("node_name = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load({}, broken, {})
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load({}, tmp_path / "missing.toml", {})
+
+
+def test_check_config_prints_effective_values_with_the_secret_masked() -> None:
+    result = CliRunner().invoke(cli, ["check-config", "--cluster-secret", "long-enough-secret", "--node-name", "n1"], env={})
+    assert result.exit_code == 0, result.output
+    assert '"cluster_secret": "********"' in result.output and '"node_name": "n1"' in result.output
+    refused = CliRunner().invoke(cli, ["check-config", "--api-listen", "0.0.0.0:1"], env={})
+    assert refused.exit_code == 2 and "cluster secret" in refused.output

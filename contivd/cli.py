@@ -49,7 +49,7 @@ def run(config_file: Path | None, **flags: Any) -> None:
 
     config = _load(config_file, flags)
     logging.basicConfig(level=config.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    trio.run(run_node, config)
+    trio.run(run_node, config, lambda: load(flags, config_file))
 
 
 @cli.command("check-config")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from typing import Callable
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -19,10 +20,11 @@ from raftstore import Store, StoreError, open_store
 from . import __version__
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .api.forwarder import ForwardingClient
-from .config import Config
+from .config import Config, ConfigError
 from .model import ModelError
 from .netmaster.service import Netmaster
 from .nodes import NodeInfo, keep_registered
+from .sdnotify import Notifier
 
 log = logging.getLogger("contivd")
 
@@ -53,11 +55,12 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     return hconfig
 
 
-async def run(config: Config) -> None:
-    """Run the node until SIGTERM or SIGINT, then shut down cleanly."""
+async def run(config: Config, reload: Callable[[], Config] | None = None) -> None:
+    """Run the node until SIGTERM or SIGINT, then shut down cleanly; SIGHUP calls `reload`."""
     log.info("contivd %s starting: node %s, data dir %s", __version__, config.node_name, config.data_dir)
     stop = trio.Event()
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    notifier = Notifier()
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         http = ForwardingClient(timeout=FORWARD_TIMEOUT_SECONDS)
         async with open_store(config.store_config()) as store, trio.open_nursery() as nursery:
             role = "read-only member" if config.readonly else f"raft on {config.raft_listen}"
@@ -79,8 +82,14 @@ async def run(config: Config) -> None:
             )
             bound = await nursery.start(lambda task_status: serve(app, _hypercorn_config(config), shutdown_trigger=stop.wait, task_status=task_status))
             log.info("API listening on %s", ", ".join(bound))
+            nursery.start_soon(notifier.watchdog)
+            nursery.start_soon(_report_ready, store, notifier, config, bound)
             async for signum in signals:
+                if signum == signal.SIGHUP:
+                    _reload_log_level(reload)
+                    continue
                 log.info("received %s: shutting down", signal.Signals(signum).name)
+                notifier.notify("STOPPING=1", "STATUS=shutting down")
                 stop.set()
                 break
             with trio.move_on_after(6):
@@ -91,7 +100,34 @@ async def run(config: Config) -> None:
     log.info("contivd stopped")
 
 
+async def _report_ready(store: Store, notifier: Notifier, config: Config, bound: list[str]) -> None:
+    """READY=1 once the node is usable (API up, a leader known), then keep STATUS= current."""
+    ready = False
+    async for change in store.leadership_changes():
+        role = "leader" if change.is_leader else "read-only member" if config.readonly else "follower"
+        status = f"STATUS={role}; leader {change.leader or 'none'}; API {', '.join(bound)}"
+        if change.leader and not ready:
+            ready = True
+            notifier.notify("READY=1", status)
+        else:
+            notifier.notify(status)
+
+
+def _reload_log_level(reload: Callable[[], Config] | None) -> None:
+    """SIGHUP: re-read the configuration (same flags, file and environment) and apply its
+    log level; other options need a restart."""
+    if reload is None:
+        return
+    try:
+        level = reload().log_level
+    except ConfigError as exc:
+        log.error("SIGHUP: configuration not reloaded: %s", exc)
+        return
+    logging.getLogger().setLevel(level)
+    log.info("SIGHUP: log level is now %s", level)
+
+
 async def _wait_api_stopped(nursery: trio.Nursery) -> None:
     """Let hypercorn finish in-flight requests (it exits after `stop` is set)."""
-    while len(nursery.child_tasks) > 2:  # leader duties and registration run until cancelled
+    while len(nursery.child_tasks) > 4:  # leader duties, registration, watchdog, status run until cancelled
         await trio.sleep(0.05)

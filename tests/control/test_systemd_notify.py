@@ -1,0 +1,61 @@
+"""The systemd notify protocol, for real: `contivd run` with NOTIFY_SOCKET set to a datagram
+socket this test owns, and WATCHDOG_USEC set."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from raftstore.testing import free_ports
+
+
+def receive_until(sock: socket.socket, wanted: str, timeout: float = 20) -> list[str]:
+    """Every message received until one contains `wanted`."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            message = sock.recv(4096).decode()
+        except TimeoutError:
+            break
+        seen.append(message)
+        if wanted in message:
+            return seen
+    raise AssertionError(f"no {wanted!r} within {timeout}s; got {seen}")
+
+
+def test_ready_after_the_api_answers_watchdog_keeps_coming_stopping_on_sigterm(tmp_path: Path) -> None:
+    path = str(tmp_path / "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    api, raft = free_ports(2)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
+    env.update(NOTIFY_SOCKET=path, WATCHDOG_USEC="400000")
+    args = [sys.executable, "-m", "contivd", "run", "--data-dir", str(tmp_path / "d"),
+            "--api-listen", f"127.0.0.1:{api}", "--raft-listen", f"127.0.0.1:{raft}"]  # fmt: skip
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        before_ready = receive_until(sock, "READY=1")
+        assert httpx.get(f"http://127.0.0.1:{api}/version", timeout=5).status_code == 200, "READY=1 only once the API answers"
+        assert any("STATUS=leader" in m for m in before_ready[-1:])
+        watchdogs = [m for m in receive_until(sock, "WATCHDOG=1") + receive_until(sock, "WATCHDOG=1") if "WATCHDOG=1" in m]
+        assert len(watchdogs) >= 2
+        proc.send_signal(signal.SIGHUP)  # reload: must not stop the node
+        receive_until(sock, "WATCHDOG=1")
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        receive_until(sock, "STOPPING=1")
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        sock.close()

@@ -48,8 +48,19 @@ MAX_BATCH_COMMANDS = 256
 MAX_BATCH_BYTES = 1 << 20  # one oversized command still goes alone
 
 
+def _raw(key: str, entry: Any) -> tuple[Any, ...]:
+    """Copy an entry's fields under the apply lock; decoding happens after releasing it, so a
+    large listing does not stall the Raft tick thread."""
+    return (key, entry.value, entry.create_revision, entry.mod_revision, entry.version, entry.lease)
+
+
+def _decode(raw: tuple[Any, ...]) -> KeyValue:
+    key, value, create_revision, mod_revision, version, lease = raw
+    return KeyValue(key, json.loads(value), create_revision, mod_revision, version, lease)
+
+
 def _kv(key: str, entry: Any) -> KeyValue:
-    return KeyValue(key, json.loads(entry.value), entry.create_revision, entry.mod_revision, entry.version, entry.lease)
+    return _decode(_raw(key, entry))
 
 
 def _event(record: HistoryRecord) -> Event:
@@ -268,7 +279,8 @@ class Store:
     async def list_with_revision(self, prefix: str, *, stale: bool = False) -> tuple[list[KeyValue], int]:
         """Like list(), plus the store revision the listing reflects (to start a watch after it)."""
         validate_prefix(prefix)
-        return await self._read(lambda fsm: ([_kv(k, e) for k, e in fsm.range(prefix)], fsm.revision), stale)
+        raws, revision = await self._read(lambda fsm: ([_raw(k, e) for k, e in fsm.range(prefix)], fsm.revision), stale)
+        return [_decode(r) for r in raws], revision
 
     async def sync(self) -> int:
         """Wait until local state includes every write committed before this call; returns
@@ -285,7 +297,7 @@ class Store:
     def list_nowait(self, prefix: str) -> list[KeyValue]:
         """This member's applied keys under `prefix`, without waiting (see get_nowait)."""
         validate_prefix(prefix)
-        return self.node.read(lambda fsm: [_kv(k, e) for k, e in fsm.range(prefix)])
+        return [_decode(r) for r in self.node.read(lambda fsm: [_raw(k, e) for k, e in fsm.range(prefix)])]
 
     async def put(self, key: str, value: Any, *, lease: int | None = None) -> int:
         """Store `value` at `key`; returns the new revision."""
@@ -327,7 +339,8 @@ class Store:
             changed = self._changed
             records, current = node.read(lambda f: (f.events_since(next_revision, prefix), f.revision))
             if records is None:
-                kvs, current = node.read(lambda f: (tuple(_kv(k, e) for k, e in f.range(prefix)), f.revision))
+                raws, current = node.read(lambda f: ([_raw(k, e) for k, e in f.range(prefix)], f.revision))
+                kvs = tuple(_decode(r) for r in raws)
                 yield Event(EventType.RESYNC, prefix, None, None, current, kvs)
             else:
                 for record in records:

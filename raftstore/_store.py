@@ -164,8 +164,12 @@ class Store:
 
     async def _submit_once(self, text: str) -> tuple[Any, int]:
         waiter = _Waiter()
-        self._outbox.append((text, waiter))
-        self._outbox_ready.set()
+        if not self._outbox and self._inflight.value > 0:
+            self._inflight.acquire_nowait()  # room in the window and nobody queued: go now
+            self._send_entry([(text, waiter)])
+        else:
+            self._outbox.append((text, waiter))
+            self._outbox_ready.set()
         await waiter.done.wait()
         return waiter.result, waiter.reason
 
@@ -186,10 +190,14 @@ class Store:
                 size += len(batch[-1][0])
             if not self._outbox:
                 self._outbox_ready = trio.Event()
-            text = batch[0][0] if len(batch) == 1 else _commands.encode_batch([t for t, _ in batch])
-            slot = _Slot(self._inflight)
-            self._slots.append(slot)
-            self.node.submit(text, lambda result, reason, b=batch, s=slot: self._call_soon(self._finish_entry, b, s, result, reason))
+            self._send_entry(batch)
+
+    def _send_entry(self, batch: list[tuple[str, _Waiter]]) -> None:
+        """Propose one log entry for `batch`; the caller holds a window slot for it."""
+        text = batch[0][0] if len(batch) == 1 else _commands.encode_batch([t for t, _ in batch])
+        slot = _Slot(self._inflight)
+        self._slots.append(slot)
+        self.node.submit(text, lambda result, reason: self._call_soon(self._finish_entry, batch, slot, result, reason))
 
     def _reclaim_oldest_slot(self) -> None:
         """No entry finished within a request timeout: PySyncObj dropped a callback."""

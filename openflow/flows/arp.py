@@ -1,0 +1,53 @@
+"""Proxy ARP: the switch answers requests for known endpoint IPs (and service VIPs) itself.
+
+Only local ports reach this table (remote ARP arrives REMOTE-marked and skips
+it), so the reply goes back out of IN_PORT untagged.  Requests for unknown IPs
+miss and are flooded in the network by the forward table.
+"""
+
+from __future__ import annotations
+
+from openflow.fields import Category, cookie, meta
+from openflow.flow import (
+    ETH_ARP,
+    OFPP_IN_PORT,
+    Flow,
+    MatchValue,
+    Move,
+    Output,
+    SetField,
+)
+from openflow.inputs import NodeInputs
+from openflow.pipeline import Table, Tables
+
+ARP_REQUEST = 1
+ARP_REPLY = 2
+REPLY_PRIORITY = 100
+
+
+def reply_flow(table: Table, ip: int, mac: int, *, network: int | None, cookie_: int) -> Flow:
+    """Answer ``who-has ip`` with ``mac``, in one network or (network None) in all of them."""
+    match: dict[str, MatchValue] = {"eth_type": ETH_ARP, "arp_op": ARP_REQUEST, "arp_tpa": ip}
+    if network is not None:
+        match["metadata"] = meta(NETWORK=network)
+    actions = (
+        Move("eth_src", "eth_dst"),
+        SetField("eth_src", mac),
+        SetField("arp_op", ARP_REPLY),
+        Move("arp_sha", "arp_tha"),
+        SetField("arp_sha", mac),
+        Move("arp_spa", "arp_tpa"),
+        SetField("arp_spa", ip),
+        Output(OFPP_IN_PORT),
+    )
+    return table.flow(REPLY_PRIORITY, match, cookie=cookie_, actions=actions)
+
+
+def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
+    table = tables["arp_responder"]
+    return sorted(
+        reply_flow(
+            table, ep.ip, ep.mac, network=ep.network.tag, cookie_=cookie(Category.ARP, ep.endpoint_id, inputs.round)
+        )
+        for ep in inputs.known()
+    )

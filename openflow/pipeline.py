@@ -1,0 +1,196 @@
+"""The node agent's OpenFlow pipeline, declared once as data, and the checked Table handle.
+
+Code names tables only by name; table ids are positions in :data:`PIPELINE`.
+Every flow is built through :meth:`Table.flow`, which rejects match fields,
+set fields and next tables (``goto_table`` or ``ct(table=...)``) the table
+does not declare, so a pipeline mistake fails a unit test rather than a live
+switch.  docs/pipeline.md describes each table; keep the two in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from openflow.flow import (
+    Action,
+    Bucket,
+    Ct,
+    Flow,
+    Group,
+    MatchArg,
+    Move,
+    PipelineError,
+    SetField,
+    make_match,
+)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What one table is for: what it may match and set, where it may continue, what a miss does."""
+
+    name: str
+    stage: str
+    doc: str
+    match: frozenset[str]
+    set_fields: frozenset[str] = frozenset()
+    next: tuple[str, ...] = ()
+    miss: str | None = None
+    """Table a miss continues to (``goto_table``); None means a miss drops."""
+
+
+def _f(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+PIPELINE: tuple[TableSpec, ...] = (
+    TableSpec(
+        "classifier", "classification",
+        "in_port (+ tun_id or VLAN tag) -> network, source EPG and REMOTE bit in metadata",
+        _f("in_port", "tun_id", "vlan_vid"), next=("spoof_guard", "conntrack"),
+    ),
+    TableSpec(
+        "spoof_guard", "classification",
+        "local ports may only send from their own MAC and IP (IPv4 and ARP)",
+        _f("in_port", "eth_type", "eth_src", "ipv4_src", "arp_spa", "arp_sha"),
+        next=("arp_responder", "conntrack"),
+    ),
+    TableSpec(
+        "arp_responder", "classification",
+        "answer ARP requests for known endpoint IPs and service VIPs from the switch",
+        _f("eth_type", "arp_op", "arp_tpa", "metadata"),
+        set_fields=_f("eth_src", "eth_dst", "arp_op", "arp_sha", "arp_tha", "arp_spa", "arp_tpa"),
+        next=("conntrack",), miss="conntrack",
+    ),
+    TableSpec(
+        "conntrack", "service",
+        "IPv4 through conntrack with nat: un-NAT replies and established service flows",
+        _f("eth_type"), next=("service_lb",), miss="service_lb",
+    ),
+    TableSpec(
+        "service_lb", "service",
+        "new connections to a VIP:port go to a select group that commits the DNAT; remote traffic skips policy",
+        _f("ct_state", "eth_type", "ip_proto", "ipv4_dst", "tp_dst", "metadata"),
+        next=("dst_epg", "forward"), miss="dst_epg",
+    ),
+    TableSpec(
+        "dst_epg", "policy",
+        "destination IP -> destination EPG in metadata and the endpoint's MAC as eth_dst",
+        _f("eth_type", "metadata", "ipv4_dst"), set_fields=_f("eth_dst"), next=("policy",), miss="policy",
+    ),
+    TableSpec(
+        "policy", "policy",
+        "Contiv rules: EPGs, IPs, protocol, ports, TCP flags; allow continues, deny drops; default allow",
+        _f("eth_type", "metadata", "ipv4_src", "ipv4_dst", "ip_proto", "tp_src", "tp_dst", "tcp_flags"),
+        next=("qos",), miss="qos",
+    ),
+    TableSpec(
+        "qos", "egress",
+        "DSCP marking of IPv4 from local ports whose EPG has a netprofile DSCP",
+        _f("eth_type", "in_port"), set_fields=_f("ip_dscp"), next=("forward",), miss="forward",
+    ),
+    TableSpec(
+        "forward", "egress",
+        "L2 by network and eth_dst: local port, tunnel (tun_id = VNI) or VLAN uplink; flood groups",
+        _f("metadata", "eth_dst"), set_fields=_f("tun_id", "vlan_vid"),
+    ),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Table:
+    """A declared table with its id; the only way flows are made."""
+
+    spec: TableSpec
+    id: int
+    next_ids: Mapping[str, int]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def flow(
+        self,
+        priority: int,
+        match: MatchArg,
+        *,
+        cookie: int,
+        actions: tuple[Action, ...] = (),
+        write_metadata: tuple[int, int] | None = None,
+        goto: str | None = None,
+    ) -> Flow:
+        """Build a flow in this table, checked against the spec (PipelineError naming the table)."""
+        where = f"table {self.name}"
+        extra = set(match) - self.spec.match
+        if extra:
+            raise PipelineError(f"{where}: may not match {sorted(extra)}")
+        self._check_actions(actions)
+        if not 0 <= priority <= 0xFFFF:
+            raise PipelineError(f"{where}: priority {priority} is not 0..65535")
+        return Flow(self.id, priority, make_match(match), actions, write_metadata, self._next(goto), cookie)
+
+    def group(self, group_id: int, type_: str, buckets: tuple[Bucket, ...]) -> Group:
+        """Build a group that flows of this table use; its buckets obey the table's spec like its flows."""
+        for bucket in buckets:
+            self._check_actions(bucket)
+        return Group(group_id, type_, buckets)
+
+    def _check_actions(self, actions: tuple[Action, ...]) -> None:
+        for action in actions:
+            written = action.field if isinstance(action, SetField) else action.dst if isinstance(action, Move) else None
+            if written is not None and written not in self.spec.set_fields:
+                raise PipelineError(f"table {self.name}: may not set {written}")
+            if isinstance(action, Ct) and action.table not in self.next_ids.values():
+                raise PipelineError(f"table {self.name}: ct may not resubmit to table {action.table}")
+
+    def _next(self, name: str | None) -> int | None:
+        if name is None:
+            return None
+        if name not in self.next_ids:
+            raise PipelineError(f"table {self.name}: goto {name!r} is not an allowed next table")
+        return self.next_ids[name]
+
+    def goto_id(self, name: str) -> int:
+        """Id of allowed next table ``name`` (for ct(table=...) actions)."""
+        result = self._next(name)
+        assert result is not None
+        return result
+
+
+class Tables(Mapping[str, Table]):
+    """The pipeline's tables by name, with ids assigned in declaration order."""
+
+    def __init__(self, specs: tuple[TableSpec, ...] = PIPELINE) -> None:
+        ids: dict[str, int] = {}
+        for index, spec in enumerate(specs):
+            if spec.name in ids:
+                raise PipelineError(f"table {spec.name}: declared twice")
+            ids[spec.name] = index
+        self._tables: dict[str, Table] = {}
+        for spec in specs:
+            for name in spec.next:
+                if name not in ids or ids[name] <= ids[spec.name]:
+                    raise PipelineError(f"table {spec.name}: next table {name!r} is unknown or not later")
+            if spec.miss is not None and spec.miss not in spec.next:
+                raise PipelineError(f"table {spec.name}: miss target {spec.miss!r} is not a next table")
+            self._tables[spec.name] = Table(spec, ids[spec.name], {n: ids[n] for n in spec.next})
+
+    def __getitem__(self, name: str) -> Table:
+        try:
+            return self._tables[name]
+        except KeyError:
+            raise PipelineError(f"table {name!r} is not in the pipeline") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+    def by_id(self, table_id: int) -> Table:
+        return next(t for t in self._tables.values() if t.id == table_id)
+
+
+TABLES = Tables()
+"""The default pipeline; builders take a Tables argument so tests can pass another."""

@@ -1,0 +1,79 @@
+"""Store-shaped states and NodeInputs shared by the openflow tests (two nodes, one tenant).
+
+Node A (vtep 192.168.0.1) hosts web1 (EPG 5, port 3) and db1 (EPG 6, port 4, DSCP 46);
+node B (vtep 192.168.0.2) hosts web2 (EPG 5); all on network blue (VNI 100, local VLAN 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from openflow.flow import Flow
+from openflow.inputs import (
+    LocalPort,
+    NodeInputs,
+    PolicyRuleSpec,
+    RemoteEndpoint,
+    ServiceSpec,
+    TunnelPort,
+    ipv4,
+    mac,
+)
+from openflow.text import flow_text
+
+BLUE = {"id": "blue.t", "pktTagType": "vxlan", "pktTag": 1, "extPktTag": 100}
+RED_VLAN = {"id": "red.t", "pktTagType": "vlan", "pktTag": 200, "extPktTag": 0}
+WEB_EPG = {"endpointGroupId": 5, "DSCP": 0, "Bandwidth": "", "Burst": 0}
+DB_EPG = {"endpointGroupId": 6, "DSCP": 46, "Bandwidth": "10Mbps", "Burst": 64}
+VTEP_A, VTEP_B = "192.168.0.1", "192.168.0.2"
+
+
+def ep(name: str, ip: str, epg: int, net: dict[str, Any] = BLUE) -> dict[str, Any]:
+    """An endpoint state as contivd.netmaster.endpoints writes it (the fields the agent reads)."""
+    octets = [int(x) for x in ip.split(".")]
+    return {
+        "id": f"{net['id']}-{name}",
+        "netID": net["id"],
+        "endpointGroupId": epg,
+        "ipAddress": ip,
+        "macAddress": "02:02:" + ":".join(f"{o:02x}" for o in octets),
+    }
+
+
+WEB1 = ep("web1", "10.1.0.2", 5)
+DB1 = ep("db1", "10.1.0.3", 6)
+WEB2 = ep("web2", "10.1.0.9", 5)
+IP = {name: ipv4(e["ipAddress"], name) for name, e in (("web1", WEB1), ("db1", DB1), ("web2", WEB2))}
+MAC = {name: mac(e["macAddress"], name) for name, e in (("web1", WEB1), ("db1", DB1), ("web2", WEB2))}
+
+DENY_WEB_TO_DB_TCP_5432 = {
+    "RuleId": "t:db-policy:rule1:outTx", "Priority": 2, "SrcEndpointGroup": 5, "DstEndpointGroup": 6,
+    "SrcIpAddr": "", "DstIpAddr": "", "IpProtocol": 6, "SrcPort": 0, "DstPort": 5432, "TcpFlags": "",
+    "Action": "deny",
+}  # fmt: skip
+SERVICE_LB = {
+    "id": "web:t", "servicename": "web", "tenantname": "t", "subnet": "blue", "ports": ["80:8080:TCP"],
+    "selectors": {"app": "web"}, "ipaddress": "10.1.0.250",
+    "providers": {"10.1.0.2:t": {"IPAddress": "10.1.0.2"}, "10.1.0.9:t": {"IPAddress": "10.1.0.9"}},
+}  # fmt: skip
+
+
+def node_a(round_: int = 1, **changes: Any) -> NodeInputs:
+    """Node A's inputs; keyword arguments replace NodeInputs fields."""
+    fields: dict[str, Any] = {
+        "encap": "vxlan",
+        "local_ports": (LocalPort.from_state(WEB1, BLUE, WEB_EPG, 3), LocalPort.from_state(DB1, BLUE, DB_EPG, 4)),
+        "remote_endpoints": (RemoteEndpoint.from_state(WEB2, BLUE, VTEP_B),),
+        "tunnels": (TunnelPort(7, ipv4(VTEP_B, "vtep")),),
+        "rules": (PolicyRuleSpec.from_state(DENY_WEB_TO_DB_TCP_5432),),
+        "services": (ServiceSpec.from_state(SERVICE_LB),),
+        "round": round_,
+    }
+    fields.update(changes)
+    return NodeInputs(**fields)
+
+
+def texts(flows: Iterable[Flow]) -> list[str]:
+    """Golden form: dump-flows text without cookies (cookies are tested on their own)."""
+    return [flow_text(f, cookie=False) for f in flows]

@@ -1,0 +1,64 @@
+"""Golden flows: classifier, spoof guard and proxy ARP."""
+
+from __future__ import annotations
+
+from openflow.fields import Category, cookie
+from openflow.flows import arp, classifier, spoofguard
+from openflow.inputs import LocalPort, NodeInputs
+from openflow.pipeline import TABLES
+from tests.openflow.scenario import BLUE, RED_VLAN, WEB1, WEB_EPG, ep, node_a, texts
+
+ARP_REPLY = (
+    "move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:{mac}->eth_src,set_field:2->arp_op,"
+    "move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],set_field:{mac}->arp_sha,"
+    "move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:{ip}->arp_spa,IN_PORT"
+)
+
+
+def test_classifier_vxlan() -> None:
+    assert texts(classifier.flows(TABLES, node_a())) == [
+        "priority=100,in_port=3 actions=write_metadata:0x6400050000/0x1ffffffffff0000,goto_table:1",
+        "priority=100,in_port=4 actions=write_metadata:0x6400060000/0x1ffffffffff0000,goto_table:1",
+        "priority=100,tun_id=0x64,in_port=7 actions=write_metadata:0x100006400000000/0x1ffffffffff0000,goto_table:3",
+    ]
+
+
+def test_classifier_vlan_pops_the_uplink_tag() -> None:
+    inputs = NodeInputs(
+        "vlan", (LocalPort.from_state(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),), uplinks=(9, 8)
+    )
+    assert texts(classifier.flows(TABLES, inputs)) == [
+        "priority=100,in_port=3 actions=write_metadata:0xc800000000/0x1ffffffffff0000,goto_table:1",
+        "priority=100,in_port=8,dl_vlan=200 actions=pop_vlan,write_metadata:0x10000c800000000/0x1ffffffffff0000,goto_table:3",
+        "priority=100,in_port=9,dl_vlan=200 actions=pop_vlan,write_metadata:0x10000c800000000/0x1ffffffffff0000,goto_table:3",
+    ]
+
+
+def test_bridge_ignores_ports_of_the_other_encap() -> None:
+    vlan_port = LocalPort.from_state(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 5)
+    assert classifier.flows(TABLES, node_a(local_ports=(vlan_port,))) == []
+
+
+def test_spoof_guard() -> None:
+    inputs = node_a(local_ports=(LocalPort.from_state(WEB1, BLUE, WEB_EPG, 3),))
+    assert texts(spoofguard.flows(TABLES, inputs)) == [
+        "table=1, priority=100,ip,in_port=3,dl_src=02:02:0a:01:00:02,nw_src=10.1.0.2 actions=goto_table:3",
+        (
+            "table=1, priority=100,arp,in_port=3,dl_src=02:02:0a:01:00:02,arp_spa=10.1.0.2,arp_sha=02:02:0a:01:00:02"
+            " actions=goto_table:2"
+        ),
+    ]
+
+
+def test_proxy_arp_for_local_and_remote_endpoints() -> None:
+    flows = arp.flows(TABLES, node_a())
+    assert texts(flows) == [
+        f"table=2, priority=100,arp,metadata=0x6400000000/0xffffff00000000,arp_tpa={ip},arp_op=1 actions="
+        + ARP_REPLY.format(mac=mac, ip=ip)
+        for ip, mac in (
+            ("10.1.0.2", "02:02:0a:01:00:02"),
+            ("10.1.0.3", "02:02:0a:01:00:03"),
+            ("10.1.0.9", "02:02:0a:01:00:09"),
+        )
+    ]
+    assert flows[2].cookie == cookie(Category.ARP, "blue.t-web2", 1)

@@ -11,6 +11,7 @@ import gzip
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -46,6 +47,7 @@ RETRYABLE = frozenset(
 FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if k.isupper()}
 
 TICK_SECONDS = 0.05
+PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
 
 
 class _ReplicatedStateMachine(SyncObjConsumer):
@@ -178,10 +180,79 @@ def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
             return
 
 
+def _override(syncobj: SyncObj, name: str, value: Any) -> None:
+    """Replace a SyncObj attribute and keep it out of snapshots (PySyncObj pickles every
+    instance attribute it did not have at construction; closures cannot be pickled)."""
+    setattr(syncobj, name, value)
+    getattr(syncobj, "_SyncObj__properies").add(name)
+
+
+class _CommitPropagation:
+    """Spread the commit index to followers a little later, and only if nothing else does.
+
+    With batching off, PySyncObj replicates each new entry at once (what we want) and then,
+    after applying it, sends every follower another AppendEntries only to spread the new
+    commit index. Under load the next entry carries it anyway, so that second message per
+    write only costs the leader and both followers a pickle/encrypt/decrypt round on the
+    critical path. Here the apply step marks the propagation pending instead; any
+    AppendEntries sent clears it, and the tick loop sends one after PROPAGATION_DELAY if
+    none went out (followers' reads and watches lag by at most that).
+
+    PySyncObj also reads the batching flag when a command is queued, to wake the tick
+    thread; while the flag is flipped around the apply step that wake-up could be skipped,
+    so `wake()` is called by every submit.
+    """
+
+    def __init__(self, syncobj: SyncObj):
+        self._syncobj = syncobj
+        conf = getattr(syncobj, "_SyncObj__conf", None)
+        apply_entries = getattr(syncobj, "_SyncObj__applyLogEntries", None)
+        send_entries = getattr(syncobj, "_SyncObj__sendAppendEntries", None)
+        notifier = getattr(syncobj, "_SyncObj__pipeNotifier", None)
+        if conf is None or apply_entries is None or send_entries is None or notifier is None:
+            raise StoreError("pysyncobj internals changed: pin pysyncobj 0.3.17")
+        self.pending = False
+        self.since = 0.0
+        self.wake: Callable[[], None] = notifier.notify
+
+        def apply_quietly() -> bool:
+            applied = syncobj.raftLastApplied
+            conf.appendEntriesUseBatch = True
+            try:
+                apply_entries()
+            finally:
+                conf.appendEntriesUseBatch = False
+            if syncobj.raftLastApplied != applied and syncobj._isLeader() and not self.pending:
+                self.pending, self.since = True, time.monotonic()
+            return False
+
+        def send_and_clear() -> None:
+            self.pending = False
+            send_entries()
+
+        self._send = send_and_clear
+        _override(syncobj, "_SyncObj__applyLogEntries", apply_quietly)
+        _override(syncobj, "_SyncObj__sendAppendEntries", send_and_clear)
+
+    def wait_time(self, idle: float) -> float:
+        """How long the tick loop may wait for events before propagating."""
+        if not self.pending:
+            return idle
+        return max(0.0, min(idle, self.since + PROPAGATION_DELAY - time.monotonic()))
+
+    def propagate_if_due(self) -> None:
+        """Send the commit index if no AppendEntries carried it within the delay."""
+        if self.pending and time.monotonic() - self.since >= PROPAGATION_DELAY:
+            if self._syncobj._isLeader():
+                self._send()
+            else:
+                self.pending = False
+
+
 def _use_aead(syncobj: SyncObj, secret: str) -> None:
     """Install the AES-GCM encryptor before any connection exists; refuse to run without it."""
     encryptor = AeadEncryptor(secret)
-    syncobj._SyncObj__encryptor = encryptor  # type: ignore[attr-defined]
+    _override(syncobj, "_SyncObj__encryptor", encryptor)
     connections = getattr(getattr(syncobj, "_SyncObj__transport", None), "_connections", None)
     if syncobj.encryptor is not encryptor or not isinstance(connections, dict):
         raise StoreError("pysyncobj internals changed: cannot install the raft encryptor; pin pysyncobj 0.3.17")
@@ -229,6 +300,7 @@ class RaftNode:
         self._flush: Callable[[], None] = lambda: None
         if config.fsync and journal is not None:
             self._flush = _make_durable(self._syncobj)
+        self._propagation = _CommitPropagation(self._syncobj)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._tick_loop, name="raftstore-tick", daemon=True)
         self._thread.start()
@@ -245,7 +317,8 @@ class RaftNode:
                 self._flush()
                 self._syncobj.doTick(0.0)
                 self._flush()
-                self._syncobj.doTick(TICK_SECONDS)
+                self._syncobj.doTick(self._propagation.wait_time(TICK_SECONDS))
+                self._propagation.propagate_if_due()
             except Exception:  # PySyncObj's own tick loop does the same: log and go on
                 log.exception("raft tick failed")
                 self._stopping.wait(TICK_SECONDS)
@@ -267,6 +340,7 @@ class RaftNode:
     def submit(self, text: str, callback: Callback) -> None:
         """Propose an encoded command; `callback(result, fail_reason)` runs on the tick thread."""
         self._replicated.apply(text, callback=callback)
+        self._propagation.wake()
 
     def read(self, fn: Callable[[StateMachine], T]) -> T:
         """Run `fn` against local state under the apply lock. Keep `fn` short."""

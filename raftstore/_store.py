@@ -164,12 +164,11 @@ class Store:
 
     async def _submit_once(self, text: str) -> tuple[Any, int]:
         waiter = _Waiter()
-        if not self._outbox and self._inflight.value > 0:
-            self._inflight.acquire_nowait()  # room in the window and nobody queued: go now
-            self._send_entry([(text, waiter)])
-        else:
-            self._outbox.append((text, waiter))
-            self._outbox_ready.set()
+        # Always through the proposer loop: sending a lone proposal directly whenever the
+        # window had room saved ~50 µs sequentially but split concurrent bursts into
+        # single-command entries (16 writers on 3 voters: 5 000/s → 3 000/s).
+        self._outbox.append((text, waiter))
+        self._outbox_ready.set()
         await waiter.done.wait()
         return waiter.result, waiter.reason
 

@@ -159,8 +159,9 @@ async def test_no_quorum_fails_within_the_timeout(tmp_path: Path) -> None:
         assert await store.get("/x", stale=True) is None
 
 
-async def test_restart_from_disk_keeps_every_write(tmp_path: Path) -> None:
-    cfg = config(tmp_path, compaction_min_entries=50)
+@pytest.mark.parametrize("secret", [None, "long-enough-secret"])
+async def test_restart_from_disk_keeps_every_write(tmp_path: Path, secret: str | None) -> None:
+    cfg = config(tmp_path, compaction_min_entries=50, secret=secret)
     async with open_store(cfg) as store:
         await store.wait_leader(timeout=10)
         for i in range(120):  # crosses the compaction threshold: snapshot + journal tail

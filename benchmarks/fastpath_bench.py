@@ -115,9 +115,7 @@ def bench_next_clear(quick: bool, results: dict[str, Any]) -> None:
                     f"next-clear /{label:<2} {fill:>6} ({full:5.1f}% full) {name:>2}: "
                     f"alloc batch {batch / 1e6:8.2f} M/s   single calls {single / 1e6:6.2f} M/s"
                 )
-            ratio = (
-                results[f"next_clear_per_s_c_{label}_{fill}"] / results[f"next_clear_per_s_py_{label}_{fill}"]
-            )
+            ratio = results[f"next_clear_per_s_c_{label}_{fill}"] / results[f"next_clear_per_s_py_{label}_{fill}"]
             results[f"ratio_next_clear_c_vs_py_{label}_{fill}"] = round(ratio, 1)
 
 

@@ -22,8 +22,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Awaitable, Callable, Iterator
 
 os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")  # etcd3's generated code needs it
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 import trio
@@ -23,9 +24,7 @@ def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         name = "--" + option.name.replace("_", "-")
         decl = f"{name}/--no-{name[2:]}" if option.flag else name
         command = click.option(decl, option.name, default=None, help=f"{option.help} [env {option.env}]")(command)
-    return click.option(
-        "--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="TOML config file."
-    )(command)
+    return click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="TOML config file.")(command)
 
 
 def _load(config_file: Path | None, flags: dict[str, Any]) -> Config:

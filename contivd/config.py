@@ -11,12 +11,12 @@ import ipaddress
 import os
 import socket
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from raftstore import StoreConfig, StoreConfigError, is_loopback
-
 
 
 class ConfigError(ValueError):
@@ -98,8 +98,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("datapath", _datapath, lambda: "none", "ovs or none (none = control plane only)."),
     Option("log_level", _log_level, lambda: "INFO", "debug, info, warning or error."),
     Option(
-        "contiv_error_compat", _boolean, lambda: False,
-        "Answer API errors as Contiv did (500, text/plain) for scripts that parse old netctl output.", flag=True,
+        "contiv_error_compat",
+        _boolean,
+        lambda: False,
+        "Answer API errors as Contiv did (500, text/plain) for scripts that parse old netctl output.",
+        flag=True,
     ),
 )
 
@@ -198,7 +201,6 @@ def load(flags: Mapping[str, Any], config_file: Path | None = None, environ: Map
     config.store_config()  # surface unsafe raft settings now, not at start-up
     if not config.cluster_secret and not is_loopback(config.api_host):
         raise ConfigError(
-            f"--api-listen {config.api_listen}: refusing a non-loopback API without a cluster secret "
-            "(node-to-node calls are authenticated with it)"
+            f"--api-listen {config.api_listen}: refusing a non-loopback API without a cluster secret (node-to-node calls are authenticated with it)"
         )
     return config

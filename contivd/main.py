@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from typing import Callable
+from collections.abc import Callable
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -77,10 +77,10 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 version=__version__,
             )
             nursery.start_soon(keep_registered, store, info)
-            app = create_app(
-                ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat)
+            app = create_app(ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat))
+            bound = await nursery.start(
+                lambda task_status: serve(app, _hypercorn_config(config), shutdown_trigger=stop.wait, task_status=task_status)
             )
-            bound = await nursery.start(lambda task_status: serve(app, _hypercorn_config(config), shutdown_trigger=stop.wait, task_status=task_status))
             log.info("API listening on %s", ", ".join(bound))
             nursery.start_soon(notifier.watchdog)
             nursery.start_soon(_report_ready, store, notifier, config, bound)

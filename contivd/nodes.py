@@ -32,7 +32,7 @@ class NodeInfo:
     version: str
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> "NodeInfo":
+    def from_json(cls, value: dict[str, Any]) -> NodeInfo:
         return cls(**{k: value.get(k) for k in cls.__dataclass_fields__})  # type: ignore[arg-type]
 
 

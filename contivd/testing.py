@@ -27,7 +27,7 @@ class ContivdProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.extra: tuple[str, ...] = ()  # further `contivd run` flags
 
-    def start(self) -> "ContivdProcess":
+    def start(self) -> ContivdProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [
             sys.executable, "-m", "contivd", "run", "--node-name", self.name, "--data-dir", str(self.data_dir),
@@ -90,12 +90,9 @@ class ContivdCluster:
     def __init__(self, root: Path, size: int, secret: str | None = SECRET):
         ports = free_ports(2 * size)
         rafts = [f"127.0.0.1:{ports[2 * i]}" for i in range(size)]
-        self.nodes = [
-            ContivdProcess(f"node{i}", root, rafts[i], ports[2 * i + 1], [r for r in rafts if r != rafts[i]], secret)
-            for i in range(size)
-        ]
+        self.nodes = [ContivdProcess(f"node{i}", root, rafts[i], ports[2 * i + 1], [r for r in rafts if r != rafts[i]], secret) for i in range(size)]
 
-    def start(self, timeout: float = 30) -> "ContivdCluster":
+    def start(self, timeout: float = 30) -> ContivdCluster:
         for node in self.nodes:
             node.start()
         self.wait_ready(timeout)

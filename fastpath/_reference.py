@@ -377,9 +377,7 @@ def _check_pool_bitset(nbits: int, network: int, prefix: int) -> int:
     return 0 if nbits == 1 << (32 - prefix) else FP_ERR_SIZE
 
 
-def fp_addr_apply_pool(
-    words: list[int], nbits: int, network: int, prefix: int, first_ip: int, last_ip: int
-) -> int:
+def fp_addr_apply_pool(words: list[int], nbits: int, network: int, prefix: int, first_ip: int, last_ip: int) -> int:
     rc = _check_pool_bitset(nbits, network, prefix)
     if rc < 0:
         return rc
@@ -396,9 +394,7 @@ def fp_addr_apply_pool(
     return 0
 
 
-def fp_addr_reserve(
-    words: list[int], nbits: int, network: int, prefix: int, has_gateway: int, gateway_ip: int
-) -> int:
+def fp_addr_reserve(words: list[int], nbits: int, network: int, prefix: int, has_gateway: int, gateway_ip: int) -> int:
     rc = _check_pool_bitset(nbits, network, prefix)
     if rc < 0:
         return rc
@@ -558,9 +554,7 @@ def _parse_record(data: bytes, length: int, pos: int) -> tuple[int, _Record, lis
     if p & (FP_HAS_TP_SRC | FP_HAS_TP_DST) and (not p & FP_HAS_IP_PROTO or r.ip_proto not in _L4_BASE):
         return FP_ERR_RECORD, r, [], pos
     start = pos + FP_REC_HEADER_SIZE
-    actions: list[_Action] = [
-        _REC_ACTION.unpack_from(data, start + i * FP_REC_ACTION_SIZE) for i in range(r.n_actions)
-    ]
+    actions: list[_Action] = [_REC_ACTION.unpack_from(data, start + i * FP_REC_ACTION_SIZE) for i in range(r.n_actions)]
     for action in actions:
         if _check_action(*action) < 0:
             return FP_ERR_RECORD, r, [], pos
@@ -716,9 +710,7 @@ def fp_of_encode(
     return len(msgs)
 
 
-def fp_of_bundle_ctrl(
-    xid: int, bundle_id: int, type_: int, flags: int, out: bytearray | None, cap: int
-) -> int:
+def fp_of_bundle_ctrl(xid: int, bundle_id: int, type_: int, flags: int, out: bytearray | None, cap: int) -> int:
     if (
         xid < 0 or xid > _U32 or bundle_id < 0 or bundle_id > _U32
         or type_ < 0 or type_ > 0xFFFF or flags < 0 or flags > 0xFFFF

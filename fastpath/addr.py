@@ -107,9 +107,7 @@ def apply_pool(bits: Bitset, subnet: str | Subnet, pool: str) -> None:
     """
     net = _subnet(subnet)
     first, last = parse_pool(pool)
-    status = bits.backend.lib.fp_addr_apply_pool(
-        bits._words, bits.nbits, net.network, net.prefix, first, last
-    )
+    status = bits.backend.lib.fp_addr_apply_pool(bits._words, bits.nbits, net.network, net.prefix, first, last)
     if status < 0:
         raise error(status, f"pool {pool} in {net}")
 
@@ -122,9 +120,7 @@ def reserve(bits: Bitset, subnet: str | Subnet, gateway: str | None = None) -> N
     """
     net = _subnet(subnet)
     gw = 0 if gateway is None else parse_ipv4(gateway)
-    status = bits.backend.lib.fp_addr_reserve(
-        bits._words, bits.nbits, net.network, net.prefix, gateway is not None, gw
-    )
+    status = bits.backend.lib.fp_addr_reserve(bits._words, bits.nbits, net.network, net.prefix, gateway is not None, gw)
     if status < 0:
         raise error(status, f"reserving network, broadcast and gateway {gateway} in {net}")
 

@@ -226,9 +226,7 @@ class Bitset:
         if magic != MAGIC:
             raise ValueError(f"serialised bitset: bad magic {magic!r}, expected {MAGIC!r}")
         if version != FORMAT_VERSION:
-            raise ValueError(
-                f"serialised bitset: format version {version} is not supported (reads {FORMAT_VERSION})"
-            )
+            raise ValueError(f"serialised bitset: format version {version} is not supported (reads {FORMAT_VERSION})")
         if _HEADER.size + length + _CRC.size != len(data):
             raise ValueError(f"serialised bitset: payload length {length} does not match {len(data)} bytes")
         (crc,) = _CRC.unpack_from(data, len(data) - _CRC.size)

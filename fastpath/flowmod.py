@@ -358,9 +358,7 @@ def bundle_ctrl(
     except OverflowError:
         size = ref.FP_ERR_ARG
     if size < 0:
-        raise error(
-            size, f"bundle control (xid={xid!r}, bundle_id={bundle_id!r}, type={type_!r}, flags={flags!r})"
-        )
+        raise error(size, f"bundle control (xid={xid!r}, bundle_id={bundle_id!r}, type={type_!r}, flags={flags!r})")
     return b.read_bytes(out, size)
 
 

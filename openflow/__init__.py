@@ -7,6 +7,10 @@ as ovs-ofctl prints them.  No I/O here: the OpenFlow session
 (openflow.switch) sends what this package computes.
 """
 
+from openflow._ofp import ConnectionClosed as ConnectionClosed
+from openflow._ofp import FlowRecord as FlowRecord
+from openflow._ofp import OpenFlowError as OpenFlowError
+from openflow._ofp import SwitchError as SwitchError
 from openflow.desired import Desired as Desired
 from openflow.desired import desired as desired
 from openflow.diff import Plan as Plan
@@ -33,13 +37,9 @@ from openflow.pipeline import TABLES as TABLES
 from openflow.pipeline import Table as Table
 from openflow.pipeline import Tables as Tables
 from openflow.pipeline import TableSpec as TableSpec
-from openflow.text import flow_text as flow_text
-from openflow.text import group_text as group_text
-from openflow._ofp import ConnectionClosed as ConnectionClosed
-from openflow._ofp import FlowRecord as FlowRecord
-from openflow._ofp import OpenFlowError as OpenFlowError
-from openflow._ofp import SwitchError as SwitchError
 from openflow.switch import Controller as Controller
 from openflow.switch import SwitchConnected as SwitchConnected
 from openflow.switch import SwitchConnection as SwitchConnection
 from openflow.switch import SwitchDisconnected as SwitchDisconnected
+from openflow.text import flow_text as flow_text
+from openflow.text import group_text as group_text

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from os_ken.ofproto import ofproto_parser  # type: ignore[import-untyped]
+from os_ken.ofproto import ofproto_parser
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
@@ -488,9 +488,7 @@ class Session:
             pos += (elem_len + 7) // 8 * 8
         has_bitmap = offered != {version}
         if (has_bitmap and OFP_VERSION not in offered) or (not has_bitmap and version < OFP_VERSION):
-            error = parser.OFPErrorMsg(
-                _DP, type_=ofp.OFPET_HELLO_FAILED, code=ofp.OFPHFC_INCOMPATIBLE, data=b"OpenFlow 1.3 only"
-            )
+            error = parser.OFPErrorMsg(_DP, type_=ofp.OFPET_HELLO_FAILED, code=ofp.OFPHFC_INCOMPATIBLE, data=b"OpenFlow 1.3 only")
             self._send_msg(error, self._xid())
             raise VersionMismatch(
                 f"switch offers OpenFlow versions {sorted(offered)} (wire values), contivd needs 1.3 (4); "

@@ -36,9 +36,7 @@ def _unique(items: list[Flow]) -> tuple[Flow, ...]:
     for flow in sorted(items):
         other = seen.setdefault(flow.key, flow)
         if other != flow:
-            raise PipelineError(
-                f"two flows with one match in table {flow.table} priority {flow.priority}: {other} / {flow}"
-            )
+            raise PipelineError(f"two flows with one match in table {flow.table} priority {flow.priority}: {other} / {flow}")
     return tuple(seen.values())
 
 

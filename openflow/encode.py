@@ -19,7 +19,7 @@ from itertools import groupby
 from types import SimpleNamespace
 from typing import Any
 
-from os_ken.ofproto import nicira_ext  # type: ignore[import-untyped]
+from os_ken.ofproto import nicira_ext
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
@@ -49,9 +49,7 @@ _SELECT_WEIGHT = 100
 _NX_NAT_F_DST = 1 << 1  # OVS include/openflow/nicira-ext.h; os-ken does not define it
 _WIDTH = {"eth_src": 48, "eth_dst": 48, "arp_sha": 48, "arp_tha": 48, "arp_spa": 32, "arp_tpa": 32}
 _FASTPATH_SET_FIELDS = {"eth_src": "eth_src", "eth_dst": "eth_dst", "vlan_vid": "vlan_vid", "tun_id": "tunnel_id"}
-_FASTPATH_MATCH = frozenset(
-    {"in_port", "metadata", "eth_type", "vlan_vid", "ipv4_src", "ipv4_dst", "ip_proto", "tp_src", "tp_dst", "tcp_flags"}
-)
+_FASTPATH_MATCH = frozenset({"in_port", "metadata", "eth_type", "vlan_vid", "ipv4_src", "ipv4_dst", "ip_proto", "tp_src", "tp_dst", "tcp_flags"})
 
 
 class GroupCommand(IntEnum):
@@ -63,9 +61,7 @@ class GroupCommand(IntEnum):
 def to_flowspec(flow: Flow) -> fastpath.FlowSpec | None:
     """The fastpath form of ``flow``, or None when FlowSpec cannot express it."""
     fields = {name: (value, mask) for name, value, mask in flow.match}
-    if not fields.keys() <= _FASTPATH_MATCH or any(
-        m is not None for n, (_, m) in fields.items() if n in ("tp_src", "tp_dst")
-    ):
+    if not fields.keys() <= _FASTPATH_MATCH or any(m is not None for n, (_, m) in fields.items() if n in ("tp_src", "tp_dst")):
         return None
     kwargs: dict[str, Any] = {}
     for name, (value, mask) in fields.items():
@@ -111,9 +107,7 @@ def _match(flow: Flow) -> parser.OFPMatch:
         key = {"tun_id": "tunnel_id", "tp_src": f"{proto}_src", "tp_dst": f"{proto}_dst"}.get(name, name)
         if name == "vlan_vid":
             value |= _VID_PRESENT
-        kwargs[key] = (
-            (fmt(value) if fmt else value) if mask is None else ((fmt(value), fmt(mask)) if fmt else (value, mask))
-        )
+        kwargs[key] = (fmt(value) if fmt else value) if mask is None else ((fmt(value), fmt(mask)) if fmt else (value, mask))
     return parser.OFPMatch(**kwargs)
 
 
@@ -133,9 +127,7 @@ def _ct(action: Ct) -> Any:
             # corrupts a group bucket that ends with one; so send exactly 8 bytes of ranges: the
             # address once (max defaults to min in OVS) with the port, or min and max without one.
             ip, port = format_ipv4(action.nat.ip), action.nat.port
-            ranges: dict[str, Any] = (
-                {"range_proto_min": port, "range_proto_max": port} if port else {"range_ipv4_max": ip}
-            )
+            ranges: dict[str, Any] = {"range_proto_min": port, "range_proto_max": port} if port else {"range_ipv4_max": ip}
             nat = [parser.NXActionNAT(_NX_NAT_F_DST, range_ipv4_min=ip, **ranges)]
         else:
             nat = [parser.NXActionNAT(0)]
@@ -192,17 +184,13 @@ def _runs(flows: Iterable[Flow]) -> Iterator[tuple[bool, list[tuple[Flow, fastpa
         yield fast, list(run)
 
 
-def encode_flows(
-    flows: Iterable[Flow], command: fastpath.Command = fastpath.Command.ADD, xid: int = 0
-) -> fastpath.Messages:
+def encode_flows(flows: Iterable[Flow], command: fastpath.Command = fastpath.Command.ADD, xid: int = 0) -> fastpath.Messages:
     """FLOW_MODs for ``flows`` in order; fastpath for runs it can express, os-ken for the rest."""
     chunks: list[bytes] = []
     count = 0
     for fast, run in _runs(flows):
         if fast:
-            batch = fastpath.encode_flow_mods(
-                [spec for _, spec in run if spec is not None], command, (xid + count) & _U32
-            )
+            batch = fastpath.encode_flow_mods([spec for _, spec in run if spec is not None], command, (xid + count) & _U32)
             chunks.append(batch.data)
         else:
             chunks += [flow_mod_osken(flow, command, xid + count + k) for k, (flow, _) in enumerate(run)]

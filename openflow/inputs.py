@@ -251,11 +251,7 @@ class ServiceSpec:
         ports = []
         for text in lb.get("ports") or []:
             parts = str(text).split(":")
-            if (
-                len(parts) != 3
-                or parts[2].upper() not in ("TCP", "UDP")
-                or not (parts[0].isdigit() and parts[1].isdigit())
-            ):
+            if len(parts) != 3 or parts[2].upper() not in ("TCP", "UDP") or not (parts[0].isdigit() and parts[1].isdigit()):
                 raise InputError(f"{what}: port {text!r} is not Port:TargetPort:TCP|UDP")
             proto = IP_TCP if parts[2].upper() == "TCP" else IP_UDP
             ports.append(ServicePort(proto, int(parts[0]), int(parts[1])))

@@ -136,9 +136,7 @@ class SwitchConnection:
         """Return once the switch has processed everything sent before."""
         await self._request(self._session.send_barrier)
 
-    async def dump_flows(
-        self, table: int | None = None, cookie: int | None = None, cookie_mask: int = 0
-    ) -> list[FlowRecord]:
+    async def dump_flows(self, table: int | None = None, cookie: int | None = None, cookie_mask: int = 0) -> list[FlowRecord]:
         """Installed flows (all multipart parts), optionally filtered by table and cookie/mask."""
         result = await self._request(lambda: self._session.request_flows(table, cookie, cookie_mask))
         assert result is not None

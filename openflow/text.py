@@ -122,9 +122,7 @@ def actions_text(flow: Flow) -> str:
 
 def flow_text(flow: Flow, *, cookie: bool = True) -> str:
     """One ``dump-flows --no-stats`` line (without OVS's leading space)."""
-    head = ([f"cookie={_hex(flow.cookie)}"] if cookie and flow.cookie else []) + (
-        [f"table={flow.table}"] if flow.table else []
-    )
+    head = ([f"cookie={_hex(flow.cookie)}"] if cookie and flow.cookie else []) + ([f"table={flow.table}"] if flow.table else [])
     return ", ".join([*head, match_text(flow)]) + f" actions={actions_text(flow)}"
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ._errors import InvalidValueError
 from ._keys import validate_key, validate_prefix

@@ -13,7 +13,8 @@ from __future__ import annotations
 import bisect
 import json
 from collections import OrderedDict, deque
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ._commands import COMMAND_VERSION
 
@@ -106,11 +107,7 @@ class StateMachine:
     def expired_leases(self, now: float, leader_since: float) -> list[tuple[int, float]]:
         """Leases past their deadline. A new leader grants every lease one full TTL first,
         because keepalives sent to the old leader may not have reached the log."""
-        return [
-            (lease_id, lease.expires_at)
-            for lease_id, lease in self._leases.items()
-            if now > lease.expires_at and now > leader_since + lease.ttl
-        ]
+        return [(lease_id, lease.expires_at) for lease_id, lease in self._leases.items() if now > lease.expires_at and now > leader_since + lease.ttl]
 
     # ---- the one write path ----------------------------------------------------------------
 
@@ -134,7 +131,8 @@ class StateMachine:
             return {"error": "bad_command", "message": f"unsupported command version {version!r}"}
         rid = command.get("rid")
         if rid is not None and rid in self._dedup:
-            return self._dedup[rid]
+            cached: dict[str, Any] = self._dedup[rid]
+            return cached
         handler = _HANDLERS.get(op)
         if handler is None:
             return {"error": "bad_command", "message": f"unknown command {op!r}"}
@@ -213,8 +211,8 @@ class StateMachine:
         if check == "absent":
             return entry is None
         if check == "mod_revision":
-            return (entry.mod_revision if entry else 0) == compare["value"]
-        return entry is not None and entry.value == compare["value"]
+            return bool((entry.mod_revision if entry else 0) == compare["value"])
+        return entry is not None and bool(entry.value == compare["value"])
 
     def _put(self, key: str, value: str, lease: int | None, revision: int) -> Any:
         entry = self._kv.get(key)

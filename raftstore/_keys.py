@@ -14,9 +14,7 @@ def _check_segments(text: str, what: str, segments: list[str]) -> None:
             raise InvalidKeyError(f"{what} {text!r} has an empty path segment ('//' or a trailing '/')")
         bad = set(segment) - _ALLOWED
         if bad:
-            raise InvalidKeyError(
-                f"{what} {text!r} contains {''.join(sorted(bad))!r}: only printable ASCII without spaces is allowed"
-            )
+            raise InvalidKeyError(f"{what} {text!r} contains {''.join(sorted(bad))!r}: only printable ASCII without spaces is allowed")
 
 
 def validate_key(key: object) -> str:

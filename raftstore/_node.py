@@ -12,8 +12,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated
 from pysyncobj.journal import FileJournal
@@ -50,7 +51,7 @@ TICK_SECONDS = 0.05
 PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
 
 
-class _ReplicatedStateMachine(SyncObjConsumer):
+class _ReplicatedStateMachine(SyncObjConsumer):  # type: ignore[misc]  # pysyncobj is untyped
     """Bridges PySyncObj's replication onto the pure StateMachine.
 
     Attributes set before SyncObjConsumer.__init__ are excluded from snapshots; `fsm` is the
@@ -63,8 +64,8 @@ class _ReplicatedStateMachine(SyncObjConsumer):
         super().__init__()
         self.fsm = StateMachine(history_limit=history_limit)
 
-    @replicated
-    def apply(self, text: str) -> dict[str, Any]:
+    @replicated  # type: ignore[untyped-decorator]
+    def apply(self, text: str) -> Any:
         with self.lock:
             result = self.fsm.apply(text)
         self._on_applied()
@@ -380,4 +381,4 @@ class RaftNode:
         prefix = "partner_node_status_server_"
         for key, value in status.items():
             if key.startswith(prefix):
-                yield key[len(prefix):], value == 2
+                yield key[len(prefix) :], value == 2

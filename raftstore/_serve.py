@@ -13,7 +13,8 @@ import dataclasses
 import json
 import os
 import signal
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 
@@ -87,9 +88,7 @@ class _Session:
             "list": lambda: s.list(r["prefix"], stale=stale),
             "delete": lambda: s.delete(r["key"]),
             "delete_prefix": lambda: s.delete_prefix(r["prefix"]),
-            "txn": lambda: s.txn(
-                [_compare(c) for c in r.get("if", [])], [_op(o) for o in r.get("then", [])], [_op(o) for o in r.get("else", [])]
-            ),
+            "txn": lambda: s.txn([_compare(c) for c in r.get("if", [])], [_op(o) for o in r.get("then", [])], [_op(o) for o in r.get("else", [])]),
             "incr": lambda: _increment(s, r["key"]),
             "grant": lambda: s.grant_lease(float(r["ttl"])),
             "keepalive": lambda: s.keepalive(int(r["lease"])),

@@ -8,13 +8,15 @@ per batch of applied commands, so a slow watcher costs no memory and cannot stal
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import math
 import time
 from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import trio
 
@@ -65,9 +67,7 @@ def _kv(key: str, entry: Any) -> KeyValue:
 
 def _event(record: HistoryRecord) -> Event:
     revision, kind, key, prev, value = record
-    return Event(
-        EventType(kind), key, None if prev is None else json.loads(prev), None if value is None else json.loads(value), revision
-    )
+    return Event(EventType(kind), key, None if prev is None else json.loads(prev), None if value is None else json.loads(value), revision)
 
 
 class _Waiter:
@@ -183,7 +183,8 @@ class Store:
                     await self._inflight.acquire()
                     break
                 self._reclaim_oldest_slot()
-            batch, size = [], 0
+            batch: builtins.list[tuple[str, _Waiter]] = []
+            size = 0
             while self._outbox and len(batch) < MAX_BATCH_COMMANDS and (not batch or size + len(self._outbox[0][0]) <= MAX_BATCH_BYTES):
                 batch.append(self._outbox.pop(0))
                 size += len(batch[-1][0])
@@ -191,7 +192,7 @@ class Store:
                 self._outbox_ready = trio.Event()
             self._send_entry(batch)
 
-    def _send_entry(self, batch: list[tuple[str, _Waiter]]) -> None:
+    def _send_entry(self, batch: builtins.list[tuple[str, _Waiter]]) -> None:
         """Propose one log entry for `batch`; the caller holds a window slot for it."""
         text = batch[0][0] if len(batch) == 1 else _commands.encode_batch([t for t, _ in batch])
         slot = _Slot(self._inflight)
@@ -206,7 +207,7 @@ class Store:
             log.warning("reclaiming a group-commit slot whose log entry never completed")
             self._slots.popleft().release()
 
-    def _finish_entry(self, batch: list[tuple[str, _Waiter]], slot: "_Slot", result: Any, reason: int) -> None:
+    def _finish_entry(self, batch: builtins.list[tuple[str, _Waiter]], slot: _Slot, result: Any, reason: int) -> None:
         slot.release()
         while self._slots and self._slots[0].released:
             self._slots.popleft()
@@ -214,7 +215,7 @@ class Store:
             batch[0][1].fill(result, reason)
             return
         results = result if reason == SUCCESS else [None] * len(batch)
-        for (_, waiter), one in zip(batch, results):
+        for (_, waiter), one in zip(batch, results, strict=True):
             waiter.fill(one, reason)
 
     async def _propose(self, command: dict[str, Any]) -> dict[str, Any]:
@@ -233,8 +234,7 @@ class Store:
                 pause = min(pause * 2, RETRY_BACKOFF[1])
         why = FAIL_NAMES.get(last_reason, "no answer") if last_reason is not None else "no answer"
         raise UnavailableError(
-            f"no leader with a quorum answered within {self.config.request_timeout:g}s ({why}); "
-            "a write may still apply later — retrying it is safe"
+            f"no leader with a quorum answered within {self.config.request_timeout:g}s ({why}); a write may still apply later — retrying it is safe"
         )
 
     async def _linearize(self) -> None:
@@ -276,14 +276,14 @@ class Store:
             await self._linearize()
         return self.get_nowait(key)
 
-    async def list(self, prefix: str, *, stale: bool = False) -> list[KeyValue]:
+    async def list(self, prefix: str, *, stale: bool = False) -> builtins.list[KeyValue]:
         """Every key under `prefix`, sorted by key."""
         validate_prefix(prefix)
         if not stale:
             await self._linearize()
         return self.list_nowait(prefix)
 
-    async def list_with_revision(self, prefix: str, *, stale: bool = False) -> tuple[list[KeyValue], int]:
+    async def list_with_revision(self, prefix: str, *, stale: bool = False) -> tuple[builtins.list[KeyValue], int]:
         """Like list(), plus the store revision the listing reflects (to start a watch after it)."""
         validate_prefix(prefix)
         raws, revision = await self._read(lambda fsm: ([_raw(k, e) for k, e in fsm.range(prefix)], fsm.revision), stale)
@@ -301,7 +301,7 @@ class Store:
         found = self.node.read(lambda fsm: fsm.get(key))
         return None if found is None else _kv(*found)
 
-    def list_nowait(self, prefix: str) -> list[KeyValue]:
+    def list_nowait(self, prefix: str) -> builtins.list[KeyValue]:
         """This member's applied keys under `prefix`, without waiting (see get_nowait)."""
         validate_prefix(prefix)
         return [_decode(r) for r in self.node.read(lambda fsm: [_raw(k, e) for k, e in fsm.range(prefix)])]
@@ -318,9 +318,7 @@ class Store:
         """Delete every key under `prefix`; returns how many."""
         return int((await self.txn(success=[DeletePrefix(prefix)])).results[0])
 
-    async def txn(
-        self, compares: Sequence[Compare] = (), success: Sequence[Op] = (), failure: Sequence[Op] = ()
-    ) -> TxnResult:
+    async def txn(self, compares: Sequence[Compare] = (), success: Sequence[Op] = (), failure: Sequence[Op] = ()) -> TxnResult:
         """If every compare holds apply `success`, else `failure` — atomically, at one revision."""
         result = await self._propose(_commands.txn_command(compares, success, failure))
         return TxnResult(result["succeeded"], result["revision"], tuple(result["results"]))
@@ -468,7 +466,8 @@ class Store:
         node = self.node
         status = node.raw_status()
         members = sorted(node.member_lists(status))
-        role = "readonly" if self.config.readonly else {0: "follower", 1: "candidate", 2: "leader"}.get(status.get("state"), "follower")
+        roles = {0: "follower", 1: "candidate", 2: "leader"}
+        role = "readonly" if self.config.readonly else roles.get(int(status.get("state", 0)), "follower")
         revision, keys, leases = node.read(lambda f: (f.revision, f.key_count(), f.lease_count()))
         return StoreStatistics(
             self_address=self.config.listen,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class KeyValue:
     lease: int | None = None
 
 
-class EventType(str, enum.Enum):
+class EventType(enum.StrEnum):
     PUT = "put"
     DELETE = "delete"
     # History before the requested revision was compacted: `kvs` holds the full current state
@@ -87,7 +87,7 @@ class DeletePrefix:
     prefix: str
 
 
-Op = Union[Put, Delete, DeletePrefix]
+Op = Put | Delete | DeletePrefix
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SECRET = "test-cluster-secret"
 
@@ -36,7 +39,7 @@ class RemoteError(Exception):
         self.error = error
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
+def wait_for(predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05) -> T:
     """Poll `predicate` until it returns something truthy; fail the test after `timeout`."""
     deadline = time.monotonic() + timeout
     last_exc: Exception | None = None
@@ -61,7 +64,7 @@ class StoreProcess:
         self._replies: dict[int, queue.Queue[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
-    def start(self, wait_ready: bool = True) -> "StoreProcess":
+    def start(self, wait_ready: bool = True) -> StoreProcess:
         args = [sys.executable, "-m", "raftstore", "serve", "--data-dir", str(self.data_dir), "--request-timeout", "5"]
         args += ["--readonly"] if self.listen is None else ["--listen", self.listen]
         if self.peers:
@@ -117,17 +120,18 @@ class StoreProcess:
             raise RemoteError(reply["error"], reply["message"])
         return reply["result"]
 
-    def watch(self, prefix: str, start_revision: int | None = None) -> "queue.Queue[dict[str, Any]]":
+    def watch(self, prefix: str, start_revision: int | None = None) -> queue.Queue[dict[str, Any]]:
         q = self._send({"op": "watch", "prefix": prefix, "start_revision": start_revision})
         ack = q.get(timeout=10)
         assert ack["ok"], ack
         return q
 
     def status(self) -> dict[str, Any]:
-        return self.call("status", timeout=10)
+        status: dict[str, Any] = self.call("status", timeout=10)
+        return status
 
     def is_leader(self) -> bool:
-        return self.status()["role"] == "leader"
+        return bool(self.status()["role"] == "leader")
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -144,7 +148,7 @@ class StoreProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-                raise AssertionError("store process ignored SIGTERM for 15 s")
+                raise AssertionError("store process ignored SIGTERM for 15 s") from None
         return self.proc.returncode
 
 
@@ -154,13 +158,11 @@ class Cluster:
     def __init__(self, root: Path, voters: int, secret: str | None = SECRET):
         ports = free_ports(voters)
         self.addresses = [f"127.0.0.1:{p}" for p in ports]
-        self.members = [
-            StoreProcess(a, [b for b in self.addresses if b != a], root / f"node{i}", secret) for i, a in enumerate(self.addresses)
-        ]
+        self.members = [StoreProcess(a, [b for b in self.addresses if b != a], root / f"node{i}", secret) for i, a in enumerate(self.addresses)]
         self.extra: list[StoreProcess] = []
         self.root, self.secret = root, secret
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         for m in self.members:
             m.start(wait_ready=False)
         for m in self.members:

@@ -11,23 +11,25 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, cast
 
 import trio
+from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from quart import Response, request
 from quart_trio import QuartTrio
 
 from raftstore import Store
 
 from .. import __version__
-from ..model import UNSUPPORTED_COLLECTIONS, COLLECTIONS, EndpointOper, NotFoundError
+from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
 from ..netmaster import layout
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from . import auth
-from .forwarder import ForwardingClient
 from .errors import BadRequestError, UnauthorizedError, answer_for
+from .forwarder import ForwardingClient
 from .routes import ROUTES, Route, openapi_document
 
 log = logging.getLogger("contivd.api")
@@ -224,9 +226,7 @@ class Dispatcher:
                 raise UnauthorizedError("invalid bearer token")
             return
         if not _is_loopback(req.remote):
-            raise UnauthorizedError(
-                "requests from other hosts must be signed by a cluster node or carry the cluster secret as a bearer token"
-            )
+            raise UnauthorizedError("requests from other hosts must be signed by a cluster node or carry the cluster secret as a bearer token")
 
     async def forward(self, route: Route, req: Incoming) -> Answer:
         hops = int(req.headers.get(HOPS_HEADER.lower(), "0") or 0)
@@ -267,14 +267,15 @@ class PluginFastPath:
         self.dispatcher = dispatcher
         self.routes = {route.path: route for route in ROUTES if route.path.startswith("/plugin/")}
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, asgi_scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        scope = cast(dict[str, Any], asgi_scope)
         route = self.routes.get(scope.get("path", "")) if scope["type"] == "http" else None
         if route is None or scope["method"] != route.method:
-            await self.app(scope, receive, send)
+            await self.app(asgi_scope, receive, send)
             return
-        chunks = []
+        chunks: list[bytes] = []
         while True:
-            message = await receive()
+            message = cast(dict[str, Any], await receive())
             chunks.append(message.get("body", b""))
             if not message.get("more_body"):
                 break
@@ -287,8 +288,9 @@ class PluginFastPath:
             body=b"".join(chunks),
         )
         status, headers, body = await self.dispatcher.dispatch(route, {}, req)
-        await send({"type": "http.response.start", "status": status, "headers": [(k.encode(), v.encode()) for k, v in headers.items()]})
-        await send({"type": "http.response.body", "body": body})
+        start = {"type": "http.response.start", "status": status, "headers": [(k.encode(), v.encode()) for k, v in headers.items()]}
+        await send(cast(Any, start))
+        await send(cast(Any, {"type": "http.response.body", "body": body, "more_body": False}))
 
 
 def create_app(ctx: ApiContext) -> PluginFastPath:
@@ -304,7 +306,7 @@ def create_app(ctx: ApiContext) -> PluginFastPath:
                 path=request.full_path.rstrip("?"),
                 headers={k.lower(): v for k, v in request.headers.items()},
                 remote=request.remote_addr,
-                body=await request.get_data(),
+                body=cast(bytes, await request.get_data(as_text=False)),
             )
             status, headers, body = await dispatcher.dispatch(route, params, req)
             return Response(body, status=status, headers=headers)

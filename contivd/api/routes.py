@@ -43,9 +43,7 @@ def openapi_document(version: str) -> dict[str, object]:
     for route in ROUTES:
         path = route.path.replace("<", "{").replace(">", "}")
         params = [
-            {"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}}
-            for part in path.split("/")
-            if part.startswith("{")
+            {"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}} for part in path.split("/") if part.startswith("{")
         ]
         operation: dict[str, object] = {
             "operationId": f"{route.name}_{route.method.lower()}",

@@ -25,9 +25,7 @@ def object_path(collection: str, key: str, *, inspect: bool = False) -> str:
     return f"/api/v1/{'inspect/' if inspect else ''}{collection}/{quote(key, safe=':')}/"
 
 
-def create(
-    client: Client, resource: Resource, fields: Mapping[str, Any], flags: Mapping[str, Any], *, update: bool = False
-) -> str:
+def create(client: Client, resource: Resource, fields: Mapping[str, Any], flags: Mapping[str, Any], *, update: bool = False) -> str:
     """POST the object (contivd creates, updates or, for an identical body, does nothing)."""
     key = resource.key_of(fields)
     client.post(object_path(resource.collection, key), resource.body(fields, flags))
@@ -58,8 +56,7 @@ def render_list(resource: Resource, objects: list[dict[str, Any]], fmt: ListForm
     if fmt == "quiet":
         return "".join(f"{obj.get(resource.key[-1], '')}\n" for obj in objects)
     return "\n".join(
-        (f"{table.title}\n" if table.title else "")
-        + output.table([column.header for column in table.columns], _rows(table, objects))
+        (f"{table.title}\n" if table.title else "") + output.table([column.header for column in table.columns], _rows(table, objects))
         for table in resource.tables
     )
 

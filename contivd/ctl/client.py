@@ -63,13 +63,10 @@ class Client:
             answer = self._http.request(method, path, json=body)
         except httpx.ConnectError as exc:
             raise CtlError(
-                f"cannot connect to contivd at {self.server}: {exc}. "
-                "Is it running there? Choose the server with --server URL or CONTIVD_SERVER."
+                f"cannot connect to contivd at {self.server}: {exc}. Is it running there? Choose the server with --server URL or CONTIVD_SERVER."
             ) from None
         except httpx.TimeoutException:
-            raise CtlError(
-                f"contivd at {self.server} did not answer {method} {path} within {REQUEST_TIMEOUT_SECONDS:g} s"
-            ) from None
+            raise CtlError(f"contivd at {self.server} did not answer {method} {path} within {REQUEST_TIMEOUT_SECONDS:g} s") from None
         except httpx.HTTPError as exc:
             raise CtlError(f"{method} {self.server}{path} failed: {exc}") from None
         if answer.is_error:

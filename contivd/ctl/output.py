@@ -36,9 +36,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     lines = [list(headers), ["-" * len(header) for header in headers]]
     lines += [[*row, *[""] * (len(headers) - len(row))] for row in rows]
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
-    return "".join(
-        "".join(text.ljust(width + COLUMN_PADDING) for text, width in zip(line, widths)).rstrip() + "\n" for line in lines
-    )
+    return "".join("".join(text.ljust(width + COLUMN_PADDING) for text, width in zip(line, widths, strict=False)).rstrip() + "\n" for line in lines)
 
 
 def fields(pairs: Iterable[tuple[str, Any]]) -> str:

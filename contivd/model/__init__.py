@@ -6,6 +6,10 @@ against stored objects through a read-only `Lookup` (`integrity`), links derived
 policy rule compilation (`policy`). Every error is a `ModelError`.
 """
 
+from ._addresses import Subnet as Subnet
+from ._addresses import parse_pool as parse_pool
+from ._addresses import parse_subnet as parse_subnet
+from ._addresses import parse_subnet6 as parse_subnet6
 from .endpoint import EndpointOper as EndpointOper
 from .endpoint import go_map_string as go_map_string
 from .errors import ConflictError as ConflictError
@@ -39,7 +43,3 @@ from .ranges import format_tag_ranges as format_tag_ranges
 from .ranges import format_tags as format_tags
 from .ranges import in_ranges as in_ranges
 from .ranges import parse_tag_ranges as parse_tag_ranges
-from ._addresses import Subnet as Subnet
-from ._addresses import parse_pool as parse_pool
-from ._addresses import parse_subnet as parse_subnet
-from ._addresses import parse_subnet6 as parse_subnet6

@@ -68,13 +68,9 @@ class Field:
     def _check_string(self, label: str, value: str) -> None:
         size = len(value.encode())
         if self.max_len is not None and size > self.max_len:
-            raise ValidationError(
-                self.name, f"{label} string too long: {size} bytes (max {self.max_len}): {show(value)}"
-            )
+            raise ValidationError(self.name, f"{label} string too long: {size} bytes (max {self.max_len}): {show(value)}")
         if self.fmt is not None and not self.fmt.matches(value):
-            raise ValidationError(
-                self.name, f"{label} string invalid format: {show(value)} (expected {self.fmt.expected})"
-            )
+            raise ValidationError(self.name, f"{label} string invalid format: {show(value)} (expected {self.fmt.expected})")
         if self.parse is not None and value:
             try:
                 self.parse(value)

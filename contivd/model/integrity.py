@@ -100,9 +100,7 @@ def _requested_tag(obj: Obj, lookup: Lookup) -> None:
         return
     allowed = parse_tag_ranges(glob[f"{encap}s"], VLAN if encap == "vlan" else VXLAN)
     if not in_ranges(tag, allowed):
-        raise ConflictError(
-            f"requested {encap} is out of range - {encap}:{tag} (global {encap}s {format_tag_ranges(allowed)})"
-        )
+        raise ConflictError(f"requested {encap} is out of range - {encap}:{tag} (global {encap}s {format_tag_ranges(allowed)})")
     if tag in lookup.tags_in_use(encap):
         raise ConflictError(f"requested {encap} not available - {encap}:{tag}")
 
@@ -168,9 +166,7 @@ def _to_ip_in_group(obj: Obj, lookup: Lookup) -> None:
         return
     groups = referrers(_EPG_POLICIES, f"{obj['tenantName']}:{obj['policyName']}", lookup)
     if len(groups) != 1:
-        raise ConflictError(
-            f"failed to configure {address}, {len(groups)} endpoint groups linked to policy {obj['policyName']}"
-        )
+        raise ConflictError(f"failed to configure {address}, {len(groups)} endpoint groups linked to policy {obj['policyName']}")
     if address not in lookup.endpoint_ips("endpointGroup", groups[0]):
         raise ConflictError(f"failed to configure {address}, ip address is not in epg {groups[0]}")
 
@@ -241,9 +237,7 @@ def _global_update(old: Obj, new: Obj, lookup: Lookup) -> None:
             allowed = parse_tag_ranges(new[field], space)
             outside = [tag for tag in tags if not in_ranges(tag, allowed)]
             if outside:
-                raise ConflictError(
-                    f"cannot update the {space.name} range due to existing {space.name}s {format_tags(outside)}"
-                )
+                raise ConflictError(f"cannot update the {space.name} range due to existing {space.name}s {format_tags(outside)}")
 
 
 _UPDATE_RULES: Mapping[str, Callable[[Obj, Obj, Lookup], None]] = {"global": _global_update}

@@ -113,9 +113,7 @@ def _network_tag(obj: Mapping[str, Any]) -> None:
     encap, tag = obj["encap"], obj["pktTag"]
     limit = VLAN.max_tag if encap == "vlan" else VNI_MAX
     if tag > limit:
-        raise ValidationError(
-            "pktTag", f"pktTag Value Out of bound: {tag} (a {encap} network takes 1-{limit}, 0 allocates one)"
-        )
+        raise ValidationError("pktTag", f"pktTag Value Out of bound: {tag} (a {encap} network takes 1-{limit}, 0 allocates one)")
 
 
 _TO_IN = "can not specify 'to' parameters in incoming rule"
@@ -159,12 +157,16 @@ def _service_selectors(obj: Mapping[str, Any]) -> None:
 
 _SPECS = (
     ObjectSpec(
-        "tenant", "tenants", ("tenantName",),
+        "tenant",
+        "tenants",
+        ("tenantName",),
         (_optional_name("defaultNetwork"), _name("tenantName")),
         frozen="Cant change tenant parameters after its created",
     ),
     ObjectSpec(
-        "network", "networks", ("tenantName", "networkName"),
+        "network",
+        "networks",
+        ("tenantName", "networkName"),
         (
             _optional_name("cfgdTag", 128),
             Field("encap", fmt=formats.ENCAP),
@@ -181,7 +183,9 @@ _SPECS = (
         frozen="Cant change network parameters after its created",
     ),
     ObjectSpec(
-        "endpointGroup", "endpointGroups", ("tenantName", "groupName"),
+        "endpointGroup",
+        "endpointGroups",
+        ("tenantName", "groupName"),
         (
             _optional_name("cfgdTag", 128),
             _names("extContractsGrps"),
@@ -200,7 +204,9 @@ _SPECS = (
     ),
     ObjectSpec("policy", "policys", ("tenantName", "policyName"), (_name("policyName"), _name("tenantName"))),
     ObjectSpec(
-        "rule", "rules", ("tenantName", "policyName", "ruleId"),
+        "rule",
+        "rules",
+        ("tenantName", "policyName", "ruleId"),
         (
             Field("action", fmt=formats.ACTION),
             Field("direction", fmt=formats.DIRECTION),
@@ -221,7 +227,9 @@ _SPECS = (
         frozen="can not update a rule after its created",
     ),
     ObjectSpec(
-        "netprofile", "netprofiles", ("tenantName", "profileName"),
+        "netprofile",
+        "netprofiles",
+        ("tenantName", "profileName"),
         (
             Field("DSCP", "integer", bounds=(0, 63)),
             Field("bandwidth", max_len=64, fmt=formats.BANDWIDTH.optional()),
@@ -232,7 +240,9 @@ _SPECS = (
         checks=(_netprofile_burst,),
     ),
     ObjectSpec(
-        "serviceLB", "serviceLBs", ("tenantName", "serviceName"),
+        "serviceLB",
+        "serviceLBs",
+        ("tenantName", "serviceName"),
         (
             Field("ipAddress", max_len=15, fmt=formats.IPV4.optional()),
             _name("networkName"),
@@ -244,7 +254,9 @@ _SPECS = (
         checks=(_service_selectors,),
     ),
     ObjectSpec(
-        "extContractsGroup", "extContractsGroups", ("tenantName", "contractsGroupName"),
+        "extContractsGroup",
+        "extContractsGroups",
+        ("tenantName", "contractsGroupName"),
         (
             Field("contracts", "list"),
             _name("contractsGroupName"),
@@ -254,11 +266,15 @@ _SPECS = (
         frozen="external contracts update not supported",
     ),
     ObjectSpec(
-        "appProfile", "appProfiles", ("tenantName", "appProfileName"),
+        "appProfile",
+        "appProfiles",
+        ("tenantName", "appProfileName"),
         (_name("appProfileName"), _names("endpointGroups"), _name("tenantName")),
     ),
     ObjectSpec(
-        "Bgp", "Bgps", ("hostname",),
+        "Bgp",
+        "Bgps",
+        ("hostname",),
         (
             Field("as", max_len=64),
             _name("hostname", 256),
@@ -268,7 +284,9 @@ _SPECS = (
         ),
     ),
     ObjectSpec(
-        "global", "globals", ("name",),
+        "global",
+        "globals",
+        ("name",),
         (
             _keyword("arpMode", formats.ARP_MODE, optional=True),
             _keyword("fwdMode", formats.FWD_MODE, optional=True),
@@ -280,7 +298,9 @@ _SPECS = (
         ),
     ),
     ObjectSpec(
-        "aciGw", "aciGws", ("name",),
+        "aciGw",
+        "aciGws",
+        ("name",),
         (
             Field("enforcePolicies", fmt=formats.YES_NO),
             Field("includeCommonTenant", fmt=formats.YES_NO),

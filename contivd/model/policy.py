@@ -167,9 +167,7 @@ def compile_rule(rule: Mapping[str, Any], attachment: Attachment, remotes: Remot
     return tuple(compiled)
 
 
-def compile_attachment(
-    attachment: Attachment, rules: Iterable[Mapping[str, Any]], remotes: Remotes
-) -> tuple[PolicyRule, ...]:
+def compile_attachment(attachment: Attachment, rules: Iterable[Mapping[str, Any]], remotes: Remotes) -> tuple[PolicyRule, ...]:
     """Every directional rule of one attachment, sorted by rule id. `rules` may hold rules of
     other policies too (e.g. all stored rules); only the attached policy's are compiled."""
     own = (rule for rule in rules if f"{rule['tenantName']}:{rule['policyName']}" == attachment.policy_key)

@@ -7,18 +7,19 @@ the service commits model object, state and CONFIG_VERSION bump in one transacti
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..model import VLAN, VXLAN, Attachment, ConflictError, NotFoundError, Remotes, compile_attachment, parse_tag_ranges
 from . import ipam, layout, resources, services
 from .view import View, Writes
 
 Obj = Mapping[str, Any]
-Handler = Callable[[View, Writes, "Obj | None", "Obj | None"], None]
+Handler = Callable[[View, Writes, Obj | None, Obj | None], None]
 
 
 def _tags(view: View) -> dict[str, Any]:
-    tags = view.state(layout.TAGS_STATE)
+    tags: dict[str, Any] | None = view.state(layout.TAGS_STATE)
     if tags is None:
         raise ConflictError("Global configuration is not ready: tag state missing")
     return tags
@@ -191,7 +192,7 @@ def refresh_policies(view: View, writes: Writes, tenant: str) -> None:
             for c in compiled:
                 desired[f"{layout.POLICY_RULE_PREFIX}{c.rule_id}"] = {"id": c.rule_id, **c.to_json()}
     existing = view.owned_policy_states(tenant)
-    for key, value in existing.items():
+    for key in existing:
         if key not in desired:
             writes.delete(key)
     for key, value in desired.items():
@@ -224,3 +225,11 @@ HANDLERS: dict[str, Handler] = {
     "rule": on_policy_or_rule,
     "serviceLB": on_service_lb,
 }
+
+
+def _no_effect(view: View, writes: Writes, old: Obj | None, new: Obj | None) -> None:
+    """Types that are stored and validated only (Bgp, appProfile, aciGw, …)."""
+
+
+def handler(kind: str) -> Handler:
+    return HANDLERS.get(kind, _no_effect)

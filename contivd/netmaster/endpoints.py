@@ -7,7 +7,8 @@ its writes and returns its answer, or raises a ModelError having changed nothing
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..model import NotFoundError, ValidationError
 from . import ipam, layout, services
@@ -61,7 +62,7 @@ def create_endpoint(reads: Reads, writes: Writes, request: Mapping[str, Any], no
         raise ValidationError("EndpointID", "EndpointID (or ConfigEP.Container) is required")
     endpoint_id = layout.ep_id(tenant, network, endpoint)
     ep_key = layout.ep_state(endpoint_id)
-    existing = reads.state(ep_key)
+    existing: dict[str, Any] | None = reads.state(ep_key)
     if existing is not None:
         return existing
     net_key, net = _network(reads, tenant, network)
@@ -100,7 +101,7 @@ def delete_endpoint(reads: Reads, writes: Writes, request: Mapping[str, Any]) ->
     network = _text(request, "NetworkName")
     endpoint = _text(request, "EndpointID")
     ep_key = layout.ep_state(layout.ep_id(tenant, network, endpoint))
-    state = reads.state(ep_key)
+    state: dict[str, Any] | None = reads.state(ep_key)
     if state is None:
         return None
     net_key = layout.net_state(tenant, network)

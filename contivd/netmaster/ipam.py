@@ -268,4 +268,3 @@ def epg_address_oper(epg: State) -> dict[str, str]:
         "availableIPAddresses": _runs(pool.bits, base, int(first) - base, int(last) - base, False),
         "allocatedIPAddresses": _runs(pool.bits, base, int(first) - base, int(last) - base, True),
     }
-

@@ -102,7 +102,7 @@ class Netmaster:
                         return render(kind, existing, view)
                 writes = Writes(view)
                 view.put_object(kind, key, dict(stored))
-                effects.HANDLERS.get(kind, _no_effect)(view, writes, existing, stored)
+                effects.handler(kind)(view, writes, existing, stored)
                 writes.put(layout.model(kind, key), dict(stored))
                 if await self._commit_config(view, writes):
                     return render(kind, stored, view)
@@ -121,7 +121,7 @@ class Netmaster:
                 for dep_kind, dep_key in (*dependents, (kind, key)):
                     old = view.get(dep_kind, dep_key)
                     view.put_object(dep_kind, dep_key, None)
-                    effects.HANDLERS.get(dep_kind, _no_effect)(view, writes, old, None)
+                    effects.handler(dep_kind)(view, writes, old, None)
                     writes.delete(layout.model(dep_kind, dep_key))
                 if await self._commit_config(view, writes):
                     return key
@@ -169,9 +169,7 @@ class Netmaster:
     # ---- endpoints (batched per network) ---------------------------------------------------
 
     async def create_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        state = await self._batched(
-            request, lambda reads, writes: endpoints.create_endpoint(reads, writes, request, self.node_name)
-        )
+        state = await self._batched(request, lambda reads, writes: endpoints.create_endpoint(reads, writes, request, self.node_name))
         return {"EndpointConfig": state}
 
     async def delete_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
@@ -226,7 +224,7 @@ class Netmaster:
                         writes.reset(saved_writes)
                         outcomes.append(("error", exc))
                 if not writes or (await self.store.txn(reads.guards(), writes.ops())).succeeded:
-                    for (_, slot), (kind, value) in zip(work, outcomes):
+                    for (_, slot), (kind, value) in zip(work, outcomes, strict=True):
                         slot[kind] = value
                     return
             error: Exception = ConflictRetryError("endpoint state kept changing during the write; retry")
@@ -234,8 +232,3 @@ class Netmaster:
             error = exc
         for _, slot in work:
             slot["error"] = error
-
-
-def _no_effect(view: View, writes: Writes, old: Any, new: Any) -> None:
-    """Types that are stored and validated only (Bgp, appProfile, aciGw, …)."""
-

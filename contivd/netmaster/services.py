@@ -8,7 +8,8 @@ written only where they differ.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from . import ipam, layout
 from .view import Reads, Writes
@@ -42,7 +43,7 @@ def release_vip(reads: Reads, writes: Writes, service: Mapping[str, Any], vip: s
         writes.put(net_key, network)
 
 
-def refresh(reads: Reads, writes: Writes, tenant: str, services: list[Mapping[str, Any]], endpoints: list[Mapping[str, Any]]) -> None:
+def refresh(reads: Reads, writes: Writes, tenant: str, services: Sequence[Mapping[str, Any]], endpoints: Sequence[Mapping[str, Any]]) -> None:
     """Write the serviceLB and provider states of `services` for the tenant's `endpoints`."""
     for service in services:
         name = service["serviceName"]
@@ -75,7 +76,11 @@ def refresh(reads: Reads, writes: Writes, tenant: str, services: list[Mapping[st
         }
         if state != old:
             writes.put(key, state)
-        provider_state = {"id": f"{name}:{tenant}", "ServiceName": f"{name}:{tenant}", "Providers": sorted(p["IPAddress"] for p in providers.values())}
+        provider_state = {
+            "id": f"{name}:{tenant}",
+            "ServiceName": f"{name}:{tenant}",
+            "Providers": sorted(p["IPAddress"] for p in providers.values()),
+        }
         if reads.state(_provider_key(tenant, name)) != provider_state:
             writes.put(_provider_key(tenant, name), provider_state)
 

@@ -22,8 +22,8 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import trio
-from ovsdbapp.backend.ovs_idl import connection  # type: ignore[import-untyped]
-from ovsdbapp.schema.open_vswitch.impl_idl import OvsdbIdl  # type: ignore[import-untyped]
+from ovsdbapp.backend.ovs_idl import connection
+from ovsdbapp.schema.open_vswitch.impl_idl import OvsdbIdl
 
 from .errors import OvsError
 
@@ -190,7 +190,8 @@ class OvsdbappBridge:
                 txn.add(self._api.add_br(spec.name, may_exist=True, datapath_type=spec.datapath_type))
                 txn.add(
                     self._api.db_set(
-                        "Bridge", spec.name,
+                        "Bridge",
+                        spec.name,
                         ("datapath_type", spec.datapath_type),
                         ("fail_mode", spec.fail_mode),
                         ("protocols", list(spec.protocols)),
@@ -257,12 +258,15 @@ class OvsdbappBridge:
             raise self._error(f"bridge {self.name} port {name}: policing rate and burst must be >= 0")
         await self._call(
             f"bridge {self.name} port {name}",
-            lambda: _run(self._api.db_set(
-                "Interface", name,
-                ("ingress_policing_rate", rate_kbps),
-                ("ingress_policing_burst", burst_kb),
-                if_exists=False,
-            )),
+            lambda: _run(
+                self._api.db_set(
+                    "Interface",
+                    name,
+                    ("ingress_policing_rate", rate_kbps),
+                    ("ingress_policing_burst", burst_kb),
+                    if_exists=False,
+                )
+            ),
         )
 
     def _port_exists(self, name: str) -> bool:
@@ -281,8 +285,10 @@ class OvsdbappBridge:
                         raise self._error(f"bridge {self.name}: OVS could not attach port(s) {'; '.join(errors)}")
                     return infos
                 await trio.sleep(OFPORT_POLL_S)
-        raise self._error(f"{where}: not attached by ovs-vswitchd within {self._ovsdb.timeout_s} s "
-            "(is it running? its log says why a datapath or device could not be opened)")
+        raise self._error(
+            f"{where}: not attached by ovs-vswitchd within {self._ovsdb.timeout_s} s "
+            "(is it running? its log says why a datapath or device could not be opened)"
+        )
 
     def _read_ports(self, names: list[str]) -> list[PortInfo]:
         if not names:

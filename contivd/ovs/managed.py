@@ -185,9 +185,7 @@ class ManagedOvs:
         self.db_path = self.run_dir / "conf.db"
         self.socket_path = self.run_dir / "db.sock"
         self.datapath_type = "system" if kernel_datapath_available() else "netdev"
-        self._ovsdb = _Daemon(
-            "ovsdb-server", self.run_dir, [str(self.db_path), f"--remote=punix:{self.socket_path}"]
-        )
+        self._ovsdb = _Daemon("ovsdb-server", self.run_dir, [str(self.db_path), f"--remote=punix:{self.socket_path}"])
         self._vswitchd = _Daemon("ovs-vswitchd", self.run_dir, [self.db_socket])
 
     @property
@@ -212,10 +210,7 @@ class ManagedOvs:
             db_socket=self.db_socket,
             netns=self.netns,
             datapath_type=self.datapath_type,
-            daemons=tuple(
-                DaemonStatistics(d.name, d.pid, d.restarts, now - d.started_at if d.pid else 0.0)
-                for d in (self._ovsdb, self._vswitchd)
-            ),
+            daemons=tuple(DaemonStatistics(d.name, d.pid, d.restarts, now - d.started_at if d.pid else 0.0) for d in (self._ovsdb, self._vswitchd)),
         )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -261,8 +256,7 @@ class ManagedOvs:
         except (OSError, ValueError) as exc:
             raise OvsError(f"{daemon.name} in {self.run_dir} started but left no pidfile: {exc}") from None
         daemon.started_at = time.monotonic()
-        log.info("started %s (pid %d) in %s%s", daemon.name, daemon.pid, self.run_dir,
-                 f" (netns {self.netns})" if self.netns else "")
+        log.info("started %s (pid %d) in %s%s", daemon.name, daemon.pid, self.run_dir, f" (netns {self.netns})" if self.netns else "")
 
     async def _wait_answers(self, daemon: _Daemon) -> None:
         """Poll the daemon's control socket until it answers, up to ready_timeout_s."""

@@ -46,8 +46,5 @@ def reply_flow(table: Table, ip: int, mac: int, *, network: int | None, cookie_:
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
     table = tables["arp_responder"]
     return sorted(
-        reply_flow(
-            table, ep.ip, ep.mac, network=ep.network.tag, cookie_=cookie(Category.ARP, ep.endpoint_id, inputs.round)
-        )
-        for ep in inputs.known()
+        reply_flow(table, ep.ip, ep.mac, network=ep.network.tag, cookie_=cookie(Category.ARP, ep.endpoint_id, inputs.round)) for ep in inputs.known()
     )

@@ -70,7 +70,7 @@ def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
             )
     for net in inputs.networks():
         key = cookie(Category.FLOOD, net.net_id, inputs.round)
-        for remote, gid in zip((0, 1), _flood_ids(net)):
+        for remote, gid in zip((0, 1), _flood_ids(net), strict=True):
             flood: dict[str, MatchValue] = {"metadata": meta(NETWORK=net.tag, REMOTE=remote), "eth_dst": MULTICAST}
             out.append(table.flow(FLOOD_PRIORITY, flood, cookie=key, actions=(GroupAction(gid),)))
     return sorted(out)

@@ -68,9 +68,7 @@ def groups(tables: Tables, inputs: NodeInputs) -> list[Group]:
         lb.group(
             _group_id(service, port),
             "select",
-            tuple(
-                (Ct(resubmit, fields.CT_ZONE, commit=True, nat=Nat(ip, port.target_port)),) for ip in service.providers
-            ),
+            tuple((Ct(resubmit, fields.CT_ZONE, commit=True, nat=Nat(ip, port.target_port)),) for ip in service.providers),
         )
         for service in _live(inputs)
         for port in service.ports

@@ -53,9 +53,7 @@ def test_network_lifecycle_and_contiv_shapes(node: ContivdProcess) -> None:
         ("/api/v1/policys/default:p/", {"tenantName": "default", "policyName": "p", "x": []}, 400, "x"),
     ],
 )
-def test_invalid_input_is_a_4xx_naming_the_problem_and_writes_nothing(
-    node: ContivdProcess, path: str, body: dict, status: int, words: str
-) -> None:
+def test_invalid_input_is_a_4xx_naming_the_problem_and_writes_nothing(node: ContivdProcess, path: str, body: dict, status: int, words: str) -> None:
     before = node.get("/info").json()["cluster"]["revision"]
     answer = node.post(path, body)
     assert answer.status_code == status and words in answer.json()["error"], answer.text
@@ -80,7 +78,11 @@ def endpoint(node: ContivdProcess, ep: str, network: str = "net2", group: str = 
 
 def test_ipam_pools_static_addresses_reuse_and_exhaustion(node: ContivdProcess) -> None:
     ensure(node, "/api/v1/networks/default:net2/", {**NET, "networkName": "net2", "subnet": "198.18.2.0/28", "gateway": "198.18.2.14"})
-    ensure(node, "/api/v1/endpointGroups/default:pool/", {"tenantName": "default", "groupName": "pool", "networkName": "net2", "ipPool": "198.18.2.10-198.18.2.11"})
+    ensure(
+        node,
+        "/api/v1/endpointGroups/default:pool/",
+        {"tenantName": "default", "groupName": "pool", "networkName": "net2", "ipPool": "198.18.2.10-198.18.2.11"},
+    )
     first = endpoint(node, "a").json()["EndpointConfig"]
     assert first["ipAddress"] == "198.18.2.1" and first["macAddress"] == "02:02:c6:12:02:01"
     assert endpoint(node, "a").json()["EndpointConfig"] == first, "createEndpoint is idempotent"
@@ -105,7 +107,20 @@ def test_ipam_pools_static_addresses_reuse_and_exhaustion(node: ContivdProcess) 
 def test_policy_rules_compile_into_state(node: ContivdProcess) -> None:
     ensure(node, "/api/v1/networks/default:net3/", {**NET, "networkName": "net3", "subnet": "198.18.3.0/24", "gateway": "198.18.3.254"})
     ensure(node, "/api/v1/policys/default:web-in/", {"tenantName": "default", "policyName": "web-in"})
-    ensure(node, "/api/v1/rules/default:web-in:1/", {"tenantName": "default", "policyName": "web-in", "ruleId": "1", "direction": "in", "protocol": "tcp", "port": 80, "action": "allow", "priority": 10})
+    ensure(
+        node,
+        "/api/v1/rules/default:web-in:1/",
+        {
+            "tenantName": "default",
+            "policyName": "web-in",
+            "ruleId": "1",
+            "direction": "in",
+            "protocol": "tcp",
+            "port": 80,
+            "action": "allow",
+            "priority": 10,
+        },
+    )
     ensure(node, "/api/v1/endpointGroups/default:web/", {"tenantName": "default", "groupName": "web", "networkName": "net3", "policies": ["web-in"]})
     rules = node.get("/debug/ofnet").json()["PolicyDb"]
     compiled = {k.rsplit(":", 1)[1]: v for k, v in rules.items() if k.startswith("default:web:default:web-in:")}
@@ -188,8 +203,14 @@ def test_contiv_error_compat_answers_500_text(tmp_path) -> None:  # type: ignore
 
 
 def test_netprofile_reaches_group_state_and_global_ranges_guard_allocated_tags(node: ContivdProcess) -> None:
-    ensure(node, "/api/v1/netprofiles/default:gold/", {"tenantName": "default", "profileName": "gold", "bandwidth": "10Mbps", "DSCP": 46, "burst": 3000})
-    ensure(node, "/api/v1/networks/default:vl/", {**NET, "networkName": "vl", "encap": "vlan", "pktTag": 3000, "subnet": "198.18.30.0/24", "gateway": "198.18.30.254"})
+    ensure(
+        node, "/api/v1/netprofiles/default:gold/", {"tenantName": "default", "profileName": "gold", "bandwidth": "10Mbps", "DSCP": 46, "burst": 3000}
+    )
+    ensure(
+        node,
+        "/api/v1/networks/default:vl/",
+        {**NET, "networkName": "vl", "encap": "vlan", "pktTag": 3000, "subnet": "198.18.30.0/24", "gateway": "198.18.30.254"},
+    )
     ensure(node, "/api/v1/endpointGroups/default:g1/", {"tenantName": "default", "groupName": "g1", "networkName": "vl", "netProfile": "gold"})
     busy = node.delete("/api/v1/netprofiles/default:gold/")
     assert busy.status_code == 409
@@ -197,5 +218,8 @@ def test_netprofile_reaches_group_state_and_global_ranges_guard_allocated_tags(n
     shrink = {k: v for k, v in glob.items() if k not in ("key", "link-sets", "links")} | {"vlans": "1-2000"}
     refused = node.post("/api/v1/globals/global/", shrink)
     assert refused.status_code == 409 and "3000" in refused.json()["error"], refused.text
-    duplicate = node.post("/api/v1/networks/default:vl2/", {**NET, "networkName": "vl2", "encap": "vlan", "pktTag": 3000, "subnet": "198.18.31.0/24", "gateway": "198.18.31.254"})
+    duplicate = node.post(
+        "/api/v1/networks/default:vl2/",
+        {**NET, "networkName": "vl2", "encap": "vlan", "pktTag": 3000, "subnet": "198.18.31.0/24", "gateway": "198.18.31.254"},
+    )
     assert duplicate.status_code == 409 and "3000" in duplicate.json()["error"]

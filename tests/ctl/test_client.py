@@ -30,10 +30,7 @@ def test_json_answers_are_decoded_and_bodies_sent_as_json() -> None:
 
     with client(handler) as c:
         assert c.post("/api/v1/networks/default:n1/", {"subnet": "10.1.1.0/24"}) == {"key": "default:n1"}
-    assert (
-        seen[0].content == b'{"subnet":"10.1.1.0/24"}'
-        and str(seen[0].url) == "http://contivd.test:9999/api/v1/networks/default:n1/"
-    )
+    assert seen[0].content == b'{"subnet":"10.1.1.0/24"}' and str(seen[0].url) == "http://contivd.test:9999/api/v1/networks/default:n1/"
     assert "authorization" not in seen[0].headers
 
 

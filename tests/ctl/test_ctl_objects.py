@@ -38,9 +38,9 @@ def test_network_lifecycle(ctl: Ctl) -> None:
         "-t",
         "blue",
         "-s",
-        "10.20.0.0/24",
+        "198.18.20.0/24",
         "-g",
-        "10.20.0.254",
+        "198.18.20.254",
         "-e",
         "vlan",
         "-p",
@@ -51,15 +51,15 @@ def test_network_lifecycle(ctl: Ctl) -> None:
     )
     assert out.stdout == "Creating network blue:web\n"
     table = ctl("network", "ls", "-t", "blue").stdout
-    assert table.startswith("Tenant  Network  Nw Type  Encap type  Packet tag  Subnet        Gateway")
-    assert rows(table) == [["blue", "web", "data", "vlan", "120", "10.20.0.0/24", "10.20.0.254", "web-net"]]
+    assert table.startswith("Tenant  Network  Nw Type  Encap type  Packet tag  Subnet          Gateway")
+    assert rows(table) == [["blue", "web", "data", "vlan", "120", "198.18.20.0/24", "198.18.20.254", "web-net"]]
     assert ctl("network", "list", "-t", "blue", "-q").stdout == "web\n"
     assert [n["key"] for n in json.loads(ctl("network", "ls", "-t", "blue", "-j").stdout)] == ["blue:web"]
     assert "blue" not in ctl("network", "ls").stdout, "ls shows the default tenant only"
     assert "blue:web" in [n["key"] for n in json.loads(ctl("network", "ls", "-a", "--json").stdout)]
     oper = json.loads(ctl("net", "inspect", "-t", "blue", "web").stdout)["Oper"]
-    assert oper["pktTag"] == 120 and oper["allocatedIPAddresses"] == "10.20.0.254"
-    ctl.fails("net", "create", "-t", "blue", "-s", "10.20.0.0/25", "web2", message="conflicts with subnet 10.20.0.0/24")
+    assert oper["pktTag"] == 120 and oper["allocatedIPAddresses"] == "198.18.20.254"
+    ctl.fails("net", "create", "-t", "blue", "-s", "198.18.20.0/25", "web2", message="conflicts with subnet 198.18.20.0/24")
     ctl.fails("net", "ls", "-t", "nope", message="tenant not found")
     ctl("net", "create", "web3", code=2)  # --subnet is required: a usage error, not a request
     assert ctl("net", "rm", "-t", "blue", "web").stdout == "Deleting network blue:web\n"
@@ -68,16 +68,16 @@ def test_network_lifecycle(ctl: Ctl) -> None:
 
 
 def test_group_lifecycle(ctl: Ctl) -> None:
-    ctl("net", "create", "-s", "10.21.0.0/24", "gnet")
+    ctl("net", "create", "-s", "198.18.21.0/24", "gnet")
     ctl("policy", "create", "gpol")
     ctl("netprofile", "create", "gprof", "-b", "1gbps")
-    out = ctl("group", "create", "gnet", "front", "-p", "gpol", "-n", "gprof", "-r", "10.21.0.10-10.21.0.20", "--tag", "fe")
+    out = ctl("group", "create", "gnet", "front", "-p", "gpol", "-n", "gprof", "-r", "198.18.21.10-198.18.21.20", "--tag", "fe")
     assert out.stdout == "Creating EndpointGroup default:front\n"
-    assert ["default", "front", "gnet", "10.21.0.10-10.21.0.20", "fe", "gpol", "gprof"] in rows(ctl("group", "ls").stdout)
+    assert ["default", "front", "gnet", "198.18.21.10-198.18.21.20", "fe", "gpol", "gprof"] in rows(ctl("group", "ls").stdout)
     assert "front" in ctl("group", "ls", "-q").stdout.splitlines()
     group = next(g for g in json.loads(ctl("group", "ls", "--json").stdout) if g["groupName"] == "front")
     assert group["policies"] == ["gpol"] and group["netProfile"] == "gprof"
-    assert json.loads(ctl("group", "inspect", "front").stdout)["Oper"]["availableIPAddresses"] == "10.21.0.10-10.21.0.20"
+    assert json.loads(ctl("group", "inspect", "front").stdout)["Oper"]["availableIPAddresses"] == "198.18.21.10-198.18.21.20"
     ctl.fails("group", "create", "nosuchnet", "back", message="Network nosuchnet not found")
     ctl.fails("policy", "rm", "gpol", message="Policy is being used")
     assert ctl("group", "rm", "front").stdout == "Deleting EndpointGroup default:front\n"
@@ -86,7 +86,7 @@ def test_group_lifecycle(ctl: Ctl) -> None:
 
 
 def test_policy_and_rules(ctl: Ctl) -> None:
-    ctl("net", "create", "-s", "10.22.0.0/24", "pnet")
+    ctl("net", "create", "-s", "198.18.22.0/24", "pnet")
     ctl("group", "create", "pnet", "app")
     assert ctl("policy", "create", "web").stdout == "Creating policy default:web\n"
     assert ["default", "web"] in rows(ctl("policy", "ls").stdout)
@@ -94,12 +94,12 @@ def test_policy_and_rules(ctl: Ctl) -> None:
     assert "default:web" in [p["key"] for p in json.loads(ctl("policy", "ls", "--json").stdout)]
     add = ctl("policy", "rule-add", "web", "1", "-p", "10", "-g", "app", "-l", "tcp", "-P", "80")
     assert add.stdout == "Creating rule default:web:1\n"
-    ctl("policy", "rule-add", "web", "2", "--priority", "5", "--from-ip-address", "10.0.0.0/8", "--action", "deny")
+    ctl("policy", "rule-add", "web", "2", "--priority", "5", "--from-ip-address", "198.18.0.0/15", "--action", "deny")
     ctl("policy", "rule-add", "web", "3", "--direction", "out", "--to-network", "pnet", "--protocol", "udp", "--port", "53")
     listing = ctl("policy", "rule-ls", "web").stdout
     incoming, outgoing = listing.split("\nOutgoing Rules:\n")
     assert incoming.startswith("Incoming Rules:\nRule  Priority  From EndpointGroup")
-    assert rows(incoming.split("\n", 1)[1]) == [["2", "5", "10.0.0.0/8", "deny"], ["1", "10", "app", "tcp", "80", "allow"]]
+    assert rows(incoming.split("\n", 1)[1]) == [["2", "5", "198.18.0.0/15", "deny"], ["1", "10", "app", "tcp", "80", "allow"]]
     assert rows(outgoing) == [["3", "1", "pnet", "udp", "53", "allow"]]
     assert sorted(ctl("policy", "rule-ls", "web", "-q").stdout.split()) == ["1", "2", "3"]
     assert {r["key"] for r in json.loads(ctl("policy", "rule-ls", "web", "--json").stdout)} == {
@@ -119,9 +119,7 @@ def test_policy_and_rules(ctl: Ctl) -> None:
 
 
 def test_netprofile_lifecycle(ctl: Ctl) -> None:
-    assert (
-        ctl("netprofile", "create", "gold", "-b", "10 gb", "-d", "10", "-s", "100").stdout == "Creating netprofile default:gold\n"
-    )
+    assert ctl("netprofile", "create", "gold", "-b", "10 gb", "-d", "10", "-s", "100").stdout == "Creating netprofile default:gold\n"
     assert ["gold", "default", "10Gbps", "10", "100"] in rows(ctl("netprofile", "ls").stdout)
     assert "gold" in ctl("netprofile", "ls", "-q").stdout.splitlines()
     profile = next(p for p in json.loads(ctl("netprofile", "ls", "--json").stdout) if p["profileName"] == "gold")
@@ -132,7 +130,7 @@ def test_netprofile_lifecycle(ctl: Ctl) -> None:
 
 
 def test_service_lifecycle(ctl: Ctl) -> None:
-    ctl("net", "create", "-s", "10.23.0.0/24", "snet")
+    ctl("net", "create", "-s", "198.18.23.0/24", "snet")
     out = ctl(
         "service",
         "create",
@@ -146,13 +144,13 @@ def test_service_lifecycle(ctl: Ctl) -> None:
         "--port",
         "53:5353:UDP",
         "--ip",
-        "10.23.0.53",
+        "198.18.23.53",
     )
     assert out.stdout == "Creating ServiceLB default:dns\n"
     assert ["dns", "default", "snet", "[app=dns tier=core]"] in rows(ctl("service", "ls").stdout)
     assert "dns" in ctl("service", "ls", "-q").stdout.splitlines()
     service = next(s for s in json.loads(ctl("service", "ls", "--json").stdout) if s["serviceName"] == "dns")
-    assert service["ports"] == ["53:5353:UDP"] and service["ipAddress"] == "10.23.0.53"
+    assert service["ports"] == ["53:5353:UDP"] and service["ipAddress"] == "198.18.23.53"
     assert json.loads(ctl("service", "inspect", "dns").stdout)["Config"]["networkName"] == "snet"
     ctl.fails("service", "create", "web", "-s", "snet", "-l", "app=web", "-p", "80:x", message="Invalid Port maping")
     assert ctl("service", "rm", "dns").stdout == "Deleting ServiceLB default:dns\n"
@@ -165,26 +163,26 @@ def test_bgp_lifecycle(ctl: Ctl) -> None:
         "create",
         "host1",
         "--router-ip",
-        "10.9.9.1/24",
+        "198.19.9.1/24",
         "--as",
         "65000",
         "--neighbor-as",
         "65001",
         "--neighbor",
-        "10.9.9.2",
+        "198.19.9.2",
     )
     assert out.stdout == "Creating Bgp router config host1\n"
-    assert rows(ctl("bgp", "ls").stdout) == [["host1", "10.9.9.1/24", "65000", "10.9.9.2", "65001"]]
+    assert rows(ctl("bgp", "ls").stdout) == [["host1", "198.19.9.1/24", "65000", "198.19.9.2", "65001"]]
     assert ctl("bgp", "ls", "-q").stdout == "host1\n"
     assert json.loads(ctl("bgp", "ls", "--json").stdout)[0]["neighbor-as"] == "65001"
-    assert json.loads(ctl("bgp", "inspect", "host1").stdout)["Config"]["routerip"] == "10.9.9.1/24"
-    ctl.fails("bgp", "create", "host2", "--router-ip", "10.9.9.1", message="routerip string invalid format")
+    assert json.loads(ctl("bgp", "inspect", "host1").stdout)["Config"]["routerip"] == "198.19.9.1/24"
+    ctl.fails("bgp", "create", "host2", "--router-ip", "198.19.9.1", message="routerip string invalid format")
     assert ctl("bgp", "rm", "host1").stdout == "Deleting Bgp router config host1\n"
     assert ctl("bgp", "ls", "-q").stdout == ""
 
 
 def test_app_profile_lifecycle(ctl: Ctl) -> None:
-    ctl("net", "create", "-s", "10.24.0.0/24", "anet")
+    ctl("net", "create", "-s", "198.18.24.0/24", "anet")
     for group in ("ui", "api"):
         ctl("group", "create", "anet", group)
     assert ctl("app-profile", "create", "shop", "-g", "ui,api").stdout == "Creating AppProfile default:shop\n"
@@ -237,7 +235,7 @@ def test_aci_gw_set_info_inspect(ctl: Ctl) -> None:
 
 
 def test_endpoint_inspect(ctl: Ctl, node: ContivdProcess) -> None:
-    ctl("net", "create", "-s", "10.25.0.0/24", "enet")
+    ctl("net", "create", "-s", "198.18.25.0/24", "enet")
     ctl("group", "create", "enet", "pods")
     answer = node.post(
         "/plugin/createEndpoint",
@@ -246,7 +244,7 @@ def test_endpoint_inspect(ctl: Ctl, node: ContivdProcess) -> None:
     )  # fmt: skip
     assert answer.status_code == 200, answer.text
     oper = json.loads(ctl("ep", "inspect", "c0ffee42").stdout)["Oper"]
-    assert oper["endpointID"] == "c0ffee42" and oper["ipAddress"][0] == "10.25.0.1"
+    assert oper["endpointID"] == "c0ffee42" and oper["ipAddress"][0] == "198.18.25.1"
     ctl.fails("endpoint", "inspect", "deadbeef99", message="endpoint not found")
     node.post("/plugin/deleteEndpoint", {"TenantName": "default", "NetworkName": "enet", "EndpointID": "c0ffee42"})
     ctl("group", "rm", "pods")

@@ -11,9 +11,7 @@ from contivd.ctl.commands import RESOURCES
 
 def test_table_pads_columns_like_tabwriter_and_strips_trailing_blanks() -> None:
     text = output.table(["Tenant", "Network", "Subnet"], [["default", "n1", "10.1.1.0/24"], ["t", "longer-name", ""]])
-    assert text == (
-        "Tenant   Network      Subnet\n------   -------      ------\ndefault  n1           10.1.1.0/24\nt        longer-name\n"
-    )
+    assert text == ("Tenant   Network      Subnet\n------   -------      ------\ndefault  n1           10.1.1.0/24\nt        longer-name\n")
 
 
 def test_table_without_rows_keeps_the_header_and_pads_short_rows() -> None:
@@ -54,10 +52,7 @@ def test_bandwidth_is_normalised_as_netctl_shows_it(raw: object, shown: str) -> 
 def test_go_list_labelled_joined() -> None:
     assert views.go_list(["app=web", "tier=fe"]) == "[app=web tier=fe]"
     assert views.go_list(None) == "[]"
-    assert (
-        views.labelled((("Forward mode", "fwdMode"), ("ARP mode", "arpMode")), {"fwdMode": "routing"})
-        == "Forward mode: routing\nARP mode:\n"
-    )
+    assert views.labelled((("Forward mode", "fwdMode"), ("ARP mode", "arpMode")), {"fwdMode": "routing"}) == "Forward mode: routing\nARP mode:\n"
     assert views.joined("endpointGroups", {"endpointGroups": ["a", "b"]}) == "a,b\n"
 
 

@@ -11,9 +11,7 @@ import pytest
 
 def run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k != "CONTIVD_FASTPATH"} | env
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, check=False
-    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, check=False)
 
 
 def test_default_is_c() -> None:
@@ -34,9 +32,7 @@ def test_unknown_value_fails_loudly() -> None:
 HIDE_NATIVE = "import sys; sys.modules['fastpath._native'] = None; "
 
 
-@pytest.mark.parametrize(
-    ("env", "ok"), [({}, False), ({"CONTIVD_FASTPATH": "c"}, False), ({"CONTIVD_FASTPATH": "python"}, True)]
-)
+@pytest.mark.parametrize(("env", "ok"), [({}, False), ({"CONTIVD_FASTPATH": "c"}, False), ({"CONTIVD_FASTPATH": "python"}, True)])
 def test_missing_extension(env: dict[str, str], ok: bool) -> None:
     result = run(HIDE_NATIVE + "import fastpath; print(fastpath.DEFAULT.name, fastpath.C)", **env)
     if ok:

@@ -96,9 +96,7 @@ def scenarios(draw: st.DrawFn) -> tuple[int, list[tuple[Any, ...]]]:
         st.tuples(st.sampled_from(["set_range", "clear_range"]), bound, bound),
         st.tuples(st.just("next_clear"), st.one_of(bound, HUGE), st.booleans()),
         st.tuples(st.just("next_set"), st.one_of(bound, HUGE)),
-        st.tuples(
-            st.just("alloc"), st.one_of(st.integers(-2, 70), HUGE), st.one_of(bound, HUGE), st.booleans()
-        ),
+        st.tuples(st.just("alloc"), st.one_of(st.integers(-2, 70), HUGE), st.one_of(bound, HUGE), st.booleans()),
         st.tuples(st.sampled_from(["count", "first_set", "last_set"])),
     )
     return nbits, draw(st.lists(op, max_size=40))

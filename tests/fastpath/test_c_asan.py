@@ -20,9 +20,7 @@ DRIVER = Path(__file__).parent / "c" / "test_main.c"
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 
 
-@pytest.mark.skipif(
-    shutil.which("gcc") is None, reason="gcc is not installed, cannot build the sanitizer driver"
-)
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed, cannot build the sanitizer driver")
 def test_c_library_under_asan_and_ubsan(tmp_path: Path) -> None:
     exe = tmp_path / "fastpath_asan"
     sources = [str(p) for p in sorted(CSRC.glob("*.c"))] + [str(DRIVER)]

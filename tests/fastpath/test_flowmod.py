@@ -57,9 +57,7 @@ SET_FIELD_LIMITS = {
 }
 ACTIONS = st.one_of(
     st.builds(Output, u(U32), u(U16)),
-    st.sampled_from(sorted(SET_FIELD_LIMITS)).flatmap(
-        lambda f: st.builds(SetField, st.just(f), u(SET_FIELD_LIMITS[f]))
-    ),
+    st.sampled_from(sorted(SET_FIELD_LIMITS)).flatmap(lambda f: st.builds(SetField, st.just(f), u(SET_FIELD_LIMITS[f]))),
 )
 
 
@@ -116,9 +114,7 @@ def test_flow_mods_match_osken(specs: list[FlowSpec], command: Command, xid: int
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_batches(), st.sampled_from(list(Command)), u(U32), u(U32), u(U16))
-def test_bundles_match_osken(
-    specs: list[FlowSpec], command: Command, xid: int, bundle_id: int, flags: int
-) -> None:
+def test_bundles_match_osken(specs: list[FlowSpec], command: Command, xid: int, bundle_id: int, flags: int) -> None:
     expected = osken.bundle_bytes(specs, command, bundle_id, xid, flags)
     for backend in (C, PY):
         got = encode_bundle(specs, command, bundle_id=bundle_id, xid=xid, flags=flags, backend=backend)

@@ -66,11 +66,11 @@ def _ofp_print(message: bytes) -> str:
 @pytest.mark.skipif(shutil.which("ovs-ofctl") is None, reason="ovs-ofctl not installed")
 def test_ovs_decodes_every_message_to_our_text() -> None:
     for want in _states():
-        for flow, message in zip(want.flows, encode_flows(want.flows).split()):
+        for flow, message in zip(want.flows, encode_flows(want.flows).split(), strict=True):
             table = f"table:{flow.table} " if flow.table else ""
             expected = f"ADD {table}{match_text(flow)} cookie:{flow.cookie:#x} actions={actions_text(flow)}"
             assert re.sub(r"^OFPT_FLOW_MOD \(OF1.3\) \(xid=0x[0-9a-f]+\): ", "", _ofp_print(message)) == expected
-        for group, message in zip(want.groups, encode_groups(want.groups).split()):
+        for group, message in zip(want.groups, encode_groups(want.groups).split(), strict=True):
             assert _ofp_print(message).endswith(f"ADD {group_text(group)}")
 
 

@@ -24,9 +24,7 @@ def test_classifier_vxlan() -> None:
 
 
 def test_classifier_vlan_pops_the_uplink_tag() -> None:
-    inputs = NodeInputs(
-        "vlan", (LocalPort.from_state(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),), uplinks=(9, 8)
-    )
+    inputs = NodeInputs("vlan", (LocalPort.from_state(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),), uplinks=(9, 8))
     assert texts(classifier.flows(TABLES, inputs)) == [
         "priority=100,in_port=3 actions=write_metadata:0xc800000000/0x1ffffffffff0000,goto_table:1",
         "priority=100,in_port=8,dl_vlan=200 actions=pop_vlan,write_metadata:0x10000c800000000/0x1ffffffffff0000,goto_table:3",
@@ -43,18 +41,14 @@ def test_spoof_guard() -> None:
     inputs = node_a(local_ports=(LocalPort.from_state(WEB1, BLUE, WEB_EPG, 3),))
     assert texts(spoofguard.flows(TABLES, inputs)) == [
         "table=1, priority=100,ip,in_port=3,dl_src=02:02:0a:01:00:02,nw_src=10.1.0.2 actions=goto_table:3",
-        (
-            "table=1, priority=100,arp,in_port=3,dl_src=02:02:0a:01:00:02,arp_spa=10.1.0.2,arp_sha=02:02:0a:01:00:02"
-            " actions=goto_table:2"
-        ),
+        ("table=1, priority=100,arp,in_port=3,dl_src=02:02:0a:01:00:02,arp_spa=10.1.0.2,arp_sha=02:02:0a:01:00:02 actions=goto_table:2"),
     ]
 
 
 def test_proxy_arp_for_local_and_remote_endpoints() -> None:
     flows = arp.flows(TABLES, node_a())
     assert texts(flows) == [
-        f"table=2, priority=100,arp,metadata=0x6400000000/0xffffff00000000,arp_tpa={ip},arp_op=1 actions="
-        + ARP_REPLY.format(mac=mac, ip=ip)
+        f"table=2, priority=100,arp,metadata=0x6400000000/0xffffff00000000,arp_tpa={ip},arp_op=1 actions=" + ARP_REPLY.format(mac=mac, ip=ip)
         for ip, mac in (
             ("10.1.0.2", "02:02:0a:01:00:02"),
             ("10.1.0.3", "02:02:0a:01:00:03"),

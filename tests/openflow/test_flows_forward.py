@@ -16,50 +16,27 @@ NET = "metadata=0x6400000000/0xffffff00000000"
 
 def test_dst_epg_writes_group_and_mac() -> None:
     assert texts(dstepg.flows(TABLES, node_a())) == [
-        (
-            f"table=5, priority=100,ip,{NET},nw_dst=10.1.0.2 actions=set_field:02:02:0a:01:00:02->eth_dst,"
-            "write_metadata:0x5/0xffff,goto_table:6"
-        ),
-        (
-            f"table=5, priority=100,ip,{NET},nw_dst=10.1.0.3 actions=set_field:02:02:0a:01:00:03->eth_dst,"
-            "write_metadata:0x6/0xffff,goto_table:6"
-        ),
-        (
-            f"table=5, priority=100,ip,{NET},nw_dst=10.1.0.9 actions=set_field:02:02:0a:01:00:09->eth_dst,"
-            "write_metadata:0x5/0xffff,goto_table:6"
-        ),
+        (f"table=5, priority=100,ip,{NET},nw_dst=10.1.0.2 actions=set_field:02:02:0a:01:00:02->eth_dst,write_metadata:0x5/0xffff,goto_table:6"),
+        (f"table=5, priority=100,ip,{NET},nw_dst=10.1.0.3 actions=set_field:02:02:0a:01:00:03->eth_dst,write_metadata:0x6/0xffff,goto_table:6"),
+        (f"table=5, priority=100,ip,{NET},nw_dst=10.1.0.9 actions=set_field:02:02:0a:01:00:09->eth_dst,write_metadata:0x5/0xffff,goto_table:6"),
     ]
 
 
 def test_dscp_only_for_ports_with_a_netprofile_dscp() -> None:
-    assert texts(qos.flows(TABLES, node_a())) == [
-        "table=7, priority=100,ip,in_port=4 actions=set_field:46->ip_dscp,goto_table:8"
-    ]
+    assert texts(qos.flows(TABLES, node_a())) == ["table=7, priority=100,ip,in_port=4 actions=set_field:46->ip_dscp,goto_table:8"]
 
 
 def test_forward_vxlan() -> None:
     assert texts(forward.flows(TABLES, node_a())) == [
-        (
-            "table=8, priority=10,metadata=0x6400000000/0x1ffffff00000000,dl_dst=01:00:00:00:00:00/01:00:00:00:00:00"
-            f" actions=group:{ALL}"
-        ),
-        (
-            "table=8, priority=10,metadata=0x100006400000000/0x1ffffff00000000,dl_dst=01:00:00:00:00:00/01:00:00:00:00:00"
-            f" actions=group:{LOCAL}"
-        ),
+        (f"table=8, priority=10,metadata=0x6400000000/0x1ffffff00000000,dl_dst=01:00:00:00:00:00/01:00:00:00:00:00 actions=group:{ALL}"),
+        (f"table=8, priority=10,metadata=0x100006400000000/0x1ffffff00000000,dl_dst=01:00:00:00:00:00/01:00:00:00:00:00 actions=group:{LOCAL}"),
         f"table=8, priority=100,{NET},dl_dst=02:02:0a:01:00:02 actions=output:3",
         f"table=8, priority=100,{NET},dl_dst=02:02:0a:01:00:03 actions=output:4",
-        (
-            "table=8, priority=100,metadata=0x6400000000/0x1ffffff00000000,dl_dst=02:02:0a:01:00:09"
-            " actions=set_field:0x64->tun_id,output:7"
-        ),
+        ("table=8, priority=100,metadata=0x6400000000/0x1ffffff00000000,dl_dst=02:02:0a:01:00:09 actions=set_field:0x64->tun_id,output:7"),
     ]
     assert sorted(group_text(g) for g in forward.groups(TABLES, node_a())) == sorted(
         [
-            (
-                f"group_id={ALL},type=all,bucket=actions=output:3,bucket=actions=output:4,"
-                "bucket=actions=set_field:0x64->tun_id,output:7"
-            ),
+            (f"group_id={ALL},type=all,bucket=actions=output:3,bucket=actions=output:4,bucket=actions=set_field:0x64->tun_id,output:7"),
             f"group_id={LOCAL},type=all,bucket=actions=output:3,bucket=actions=output:4",
         ]
     )

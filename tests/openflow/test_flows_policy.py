@@ -26,14 +26,8 @@ def test_ofnet_vectors_with_our_metadata_layout() -> None:
     udp = rule(RuleId="u", SrcEndpointGroup=300, DstEndpointGroup=400, SrcIpAddr="20.20.20.20/24",
                DstIpAddr="20.2.2.2/24", IpProtocol=17, SrcPort=400, DstPort=300, Action="deny")  # fmt: skip
     assert policy_texts(tcp, udp) == [
-        (
-            "table=6, priority=110,tcp,metadata=0x6400c8/0xffffffff,nw_src=10.10.10.0/24,nw_dst=10.1.1.0/24,"
-            "tp_src=200,tp_dst=100 actions=goto_table:7"
-        ),
-        (
-            "table=6, priority=110,udp,metadata=0x12c0190/0xffffffff,nw_src=20.20.20.0/24,nw_dst=20.2.2.0/24,"
-            "tp_src=400,tp_dst=300 actions=drop"
-        ),
+        ("table=6, priority=110,tcp,metadata=0x6400c8/0xffffffff,nw_src=10.10.10.0/24,nw_dst=10.1.1.0/24,tp_src=200,tp_dst=100 actions=goto_table:7"),
+        ("table=6, priority=110,udp,metadata=0x12c0190/0xffffffff,nw_src=20.20.20.0/24,nw_dst=20.2.2.0/24,tp_src=400,tp_dst=300 actions=drop"),
     ]
 
 

@@ -18,9 +18,7 @@ from tests.openflow.scenario import BLUE, DB1, DB_EPG, SERVICE_LB, WEB2
 
 def test_local_port_carries_network_epg_and_netprofile() -> None:
     port = LocalPort.from_state(DB1, BLUE, DB_EPG, 4)
-    assert port == LocalPort(
-        4, "blue.t-db1", 0x0A010003, 0x02020A010003, NetworkRef("blue.t", "vxlan", 1, 100), 6, 46, 10_000, 64
-    )
+    assert port == LocalPort(4, "blue.t-db1", 0x0A010003, 0x02020A010003, NetworkRef("blue.t", "vxlan", 1, 100), 6, 46, 10_000, 64)
     assert port.network.tag == 100
 
 

@@ -30,9 +30,7 @@ def test_table_ids_follow_declaration_order() -> None:
 
 def test_every_table_has_exactly_one_miss_flow_with_its_declared_behaviour() -> None:
     misses = [f for f in desired(node_a()).flows if f.priority == 0]
-    assert [(f.table, f.match, f.goto) for f in misses] == [
-        (TABLES[s.name].id, (), None if s.miss is None else TABLES[s.miss].id) for s in PIPELINE
-    ]
+    assert [(f.table, f.match, f.goto) for f in misses] == [(TABLES[s.name].id, (), None if s.miss is None else TABLES[s.miss].id) for s in PIPELINE]
 
 
 @pytest.mark.parametrize(

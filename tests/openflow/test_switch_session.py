@@ -172,9 +172,7 @@ def test_error_names_the_failed_request_and_its_xid() -> None:
     assert isinstance(event, RequestFailed) and event.request == request
     assert isinstance(event.error, SwitchError)
     assert (event.error.type, event.error.code, event.error.xid) == (1, ofp.OFPBRC_BAD_TYPE, xid)
-    assert str(event.error) == (
-        f"switch rejected OFPT_BARRIER_REQUEST xid={xid}: OFPET_BAD_REQUEST/OFPBRC_BAD_TYPE (type=1, code=1)"
-    )
+    assert str(event.error) == (f"switch rejected OFPT_BARRIER_REQUEST xid={xid}: OFPET_BAD_REQUEST/OFPBRC_BAD_TYPE (type=1, code=1)")
     assert session.statistics().errors == 1
 
 
@@ -192,9 +190,7 @@ def test_flow_stats_parts_are_collected_into_records() -> None:
     assert [(r.table, r.priority, r.cookie) for r in done.result] == [(3, 10, 0xAB), (3, 20, 0xAB), (3, 30, 0xAB)]
     first = done.result[0]
     assert first.match == (("eth_type", 0x0800), ("ipv4_dst", "198.18.0.1"))
-    assert first.instructions == (
-        (("OFPInstructionGotoTable", (("len", 8), ("table_id", 5), ("type", 1))),),
-    )
+    assert first.instructions == ((("OFPInstructionGotoTable", (("len", 8), ("table_id", 5), ("type", 1))),),)
     assert done.result[1].instructions == ()
     assert (first.packet_count, first.byte_count) == (1, 2)
     assert hash(first) == hash(first)
@@ -212,7 +208,7 @@ def test_bundle_is_restamped_and_committed_only_after_the_barrier() -> None:
     assert [t for t, _, _ in out] == [ofp.OFPT_EXPERIMENTER] * 3 + [ofp.OFPT_BARRIER_REQUEST]
     xids = [xid for _, xid, _ in out]
     assert xids == list(range(xids[0], xids[0] + 4)) and request == xids[0]
-    for _, xid, raw in out[:3]:
+    for _, _xid, raw in out[:3]:
         assert struct.unpack_from("!I", raw, 16)[0] == 1  # the session's bundle id, not 42
     for _, xid, raw in out[1:3]:
         assert struct.unpack_from("!I", raw, 28)[0] == xid  # inner flow-mod xid follows the add

@@ -21,8 +21,8 @@ UNUSED_CONTROLLER_PORT = 9  # discard: the bridge never connects, flows come fro
 def _vxlan_with_varied_rules() -> Desired:
     a = node_a()
     more = (
-        rule(RuleId="x1", SrcEndpointGroup=100, DstEndpointGroup=200, SrcIpAddr="10.10.10.10/24",
-             DstIpAddr="10.1.1.1/24", IpProtocol=6, SrcPort=200, DstPort=100, TcpFlags="syn,!ack"),
+        rule(RuleId="x1", SrcEndpointGroup=100, DstEndpointGroup=200, SrcIpAddr="198.19.10.10/24",
+             DstIpAddr="198.18.1.1/24", IpProtocol=6, SrcPort=200, DstPort=100, TcpFlags="syn,!ack"),
         rule(RuleId="x2", DstEndpointGroup=9, IpProtocol=17, SrcPort=53, Action="deny"),
         rule(RuleId="x3", SrcEndpointGroup=9, IpProtocol=1, Priority=3),
     )  # fmt: skip
@@ -33,8 +33,8 @@ def _vlan() -> Desired:
     return desired(
         NodeInputs(
             "vlan",
-            (LocalPort.from_state(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),),
-            (RemoteEndpoint.from_state(ep("b", "10.2.0.3", 0, RED_VLAN), RED_VLAN),),
+            (LocalPort.from_state(ep("a", "198.18.2.2", 0, RED_VLAN), RED_VLAN, None, 3),),
+            (RemoteEndpoint.from_state(ep("b", "198.18.2.3", 0, RED_VLAN), RED_VLAN),),
             uplinks=(9, 8),
         )
     )

@@ -44,9 +44,7 @@ async def test_bridge_is_created_with_contiv_settings_idempotently(ovs: ManagedO
         assert name not in vsctl(ovs, "list-br").split()
 
 
-async def test_ports_external_ids_ofports_and_policing(
-    ovs: ManagedOvs, run_id: str, make_veth: Callable[..., tuple[str, str]]
-) -> None:
+async def test_ports_external_ids_ofports_and_policing(ovs: ManagedOvs, run_id: str, make_veth: Callable[..., tuple[str, str]]) -> None:
     host_end, _ = make_veth("a", netns=ovs.netns)
     uplink, _ = make_veth("u", netns=ovs.netns)
     internal, tunnel = f"cvi{run_id}", f"cvx{run_id}"
@@ -115,4 +113,3 @@ async def test_errors_name_the_bridge_and_port(ovs: ManagedOvs, run_id: str) -> 
         with pytest.raises(OvsError, match=f"bridge {br.name} port {internal}: the port is on bridge {other.name}"):
             await br.ensure_port(PortSpec(internal, PortKind.INTERNAL))
         assert br.statistics().errors == 4
-

@@ -71,9 +71,7 @@ async def test_killed_ovsdb_server_is_restarted(ovs: ManagedOvs) -> None:
     assert vsctl(ovs, "--no-wait", "get", "Open_vSwitch", ".", "_uuid")
 
 
-async def test_leave_running_lets_the_next_supervisor_adopt_the_daemons(
-    data_dir: Path, make_netns: Callable[[str], str]
-) -> None:
+async def test_leave_running_lets_the_next_supervisor_adopt_the_daemons(data_dir: Path, make_netns: Callable[[str], str]) -> None:
     netns = make_netns("l")
     async with running(ManagedOvs(data_dir, netns=netns, leave_running=True)) as managed:
         first = pids(managed)
@@ -111,9 +109,7 @@ def _restarts(ovs: ManagedOvs, name: str) -> int:
     return next(d.restarts for d in ovs.statistics().daemons if d.name == name)
 
 
-async def test_second_userspace_ovs_in_one_namespace_fails_loudly(
-    data_dir: Path, run_id: str, make_netns: Callable[[str], str]
-) -> None:
+async def test_second_userspace_ovs_in_one_namespace_fails_loudly(data_dir: Path, run_id: str, make_netns: Callable[[str], str]) -> None:
     """Both would need the namespace's `ovs-netdev` tap: the loser's bridge never comes up, and
     ensure_bridge says so instead of returning as if it had worked."""
     netns = make_netns("d")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import pytest
 import trio
@@ -20,7 +20,6 @@ from raftstore import (
     absent,
     open_store,
 )
-
 from raftstore.testing import free_ports
 
 
@@ -147,9 +146,7 @@ async def test_kept_alive_lease_survives_beyond_its_ttl(store: Store) -> None:
 
 async def test_no_quorum_fails_within_the_timeout(tmp_path: Path) -> None:
     (missing,) = free_ports(1)
-    cfg = StoreConfig(
-        listen=config(tmp_path).listen, peers=(f"127.0.0.1:{missing}",), data_dir=tmp_path / "d", request_timeout=1.0
-    )
+    cfg = StoreConfig(listen=config(tmp_path).listen, peers=(f"127.0.0.1:{missing}",), data_dir=tmp_path / "d", request_timeout=1.0)
     async with open_store(cfg) as store:
         with trio.fail_after(5):
             with pytest.raises(UnavailableError, match="no leader"):

@@ -58,8 +58,6 @@ def world() -> FakeLookup:
     lookup = FakeLookup()
     lookup.add("globals", **GLOBAL)
     lookup.add("tenants", tenantName="default")
-    lookup.add(
-        "networks", tenantName="default", networkName="net1", encap="vxlan", subnet="10.1.1.0/24", gateway="10.1.1.254"
-    )
+    lookup.add("networks", tenantName="default", networkName="net1", encap="vxlan", subnet="10.1.1.0/24", gateway="10.1.1.254")
     lookup.add("endpointGroups", tenantName="default", groupName="web", networkName="net1")
     return lookup

@@ -52,8 +52,7 @@ def test_network_subnets_may_not_overlap_within_a_tenant(world: FakeLookup, subn
 def test_network_overlap_rules(world: FakeLookup) -> None:
     world.add("tenants", tenantName="blue")
     create(world, "networks", **{**NET2, "tenantName": "blue", "subnet": "10.1.1.0/24"})  # other tenant: fine
-    world.add("networks", tenantName="blue", networkName="r1", encap="vlan", subnet="10.9.1.1-10.9.1.100/24",
-              ipv6Subnet="2001::/100")
+    world.add("networks", tenantName="blue", networkName="r1", encap="vlan", subnet="10.9.1.1-10.9.1.100/24", ipv6Subnet="2001::/100")
     create(world, "networks", **{**NET2, "tenantName": "blue", "subnet": "10.9.1.101-10.9.1.200/24"})
     with pytest.raises(ConflictError, match="conflicts with subnetv6 2001::/100"):
         create(world, "networks", **{**NET2, "tenantName": "blue", "ipv6Subnet": "2001::80/121"})
@@ -68,8 +67,7 @@ def test_network_and_group_names_clash(world: FakeLookup) -> None:
 
 def test_requested_tags_follow_the_global_ranges(world: FakeLookup) -> None:
     """TestNetworkPktRanges: with vlans 100-1000 and vxlans 1001-2000."""
-    world.add("globals", name="global", fwdMode="bridge", vlans="100-1000", vxlans="1001-2000",
-              pvtSubnet="172.19.0.0/16")
+    world.add("globals", name="global", fwdMode="bridge", vlans="100-1000", vxlans="1001-2000", pvtSubnet="172.19.0.0/16")
     world.tags["vlan"].add(200)
     world.tags["vxlan"].add(1500)
     create(world, "networks", **{**NET2, "pktTag": 100})
@@ -127,8 +125,7 @@ def test_group_with_existing_references(world: FakeLookup) -> None:
 )
 def test_group_ip_pools(world: FakeLookup, pool: str, error: type[Exception], problem: str) -> None:
     """TestEndpointGroupIPPoolCreateDelete: pools inside the hosts, clear of gateway and other pools."""
-    world.add("endpointGroups", tenantName="default", groupName="pool1", networkName="net1",
-              ipPool="10.1.1.10-10.1.1.20")
+    world.add("endpointGroups", tenantName="default", groupName="pool1", networkName="net1", ipPool="10.1.1.10-10.1.1.20")
     with pytest.raises(error, match=problem) as caught:
         create(world, "endpointGroups", **EPG, ipPool=pool)
     if isinstance(caught.value, ValidationError):
@@ -136,16 +133,14 @@ def test_group_ip_pools(world: FakeLookup, pool: str, error: type[Exception], pr
 
 
 def test_group_pools_are_per_network(world: FakeLookup) -> None:
-    world.add("endpointGroups", tenantName="default", groupName="pool1", networkName="net1",
-              ipPool="10.1.1.10-10.1.1.20")
+    world.add("endpointGroups", tenantName="default", groupName="pool1", networkName="net1", ipPool="10.1.1.10-10.1.1.20")
     world.add("networks", **NET2)
     create(world, "endpointGroups", **EPG, ipPool="10.1.1.21-10.1.1.40")
     create(world, "endpointGroups", **{**EPG, "networkName": "net2"}, ipPool="10.2.1.10-10.2.1.20")
 
 
 def test_aci_mode_groups_need_vlan_networks(world: FakeLookup) -> None:
-    world.add("globals", name="global", fwdMode="bridge", networkInfraType="aci", vlans="1-4094",
-              vxlans="1-10000", pvtSubnet="172.19.0.0/16")
+    world.add("globals", name="global", fwdMode="bridge", networkInfraType="aci", vlans="1-4094", vxlans="1-10000", pvtSubnet="172.19.0.0/16")
     with pytest.raises(ConflictError, match=r"^network type must be VLAN for ACI mode"):
         create(world, "endpointGroups", **EPG)
     with pytest.raises(ConflictError, match=r"^not supported in ACI fabric mode"):
@@ -214,21 +209,25 @@ def test_identical_repost_is_a_no_op(world: FakeLookup) -> None:
 @pytest.mark.parametrize(
     ("collection", "old", "changes", "problem"),
     [
-        ("tenants", {"tenantName": "blue"}, {"defaultNetwork": "net1"},
-         "^Cant change tenant parameters after its created: tenant blue would change defaultNetwork"),
-        ("networks", {**NET2}, {"gateway": "10.2.1.1"},
-         "^Cant change network parameters after its created: .* gateway"),
+        (
+            "tenants",
+            {"tenantName": "blue"},
+            {"defaultNetwork": "net1"},
+            "^Cant change tenant parameters after its created: tenant blue would change defaultNetwork",
+        ),
+        ("networks", {**NET2}, {"gateway": "10.2.1.1"}, "^Cant change network parameters after its created: .* gateway"),
         ("rules", {**RULE}, {"action": "deny"}, "^can not update a rule after its created: .* action"),
-        ("extContractsGroups", {"tenantName": "default", "contractsGroupName": "e", "contractsType": "provided"},
-         {"contractsType": "consumed"}, "^external contracts update not supported"),
-        ("endpointGroups", {**EPG}, {"networkName": "net2"},
-         r"^Cannot change network association after epg is created\."),
-        ("endpointGroups", {**EPG}, {"ipPool": "10.1.1.10-10.1.1.20"},
-         r"^Cannot change IP pool after epg is created\."),
+        (
+            "extContractsGroups",
+            {"tenantName": "default", "contractsGroupName": "e", "contractsType": "provided"},
+            {"contractsType": "consumed"},
+            "^external contracts update not supported",
+        ),
+        ("endpointGroups", {**EPG}, {"networkName": "net2"}, r"^Cannot change network association after epg is created\."),
+        ("endpointGroups", {**EPG}, {"ipPool": "10.1.1.10-10.1.1.20"}, r"^Cannot change IP pool after epg is created\."),
     ],
 )
-def test_refused_updates(world: FakeLookup, collection: str, old: dict[str, Any], changes: dict[str, Any],
-                         problem: str) -> None:
+def test_refused_updates(world: FakeLookup, collection: str, old: dict[str, Any], changes: dict[str, Any], problem: str) -> None:
     before, after = make(collection, **old), make(collection, **{**old, **changes})
     with pytest.raises(ConflictError, match=problem):
         check_update(kind_for(collection), before, after, world)
@@ -321,8 +320,7 @@ def test_network_delete(world: FakeLookup) -> None:
     world.endpoints["network", "default:net1"] = ["10.1.1.1"]
     with pytest.raises(ConflictError, match=r"^Error: Network default:net1 has active endpoints"):
         check_delete("network", "default:net1", world)
-    world.add("networks", tenantName="default", networkName="infra1", nwType="infra", encap="vlan",
-              subnet="10.9.9.0/24")
+    world.add("networks", tenantName="default", networkName="infra1", nwType="infra", encap="vlan", subnet="10.9.9.0/24")
     world.endpoints["network", "default:infra1"] = ["10.9.9.1"]
     assert check_delete("network", "default:infra1", world) == ()
 
@@ -352,14 +350,21 @@ def test_policy_delete_takes_its_rules(world: FakeLookup) -> None:
 @pytest.mark.parametrize(
     ("collection", "body", "group_fields", "problem"),
     [
-        ("netprofiles", {"tenantName": "default", "profileName": "gold"}, {"netProfile": "gold"},
-         r"^NetProfile is being used by endpoint groups default:app"),
-        ("extContractsGroups", {"tenantName": "default", "contractsGroupName": "ext", "contractsType": "provided"},
-         {"extContractsGrps": ["ext"]}, r"^External contracts group is in-use by endpoint groups default:app"),
+        (
+            "netprofiles",
+            {"tenantName": "default", "profileName": "gold"},
+            {"netProfile": "gold"},
+            r"^NetProfile is being used by endpoint groups default:app",
+        ),
+        (
+            "extContractsGroups",
+            {"tenantName": "default", "contractsGroupName": "ext", "contractsType": "provided"},
+            {"extContractsGrps": ["ext"]},
+            r"^External contracts group is in-use by endpoint groups default:app",
+        ),
     ],
 )
-def test_in_use_by_groups(world: FakeLookup, collection: str, body: dict[str, Any], group_fields: dict[str, Any],
-                          problem: str) -> None:
+def test_in_use_by_groups(world: FakeLookup, collection: str, body: dict[str, Any], group_fields: dict[str, Any], problem: str) -> None:
     target = world.add(collection, **body)
     world.add("endpointGroups", **EPG, **group_fields)
     with pytest.raises(ConflictError, match=problem):

@@ -55,8 +55,7 @@ def test_policy_basic() -> None:
 
 def test_policy_from_group() -> None:
     """TestPolicyFromEPG: tcp 8001 allowed only from group `common`."""
-    assert compiled(rule("3", direction="in", protocol="tcp", port=8001, fromEndpointGroup="common",
-                         action="allow", priority=100)) == [
+    assert compiled(rule("3", direction="in", protocol="tcp", port=8001, fromEndpointGroup="common", action="allow", priority=100)) == [
         expect("3:inRx", Priority=100, SrcEndpointGroup=7, DstEndpointGroup=3, IpProtocol=6, DstPort=8001),
         expect("3:inTx", Priority=100, SrcEndpointGroup=3, DstEndpointGroup=7, IpProtocol=6, SrcPort=8001),
     ]
@@ -75,10 +74,8 @@ def test_policy_features_incoming() -> None:
         expect("icmp-ip:inRx", Priority=100, DstEndpointGroup=3, SrcIpAddr="20.1.0.0/16", IpProtocol=1),
         expect("ip:inRx", DstEndpointGroup=3, SrcIpAddr="10.1.1.5/32", IpProtocol=6, DstPort=8001),
         expect("ip:inTx", SrcEndpointGroup=3, DstIpAddr="10.1.1.5/32", IpProtocol=6, SrcPort=8001),
-        expect("net-allow:inRx", Priority=10, DstEndpointGroup=3, SrcIpAddr="10.1.0.0/16", IpProtocol=6,
-               TcpFlags="syn,!ack"),
-        expect("net-deny:inRx", Priority=100, DstEndpointGroup=3, SrcIpAddr="20.1.0.0/16", IpProtocol=6,
-               TcpFlags="syn,!ack", Action="deny"),
+        expect("net-allow:inRx", Priority=10, DstEndpointGroup=3, SrcIpAddr="10.1.0.0/16", IpProtocol=6, TcpFlags="syn,!ack"),
+        expect("net-deny:inRx", Priority=100, DstEndpointGroup=3, SrcIpAddr="20.1.0.0/16", IpProtocol=6, TcpFlags="syn,!ack", Action="deny"),
     ]
 
 
@@ -93,19 +90,15 @@ def test_policy_features_outgoing() -> None:
         expect("grp:outTx", SrcEndpointGroup=3, DstEndpointGroup=9, IpProtocol=6, DstPort=8000),
         expect("ip:outRx", DstEndpointGroup=3, SrcIpAddr="20.1.1.0/24", IpProtocol=17, SrcPort=53),
         expect("ip:outTx", SrcEndpointGroup=3, DstIpAddr="20.1.1.0/24", IpProtocol=17, DstPort=53),
-        expect("net:outTx", SrcEndpointGroup=3, DstIpAddr="20.1.0.0/16", IpProtocol=6, TcpFlags="syn,!ack",
-               Action="deny"),
+        expect("net:outTx", SrcEndpointGroup=3, DstIpAddr="20.1.0.0/16", IpProtocol=6, TcpFlags="syn,!ack", Action="deny"),
     ]
 
 
 def test_incoming_rule_to_an_address() -> None:
     """The k8s network-policy form: `in` with a to-address narrows the group side to one endpoint."""
-    assert compiled(rule("k8s", direction="in", protocol="tcp", port=80, toIpAddress="10.1.1.5",
-                         fromIpAddress="10.9.0.0/16", action="allow")) == [
-        expect("k8s:inRx", DstEndpointGroup=3, SrcIpAddr="10.9.0.0/16", DstIpAddr="10.1.1.5/32", IpProtocol=6,
-               DstPort=80),
-        expect("k8s:inTx", SrcEndpointGroup=3, SrcIpAddr="10.1.1.5/32", DstIpAddr="10.9.0.0/16", IpProtocol=6,
-               SrcPort=80),
+    assert compiled(rule("k8s", direction="in", protocol="tcp", port=80, toIpAddress="10.1.1.5", fromIpAddress="10.9.0.0/16", action="allow")) == [
+        expect("k8s:inRx", DstEndpointGroup=3, SrcIpAddr="10.9.0.0/16", DstIpAddr="10.1.1.5/32", IpProtocol=6, DstPort=80),
+        expect("k8s:inTx", SrcEndpointGroup=3, SrcIpAddr="10.1.1.5/32", DstIpAddr="10.9.0.0/16", IpProtocol=6, SrcPort=80),
     ]
 
 
@@ -137,7 +130,12 @@ def test_attachment_takes_only_its_policy_and_is_deterministic() -> None:
     other = make("rules", tenantName="default", policyName="other", ruleId="1", direction="in", action="deny")
     result = compile_attachment(SRV, [*mine, other], REMOTES)
     assert [out.rule_id.split(":", 6)[-1] for out in result] == [
-        "10:inRx", "10:inTx", "1:inRx", "1:inTx", "9:inRx", "9:inTx",  # plain string order of the ids
+        "10:inRx",
+        "10:inTx",
+        "1:inRx",
+        "1:inTx",
+        "9:inRx",
+        "9:inTx",  # plain string order of the ids
     ]
     assert result == compile_attachment(SRV, list(reversed([*mine, other])), REMOTES)
     assert SRV.key == "default:srv:default:policy"

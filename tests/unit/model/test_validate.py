@@ -97,9 +97,25 @@ def test_fields_are_declared_in_contivs_check_order() -> None:
 LONG = "a" * 65
 INVALID: list[tuple[str, str, dict[str, Any]]] = [
     # tenant names (TestTenantAddDelete)
-    *[("tenants", "tenantName", {"tenantName": name}) for name in
-      ["tenant:invalid", "ten|ant", "ten\\ant", "ten#ant", "-tenant", "ten@ant", "ten!ant", "ten~ant", "ten*ant",
-       "ten^ant", "tenant-", "", LONG, "tenant\n"]],
+    *[
+        ("tenants", "tenantName", {"tenantName": name})
+        for name in [
+            "tenant:invalid",
+            "ten|ant",
+            "ten\\ant",
+            "ten#ant",
+            "-tenant",
+            "ten@ant",
+            "ten!ant",
+            "ten~ant",
+            "ten*ant",
+            "ten^ant",
+            "tenant-",
+            "",
+            LONG,
+            "tenant\n",
+        ]
+    ],
     ("tenants", "defaultNetwork", {"defaultNetwork": "bad_name"}),
     # network (TestNetworkAddDelete)
     ("networks", "subnet", {"subnet": "10.1.1.0/32"}),
@@ -169,8 +185,10 @@ INVALID: list[tuple[str, str, dict[str, Any]]] = [
     ("rules", "toIpAddress", {"direction": "out", "toNetwork": "net1", "toIpAddress": "10.1.1.1"}),
     ("rules", "toEndpointGroup", {"direction": "out", "toNetwork": "net1", "toEndpointGroup": "web"}),
     # netprofile (TestNetprofile)
-    *[("netprofiles", "bandwidth", {"bandwidth": rate}) for rate in
-      ["invalid", "10 Gkms", "10 ms", "Gbps", "0 Gbps", " 10 Gbps", "10 1", "10  Gbps", "10GB"]],
+    *[
+        ("netprofiles", "bandwidth", {"bandwidth": rate})
+        for rate in ["invalid", "10 Gkms", "10 ms", "Gbps", "0 Gbps", " 10 Gbps", "10 1", "10  Gbps", "10GB"]
+    ],
     ("netprofiles", "DSCP", {"DSCP": 64}),
     ("netprofiles", "DSCP", {"DSCP": -1}),
     ("netprofiles", "burst", {"burst": 10487}),
@@ -208,8 +226,7 @@ INVALID: list[tuple[str, str, dict[str, Any]]] = [
     # global (TestGlobalSetting)
     ("globals", "name", {"name": "foo"}),
     ("globals", "networkInfraType", {"networkInfraType": "xyz"}),
-    *[("globals", "vlans", {"vlans": vlans})
-      for vlans in ["1-5000", "0-4094", "1", "1?2", "abcd", "10-5", "", "1-4095"]],
+    *[("globals", "vlans", {"vlans": vlans}) for vlans in ["1-5000", "0-4094", "1", "1?2", "abcd", "10-5", "", "1-4095"]],
     *[("globals", "vxlans", {"vxlans": vxlans}) for vxlans in ["1-100000", "1-20000", "", "5"]],
     ("globals", "pvtSubnet", {"pvtSubnet": "172.21.0.0/24"}),
     ("globals", "pvtSubnet", {"pvtSubnet": DROP}),
@@ -275,9 +292,10 @@ def test_collections() -> None:
 @pytest.mark.parametrize(
     ("collection", "overrides"),
     [
-        *[("netprofiles", {"bandwidth": rate}) for rate in
-          ["2gbps", "10 Gbps", "10 Gb", "10 gb", "5Gb", "3Gbps", "4g", "4G", "20mbps", "6Mbps", "18Mb", "6 Mbps", "",
-           "500Kbps"]],
+        *[
+            ("netprofiles", {"bandwidth": rate})
+            for rate in ["2gbps", "10 Gbps", "10 Gb", "10 gb", "5Gb", "3Gbps", "4g", "4G", "20mbps", "6Mbps", "18Mb", "6 Mbps", "", "500Kbps"]
+        ],
         ("netprofiles", {"DSCP": 63, "burst": 10486}),
         ("netprofiles", {"burst": 2}),
         ("networks", {"subnet": "10.1.1.5-10.1.1.15/27", "gateway": "10.1.1.30"}),
@@ -321,8 +339,7 @@ def test_server_owned_members_are_accepted_and_ignored() -> None:
 
 def test_network_create_response_matches_contiv(world: FakeLookup) -> None:
     """The exchange of §1.1: POST networks/default:net1 → the object with its Tenant link."""
-    body = {"tenantName": "default", "networkName": "net1", "encap": "vxlan", "subnet": "10.1.1.0/24",
-            "gateway": "10.1.1.254"}
+    body = {"tenantName": "default", "networkName": "net1", "encap": "vxlan", "subnet": "10.1.1.0/24", "gateway": "10.1.1.254"}
     expected = json.loads(
         '{"key":"default:net1","encap":"vxlan","gateway":"10.1.1.254","networkName":"net1","nwType":"data",'
         '"subnet":"10.1.1.0/24","tenantName":"default","link-sets":{},'
@@ -336,11 +353,11 @@ def test_network_create_response_matches_contiv(world: FakeLookup) -> None:
 def test_links_are_derived_from_every_reference(world: FakeLookup) -> None:
     world.add("policys", tenantName="default", policyName="p1")
     world.add("netprofiles", tenantName="default", profileName="gold", bandwidth="10Mbps", DSCP=6)
-    web = world.add("endpointGroups", tenantName="default", groupName="web", networkName="net1",
-                    policies=["p1"], netProfile="gold")
+    web = world.add("endpointGroups", tenantName="default", groupName="web", networkName="net1", policies=["p1"], netProfile="gold")
     world.add("endpointGroups", tenantName="default", groupName="db", networkName="net1")
-    world.add("rules", tenantName="default", policyName="p1", ruleId="1", direction="in", action="allow",
-              fromEndpointGroup="db", protocol="tcp", port=5432)
+    world.add(
+        "rules", tenantName="default", policyName="p1", ruleId="1", direction="in", action="allow", fromEndpointGroup="db", protocol="tcp", port=5432
+    )
     world.add("appProfiles", tenantName="default", appProfileName="app", endpointGroups=["web"])
 
     def link(kind: str, key: str) -> dict[str, str]:
@@ -358,9 +375,7 @@ def test_links_are_derived_from_every_reference(world: FakeLookup) -> None:
     }
     db = world.get("endpointGroup", "default:db")
     assert db is not None
-    assert render("endpointGroup", db, world)["link-sets"] == {
-        "MatchRules": {"default:p1:1": link("rule", "default:p1:1")}
-    }
+    assert render("endpointGroup", db, world)["link-sets"] == {"MatchRules": {"default:p1:1": link("rule", "default:p1:1")}}
     rule = world.get("rule", "default:p1:1")
     assert rule is not None
     assert render("rule", rule, world) == {
@@ -375,8 +390,7 @@ def test_links_are_derived_from_every_reference(world: FakeLookup) -> None:
         "tenantName": "default",
         "link-sets": {
             "AppProfiles": {"default:app": link("appProfile", "default:app")},
-            "EndpointGroups": {"default:db": link("endpointGroup", "default:db"),
-                               "default:web": link("endpointGroup", "default:web")},
+            "EndpointGroups": {"default:db": link("endpointGroup", "default:db"), "default:web": link("endpointGroup", "default:web")},
             "NetProfiles": {"default:gold": link("netprofile", "default:gold")},
             "Networks": {"default:net1": link("network", "default:net1")},
             "Policies": {"default:p1": link("policy", "default:p1")},

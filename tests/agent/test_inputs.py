@@ -1,0 +1,120 @@
+"""Agent inputs from the state the real netmaster writes (in-process store), through the flow
+builders: the netmaster's JSON and the builders' `from_state` constructors must agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contivd.agent.inputs import node_inputs
+from contivd.netmaster.service import Netmaster
+from contivd.nodes import NodeInfo
+from openflow import desired, flow_text, group_text
+from raftstore import StoreConfig, open_store
+from raftstore.testing import free_ports
+
+NODES = [
+    NodeInfo("node-a", "127.0.0.1:1", "http://127.0.0.1:2", "198.19.0.1", "198.19.0.1", False, "t"),
+    NodeInfo("node-b", "127.0.0.1:3", "http://127.0.0.1:4", "198.19.0.2", "198.19.0.2", False, "t"),
+]
+
+
+async def cluster_state(tmp_path: Path) -> dict[str, Any]:
+    (port,) = free_ports(1)
+    async with open_store(StoreConfig(listen=f"127.0.0.1:{port}", data_dir=tmp_path / "s")) as store:
+        await store.wait_leader(timeout=10)
+        nm = Netmaster(store, "node-a")
+        await nm.ensure_defaults()
+        await nm.put_object(
+            "networks",
+            "default:pods",
+            {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"},
+        )
+        await nm.put_object(
+            "netprofiles", "default:gold", {"tenantName": "default", "profileName": "gold", "DSCP": 46, "bandwidth": "10Mbps", "burst": 3000}
+        )
+        await nm.put_object("policys", "default:web", {"tenantName": "default", "policyName": "web"})
+        await nm.put_object(
+            "rules",
+            "default:web:1",
+            {
+                "tenantName": "default",
+                "policyName": "web",
+                "ruleId": "1",
+                "direction": "in",
+                "protocol": "tcp",
+                "port": 8080,
+                "action": "deny",
+                "priority": 5,
+            },
+        )
+        await nm.put_object(
+            "endpointGroups",
+            "default:web",
+            {"tenantName": "default", "groupName": "web", "networkName": "pods", "policies": ["web"], "netProfile": "gold"},
+        )
+        await nm.put_object(
+            "networks",
+            "default:svc",
+            {"tenantName": "default", "networkName": "svc", "encap": "vxlan", "subnet": "198.18.1.0/24", "gateway": "198.18.1.254"},
+        )
+        for ep, host in (("a1", "node-a"), ("a2", "node-a"), ("b1", "node-b"), ("z1", "node-z")):
+            await nm.create_endpoint(
+                {"TenantName": "default", "NetworkName": "pods", "ServiceName": "web", "EndpointID": ep, "ConfigEP": {"Container": ep, "Host": host}}
+            )
+        await nm.put_object(
+            "serviceLBs",
+            "default:api",
+            {"tenantName": "default", "serviceName": "api", "networkName": "svc", "selectors": ["app=api"], "ports": ["80:8080:TCP"]},
+        )
+        await nm.update_endpoint({"Tenant": "default", "Network": "pods", "EndpointID": "b1", "Event": "start", "Labels": {"app": "api"}})
+        return {kv.key: kv.value for kv in await store.list("/contiv.io/state/")}
+
+
+@pytest.fixture
+async def state(tmp_path: Path) -> dict[str, Any]:
+    return await cluster_state(tmp_path)
+
+
+async def test_local_and_remote_endpoints_follow_homing_host_and_attached_ports(state: dict[str, Any]) -> None:
+    built = node_inputs(node="node-a", encap="vxlan", states=state, ports={"pods.default-a1": 5}, tunnels={"198.19.0.2": 9}, nodes=NODES, round=1)
+    local = built.inputs.local_ports
+    assert [(p.endpoint_id, p.ofport, p.dscp, p.bandwidth_kbps) for p in local] == [("pods.default-a1", 5, 46, 10_000)]
+    remote = {r.endpoint_id: r for r in built.inputs.remote_endpoints}
+    assert set(remote) == {"pods.default-b1"}, "a2 is local but not attached yet; z1's node is unknown"
+    assert built.problems == ("endpoint pods.default-z1: node 'node-z' is not registered; no VTEP",)
+    assert [s.service_id for s in built.inputs.services] == ["api:default"]
+    assert built.inputs.rules and all(r.action == "deny" for r in built.inputs.rules)
+
+
+async def test_the_netmaster_state_compiles_into_flows(state: dict[str, Any]) -> None:
+    built = node_inputs(
+        node="node-a",
+        encap="vxlan",
+        states=state,
+        ports={"pods.default-a1": 5, "pods.default-a2": 6},
+        tunnels={"198.19.0.2": 9},
+        nodes=NODES,
+        round=1,
+    )
+    flows = desired(built.inputs)
+    text = "\n".join(flow_text(f) for f in flows.flows)
+    a1, b1 = (state[f"/contiv.io/state/eps/pods.default-{e}"] for e in ("a1", "b1"))
+    vni = state["/contiv.io/state/nets/pods.default"]["extPktTag"]
+    assert f"nw_dst={b1['ipAddress']} actions=set_field:{b1['macAddress']}->eth_dst" in text, "the remote endpoint is known"
+    assert f"dl_dst={b1['macAddress']} actions=set_field:{vni:#x}->tun_id,output:9" in text, "…and reached through the peer's tunnel"
+    assert f"arp_tpa={a1['ipAddress']},arp_op=1" in text, "proxy ARP answers for the local endpoint"
+    assert "tcp,metadata=0x1/0xffff,tp_dst=8080 actions=drop" in text.replace(
+        f"metadata={state['/contiv.io/state/endpointGroups/web:default']['endpointGroupId']:#x}/0xffff", "metadata=0x1/0xffff"
+    ), "the deny rule is installed"
+    buckets = " ".join(group_text(g) for g in flows.groups)
+    assert f"type=select,bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst={b1['ipAddress']}:8080))" in buckets, (
+        "the service spreads to its provider"
+    )
+
+
+async def test_vlan_bridge_ignores_vxlan_networks(state: dict[str, Any]) -> None:
+    built = node_inputs(node="node-a", encap="vlan", states=state, ports={"pods.default-a1": 5}, tunnels={}, nodes=NODES)
+    assert built.inputs.local_ports == () and built.inputs.remote_endpoints == ()

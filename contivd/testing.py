@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +144,13 @@ class ContivdCluster:
             node.kill()
             if getattr(node, "log", None):
                 node.log.close()
+
+
+@contextmanager
+def running_cluster(root: Path, size: int, timeout: float = 30) -> Iterator[ContivdCluster]:
+    """A started cluster of `size` nodes, killed (by PID) on exit whatever happened."""
+    cluster = ContivdCluster(root, size)
+    try:
+        yield cluster.start(timeout)
+    finally:
+        cluster.close()

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from contivd.cli import cli
-from contivd.testing import ContivdCluster, ContivdProcess
+from contivd.testing import ContivdProcess, running_cluster
 
 NO_CTL_ENV: Mapping[str, str | None] = {"CONTIVD_SERVER": None, "CONTIVD_TOKEN": None}
 
@@ -18,12 +18,8 @@ NO_CTL_ENV: Mapping[str, str | None] = {"CONTIVD_SERVER": None, "CONTIVD_TOKEN":
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContivdProcess]:
     """One contivd (single-node cluster), shared by a module's tests: they use distinct names."""
-    cluster = ContivdCluster(tmp_path_factory.mktemp("ctl"), 1)
-    try:
-        cluster.start()
+    with running_cluster(tmp_path_factory.mktemp("ctl"), 1) as cluster:
         yield cluster.nodes[0]
-    finally:
-        cluster.close()
 
 
 def invoke(args: list[str], env: Mapping[str, str | None] = NO_CTL_ENV, code: int = 0) -> Result:

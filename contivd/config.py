@@ -59,10 +59,15 @@ def _ip(value: Any) -> str:
 
 def _datapath(value: Any) -> str:
     text = _text(value).lower()
-    if text == "ovs":
-        raise ValueError("the Open vSwitch datapath is not available in this build yet; use none")
-    if text != "none":
+    if text not in ("ovs", "none"):
         raise ValueError("must be ovs or none")
+    return text
+
+
+def _ovs_target(value: Any) -> str:
+    text = _text(value)
+    if text not in ("auto", "managed") and not text.startswith(("unix:", "tcp:")):
+        raise ValueError("must be managed, auto, or an OVSDB target like unix:/run/openvswitch/db.sock")
     return text
 
 
@@ -95,7 +100,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("readonly", _boolean, lambda: False, "Join as a non-voting member (replicates, never votes).", flag=True),
     Option("cluster_secret", _text, lambda: None, "Shared secret authenticating and encrypting all node-to-node traffic."),
     Option("control_ip", _ip, lambda: "", "This node's address peers reach it on (default: the API listen host)."),
-    Option("datapath", _datapath, lambda: "none", "ovs or none (none = control plane only)."),
+    Option("datapath", _datapath, lambda: "none", "ovs or none (none = control plane only; ovs runs the node agent)."),
+    Option("ovs", _ovs_target, lambda: "auto", "managed, auto (system OVS if running, else managed) or an OVSDB target."),
+    Option("vtep_ip", _ip, lambda: "", "VXLAN tunnel endpoint address of this node (default: the control IP)."),
+    Option("openflow_listen", _listen_address, lambda: "127.0.0.1:6653", "Where the local bridge's OpenFlow connection comes in."),
     Option("log_level", _log_level, lambda: "INFO", "debug, info, warning or error."),
     Option(
         "contiv_error_compat",
@@ -118,6 +126,9 @@ class Config:
     cluster_secret: str | None
     control_ip: str
     datapath: str
+    ovs: str
+    vtep_ip: str
+    openflow_listen: str
     log_level: str
     contiv_error_compat: bool
 

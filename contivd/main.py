@@ -18,6 +18,7 @@ from hypercorn.trio import serve
 from raftstore import Store, StoreError, open_store
 
 from . import __version__
+from .agent.service import Agent, AgentSettings
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .api.forwarder import ForwardingClient
 from .config import Config, ConfigError
@@ -72,11 +73,15 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 raft_address=None if config.readonly else config.raft_listen,
                 api_url=config.api_url,
                 control_ip=config.node_ip,
-                vtep_ip=config.node_ip,
+                vtep_ip=config.vtep_ip or config.node_ip,
                 readonly=config.readonly,
                 version=__version__,
             )
             nursery.start_soon(keep_registered, store, info)
+            if config.datapath == "ovs":
+                host, _, port = config.openflow_listen.rpartition(":")
+                settings = AgentSettings(config.node_name, config.data_dir, info.vtep_ip, config.ovs, (host, int(port)))
+                await nursery.start(Agent(store, settings).run)
             app = create_app(ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat))
             bound = await nursery.start(
                 lambda task_status: serve(app, _hypercorn_config(config), shutdown_trigger=stop.wait, task_status=task_status)
@@ -93,7 +98,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 stop.set()
                 break
             with trio.move_on_after(6):
-                await _wait_api_stopped(nursery)
+                await _wait_api_stopped(nursery, config)
             nursery.cancel_scope.cancel()
         with trio.CancelScope(shield=True):
             await http.aclose()
@@ -127,7 +132,7 @@ def _reload_log_level(reload: Callable[[], Config] | None) -> None:
     log.info("SIGHUP: log level is now %s", level)
 
 
-async def _wait_api_stopped(nursery: trio.Nursery) -> None:
+async def _wait_api_stopped(nursery: trio.Nursery, config: Config) -> None:
     """Let hypercorn finish in-flight requests (it exits after `stop` is set)."""
-    while len(nursery.child_tasks) > 4:  # leader duties, registration, watchdog, status run until cancelled
+    while len(nursery.child_tasks) > 4 + (config.datapath == "ovs"):  # long-lived services run until cancelled
         await trio.sleep(0.05)

@@ -210,3 +210,13 @@ def encode_groups(groups: Iterable[Group], command: GroupCommand = GroupCommand.
         kind = ofp.OFPGT_SELECT if group.type == "select" else ofp.OFPGT_ALL
         chunks.append(_serialize(parser.OFPGroupMod(_DATAPATH, int(command), kind, group.group_id, buckets), xid + k))
     return fastpath.Messages(b"".join(chunks), len(chunks))
+
+
+def encode_delete_cookie(cookie: int, cookie_mask: int, xid: int = 0) -> bytes:
+    """One non-strict FLOW_MOD DELETE of every flow in every table whose cookie matches
+    `cookie`/`cookie_mask`: how a reconcile sweeps an old round (diff.round_sweep)."""
+    msg = parser.OFPFlowMod(
+        _DATAPATH, cookie=cookie, cookie_mask=cookie_mask, table_id=ofp.OFPTT_ALL, command=ofp.OFPFC_DELETE,
+        buffer_id=ofp.OFP_NO_BUFFER, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, match=parser.OFPMatch(),
+    )  # fmt: skip
+    return _serialize(msg, xid)

@@ -30,7 +30,8 @@ def test_precedence_flag_over_env_over_file(tmp_path: Path) -> None:
         ({}, {"CONTIVD_READONLY": "maybe"}, "CONTIVD_READONLY: 'maybe' must be true or false"),
         ({"log_level": "loud"}, {}, "--log-level"),
         ({"control_ip": "not-an-ip"}, {}, "--control-ip"),
-        ({"datapath": "ovs"}, {}, "not available"),
+        ({"datapath": "gre"}, {}, "must be ovs or none"),
+        ({"ovs": "/run/openvswitch/db.sock"}, {}, "OVSDB target"),
         ({"peers": "127.0.0.1:9002", "raft_listen": "127.0.0.1:9002"}, {}, "listed twice"),
     ],
 )

@@ -26,7 +26,10 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("ovs-vswitchd") is None, reason="Open vSwitch is not installed"),
 ]
 
-CALL = "import httpx,json,sys; r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), timeout=10); print(json.dumps([r.status_code, r.text]))"
+CALL = (
+    "import httpx,json,sys; h={'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {};"
+    " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10); print(json.dumps([r.status_code, r.text]))"
+)
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -34,32 +37,45 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 
 class Node:
-    def __init__(self, root: Path):
+    """One contivd node in its own network namespace, with its pods' namespaces."""
+
+    def __init__(self, root: Path, name: str = "node1", host: str = "127.0.0.1", token: str = ""):
         tag = uuid.uuid4().hex[:6]
+        self.name, self.host, self.token = name, host, token
         self.ns, self.pods = f"cdt-{tag}-n", [f"cdt-{tag}-p1", f"cdt-{tag}-p2"]
         self.api, self.raft, self.of = free_ports(3)
-        self.data = root / "node"
+        self.data = root / name
         self.proc: subprocess.Popen[bytes] | None = None
 
+    @property
+    def raft_address(self) -> str:
+        return f"{self.host}:{self.raft}"
+
     def api_call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        url = f"http://127.0.0.1:{self.api}{path}"
-        out = sh("ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, json.dumps(body) if body is not None else "", check=False)
+        url = f"http://{self.host}:{self.api}{path}"
+        payload = json.dumps(body) if body is not None else ""
+        out = sh("ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, self.token, check=False)
         if out.returncode:
             return 0, out.stderr[-300:]
         status, text = json.loads(out.stdout)
         return status, json.loads(text) if text.strip().startswith(("{", "[", '"')) else text
 
-    def start(self) -> None:
+    def create_namespace(self) -> None:
         sh("ip", "netns", "add", self.ns)
         sh("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo", "up")
-        args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", "node1",
+
+    def start(self, *extra: str) -> None:
+        args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", self.name,
                 "--datapath", "ovs", "--ovs", "managed", "--data-dir", str(self.data),
-                "--api-listen", f"127.0.0.1:{self.api}", "--raft-listen", f"127.0.0.1:{self.raft}",
-                "--openflow-listen", f"127.0.0.1:{self.of}"]  # fmt: skip
+                "--api-listen", f"{self.host}:{self.api}", "--raft-listen", self.raft_address,
+                "--openflow-listen", f"127.0.0.1:{self.of}", *extra]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
         self.data.mkdir(parents=True)
         self.log = open(self.data / "contivd.log", "wb")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+
+    def ovs_vsctl(self, *args: str) -> None:
+        sh("ip", "netns", "exec", self.ns, "ovs-vsctl", f"--db=unix:{self.data / 'ovs' / 'db.sock'}", *args)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -99,6 +115,7 @@ def wait_until(check: Any, timeout: float, what: str, node: Node) -> Any:
 def node(tmp_path: Path) -> Iterator[Node]:
     n = Node(tmp_path)
     try:
+        n.create_namespace()
         n.start()
         wait_until(lambda: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 40, "the node's API", n)
         yield n
@@ -115,9 +132,7 @@ def attach_pod(node: Node, index: int, endpoint: dict[str, Any]) -> None:
     sh("ip", "netns", "exec", pod, "ip", "link", "set", pod_end, "up")
     sh("ip", "netns", "exec", pod, "ip", "link", "set", "lo", "up")
     sh("ip", "netns", "exec", node.ns, "ip", "link", "set", host_end, "up")
-    db = f"unix:{node.data / 'ovs' / 'db.sock'}"
-    sh("ip", "netns", "exec", node.ns, "ovs-vsctl", f"--db={db}", "add-port", "contivVxlanBridge", host_end, "--",
-       "set", "port", host_end, f"external_ids:contivd-endpoint={endpoint['id']}")  # fmt: skip
+    node.ovs_vsctl("add-port", "contivVxlanBridge", host_end, "--", "set", "port", host_end, f"external_ids:contivd-endpoint={endpoint['id']}")
 
 
 def test_two_pods_on_one_node_ping_through_the_agent_flows(node: Node) -> None:
@@ -170,3 +185,50 @@ def test_policy_deny_blocks_and_removing_it_restores_traffic(node: Node) -> None
     assert status == 200, answer
     ping = lambda: sh("ip", "netns", "exec", node.pods[0], "ping", "-c", "1", "-W", "1", target, check=False).returncode == 0  # noqa: E731
     wait_until(ping, 30, "traffic to pass once the rule is gone", node)
+
+
+SECRET = "datapath-test-secret"
+
+
+def test_pods_on_two_nodes_reach_each_other_over_vxlan(tmp_path: Path) -> None:
+    """Two nodes (namespaces) joined by a control link (Raft, API) and an underlay link
+    (VXLAN). With the userspace datapath the VTEP address sits on an OVS bridge holding the
+    underlay port (shared/ovs-userspace.md); the test builds that underlay, contivd the rest."""
+    a, b = Node(tmp_path, "node-a", "198.19.0.1", SECRET), Node(tmp_path, "node-b", "198.19.0.2", SECRET)
+    vteps = {"node-a": "198.18.100.1", "node-b": "198.18.100.2"}
+    try:
+        for node in (a, b):
+            node.create_namespace()
+        for link in ("ctl0", "ul0"):
+            sh("ip", "link", "add", link, "netns", a.ns, "type", "veth", "peer", "name", link, "netns", b.ns)
+        for node in (a, b):
+            sh("ip", "-n", node.ns, "addr", "add", f"{node.host}/24", "dev", "ctl0")
+            for link in ("ctl0", "ul0"):
+                sh("ip", "-n", node.ns, "link", "set", link, "up")
+        for node, peer in ((a, b), (b, a)):
+            node.start("--peers", peer.raft_address, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vteps[node.name])
+        for node in (a, b):
+            wait_until(lambda n=node: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 60, f"{node.name}'s API", node)
+            node.ovs_vsctl("--may-exist", "add-br", "cvphy", "--", "set", "bridge", "cvphy", "datapath_type=netdev", "fail_mode=standalone")
+            node.ovs_vsctl("--may-exist", "add-port", "cvphy", "ul0")
+            sh("ip", "-n", node.ns, "addr", "add", f"{vteps[node.name]}/24", "dev", "cvphy")
+            sh("ip", "-n", node.ns, "link", "set", "cvphy", "up")
+        status, answer = a.api_call("POST", "/api/v1/networks/default:pods/", {
+            "tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"})  # fmt: skip
+        assert status == 200, answer
+        endpoints = {}
+        for node, name in ((a, "ca"), (b, "cb")):
+            status, answer = node.api_call("POST", "/plugin/createEndpoint", {
+                "TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name, "Host": node.name}})  # fmt: skip
+            assert status == 200, answer
+            endpoints[node.name] = answer["EndpointConfig"]
+        attach_pod(a, 0, endpoints["node-a"])
+        attach_pod(b, 0, endpoints["node-b"])
+        for source, target in ((a, endpoints["node-b"]), (b, endpoints["node-a"])):
+            ping = lambda s=source, t=target: (
+                sh("ip", "netns", "exec", s.pods[0], "ping", "-c", "1", "-W", "1", t["ipAddress"], check=False).returncode == 0
+            )  # noqa: E731
+            wait_until(ping, 40, f"{source.name}'s pod to reach {target['ipAddress']} over VXLAN", source)
+    finally:
+        for node in (a, b):
+            node.stop()

@@ -101,6 +101,11 @@ class Node:
         return (self.data / "contivd.log").read_text(errors="replace")[-4000:]
 
 
+def reaches(pod: str, address: str) -> bool:
+    """One ping from a pod namespace, answered within a second."""
+    return sh("ip", "netns", "exec", pod, "ping", "-c", "1", "-W", "1", address, check=False).returncode == 0
+
+
 def wait_until(check: Any, timeout: float, what: str, node: Node) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -148,8 +153,7 @@ def test_two_pods_on_one_node_ping_through_the_agent_flows(node: Node) -> None:
     for index, endpoint in enumerate(endpoints):
         attach_pod(node, index, endpoint)
     target = endpoints[1]["ipAddress"]
-    ping = lambda: sh("ip", "netns", "exec", node.pods[0], "ping", "-c", "1", "-W", "1", target, check=False).returncode == 0  # noqa: E731
-    wait_until(ping, 30, f"pod 1 to ping {target}", node)
+    wait_until(lambda: reaches(node.pods[0], target), 30, f"pod 1 to ping {target}", node)
     result = sh("ip", "netns", "exec", node.pods[0], "ping", "-c", "3", "-i", "0.2", "-W", "1", target, check=False)
     assert result.returncode == 0 and " 0% packet loss" in result.stdout, result.stdout
 
@@ -183,8 +187,7 @@ def test_policy_deny_blocks_and_removing_it_restores_traffic(node: Node) -> None
     assert blocked.returncode != 0, "the deny rule drops ICMP into the group"
     status, answer = node.api_call("DELETE", "/api/v1/rules/default:lock:1/")
     assert status == 200, answer
-    ping = lambda: sh("ip", "netns", "exec", node.pods[0], "ping", "-c", "1", "-W", "1", target, check=False).returncode == 0  # noqa: E731
-    wait_until(ping, 30, "traffic to pass once the rule is gone", node)
+    wait_until(lambda: reaches(node.pods[0], target), 30, "traffic to pass once the rule is gone", node)
 
 
 SECRET = "datapath-test-secret"
@@ -225,10 +228,12 @@ def test_pods_on_two_nodes_reach_each_other_over_vxlan(tmp_path: Path) -> None:
         attach_pod(a, 0, endpoints["node-a"])
         attach_pod(b, 0, endpoints["node-b"])
         for source, target in ((a, endpoints["node-b"]), (b, endpoints["node-a"])):
-            ping = lambda s=source, t=target: (
-                sh("ip", "netns", "exec", s.pods[0], "ping", "-c", "1", "-W", "1", t["ipAddress"], check=False).returncode == 0
-            )  # noqa: E731
-            wait_until(ping, 40, f"{source.name}'s pod to reach {target['ipAddress']} over VXLAN", source)
+            wait_until(
+                lambda s=source, t=target: reaches(s.pods[0], t["ipAddress"]),
+                40,
+                f"{source.name}'s pod to reach {target['ipAddress']} over VXLAN",
+                source,
+            )
     finally:
         for node in (a, b):
             node.stop()

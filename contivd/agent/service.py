@@ -88,7 +88,9 @@ class Agent:
             if ovs == "auto":
                 ovs = system_db_socket() or "managed"
             if ovs == "managed":
-                managed = ManagedOvs(self.settings.data_dir)
+                # The datapath outlives contivd: a restart (upgrade, crash) adopts the running
+                # daemons and replaces flows under a new round, so pods keep their traffic.
+                managed = ManagedOvs(self.settings.data_dir, leave_running=True)
                 await nursery.start(managed.run)
                 target, datapath_type = managed.db_socket, managed.datapath_type
             else:

@@ -134,6 +134,9 @@ def attach_pod(node: Node, index: int, endpoint: dict[str, Any]) -> None:
     sh("ip", "netns", "add", pod)
     sh("ip", "netns", "exec", node.ns, "ip", "link", "add", host_end, "type", "veth", "peer", "name", pod_end, "netns", pod)
     sh("ip", "netns", "exec", pod, "ip", "link", "set", pod_end, "address", endpoint["macAddress"])
+    # The userspace datapath forwards veth frames as they are: with TX checksum offload the
+    # kernel would leave TCP checksums unfilled and the receiving pod would drop the segments.
+    sh("ip", "netns", "exec", pod, "ethtool", "-K", pod_end, "tx", "off")
     sh("ip", "netns", "exec", pod, "ip", "addr", "add", f"{endpoint['ipAddress']}/24", "dev", pod_end)
     sh("ip", "netns", "exec", pod, "ip", "link", "set", pod_end, "up")
     sh("ip", "netns", "exec", pod, "ip", "link", "set", "lo", "up")
@@ -272,3 +275,49 @@ def test_restarting_contivd_keeps_traffic_flowing(node: Node) -> None:
     received = int(re.search(r"(\d+) received", output).group(1))  # type: ignore[union-attr]
     assert received >= count - 1, f"lost {count - received} packets across the restart:\n{output[-500:]}"
     assert "reconciling under round 2" in node.log_text(), "the restarted agent replaced the flows under a new round"
+
+
+SERVE = (
+    "import socket,sys,threading\n"
+    "def serve(port):\n"
+    "    s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', port)); s.listen()\n"
+    "    while True: s.accept()[0].close()\n"
+    "for p in sys.argv[1:]: threading.Thread(target=serve, args=(int(p),), daemon=True).start()\n"
+    "print('ready', flush=True); threading.Event().wait()\n"
+)
+CONNECT = "import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1).close()"
+
+
+def test_tcp_allow_rule_opens_one_port_while_a_deny_keeps_another_closed(node: Node) -> None:
+    objects = [
+        ("/api/v1/networks/default:pods/", {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"}),
+        ("/api/v1/policys/default:web/", {"tenantName": "default", "policyName": "web"}),
+        ("/api/v1/rules/default:web:deny-tcp/", {"tenantName": "default", "policyName": "web", "ruleId": "deny-tcp", "direction": "in", "protocol": "tcp", "action": "deny", "priority": 1}),
+        ("/api/v1/rules/default:web:allow-8080/", {"tenantName": "default", "policyName": "web", "ruleId": "allow-8080", "direction": "in", "protocol": "tcp", "port": 8080, "action": "allow", "priority": 10}),
+        ("/api/v1/endpointGroups/default:web/", {"tenantName": "default", "groupName": "web", "networkName": "pods", "policies": ["web"]}),
+    ]  # fmt: skip
+    for path, body in objects:
+        status, answer = node.api_call("POST", path, body)
+        assert status == 200, answer
+    endpoints = []
+    for name in ("c1", "c2"):
+        status, answer = node.api_call("POST", "/plugin/createEndpoint", {
+            "TenantName": "default", "NetworkName": "pods", "ServiceName": "web", "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node1"}})  # fmt: skip
+        assert status == 200, answer
+        endpoints.append(answer["EndpointConfig"])
+    for index, endpoint in enumerate(endpoints):
+        attach_pod(node, index, endpoint)
+    target = endpoints[1]["ipAddress"]
+    server = subprocess.Popen(["ip", "netns", "exec", node.pods[1], sys.executable, "-c", SERVE, "8080", "9090"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+
+        def connects(port: int) -> bool:
+            return sh("ip", "netns", "exec", node.pods[0], sys.executable, "-c", CONNECT, target, str(port), check=False).returncode == 0
+
+        wait_until(lambda: connects(8080), 30, "TCP 8080 to be allowed", node)
+        assert not connects(9090), "TCP 9090 stays denied"
+        assert reaches(node.pods[0], target), "ICMP is not affected by TCP rules"
+    finally:
+        server.kill()
+        server.wait()

@@ -321,3 +321,58 @@ def test_tcp_allow_rule_opens_one_port_while_a_deny_keeps_another_closed(node: N
     finally:
         server.kill()
         server.wait()
+
+
+SERVE_NAME = (
+    "import socket,sys\n"
+    "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', int(sys.argv[1]))); s.listen()\n"
+    "print('ready', flush=True)\n"
+    "while True:\n"
+    "    c=s.accept()[0]; c.sendall(sys.argv[2].encode()); c.close()\n"
+)
+FETCH = "import socket,sys; c=socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2); print(c.recv(64).decode())"
+
+
+def test_service_vip_spreads_connections_over_two_providers(node: Node) -> None:
+    node.pods.append(node.pods[0] + "x")  # a third pod: the client
+    objects = [
+        ("/api/v1/networks/default:pods/", {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"}),
+        ("/api/v1/networks/default:svc/", {"tenantName": "default", "networkName": "svc", "encap": "vxlan", "subnet": "198.18.1.0/24", "gateway": "198.18.1.254"}),
+        ("/api/v1/serviceLBs/default:web/", {"tenantName": "default", "serviceName": "web", "networkName": "svc", "selectors": ["app=web"], "ports": ["80:8080:TCP"]}),
+    ]  # fmt: skip
+    for path, body in objects:
+        status, answer = node.api_call("POST", path, body)
+        assert status == 200, answer
+    endpoints = []
+    for name in ("p1", "p2", "client"):
+        status, answer = node.api_call("POST", "/plugin/createEndpoint", {
+            "TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node1"}})  # fmt: skip
+        assert status == 200, answer
+        endpoints.append(answer["EndpointConfig"])
+    for name in ("p1", "p2"):
+        update = {"Tenant": "default", "Network": "pods", "EndpointID": name, "Event": "start", "Labels": {"app": "web"}}
+        assert node.api_call("POST", "/plugin/updateEndpoint", update)[0] == 200
+    for index, endpoint in enumerate(endpoints):
+        attach_pod(node, index, endpoint)
+    vip = node.api_call("GET", "/api/v1/inspect/serviceLBs/default:web/")[1]["Oper"]["serviceVip"]
+    # The VIP lives on the service network: reach it on-link (the bridge answers ARP for it).
+    sh("ip", "netns", "exec", node.pods[2], "ip", "route", "add", "198.18.1.0/24", "dev", "vc2")
+    servers = [
+        subprocess.Popen(["ip", "netns", "exec", node.pods[i], sys.executable, "-c", SERVE_NAME, "8080", name], stdout=subprocess.PIPE, text=True)
+        for i, name in enumerate(("p1", "p2"))
+    ]
+    try:
+        for server in servers:
+            assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+
+        def fetch() -> str:
+            out = sh("ip", "netns", "exec", node.pods[2], sys.executable, "-c", FETCH, vip, "80", check=False)
+            return out.stdout.strip() if out.returncode == 0 else ""
+
+        wait_until(fetch, 30, f"the VIP {vip}:80 to answer", node)
+        answers = {fetch() for _ in range(20)}
+        assert answers == {"p1", "p2"}, f"connections to the VIP reached {answers}"
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait()

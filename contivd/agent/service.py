@@ -154,7 +154,8 @@ class Agent:
             return
         nodes = registered_nodes(self.store)
         tunnels = await self._ensure_tunnels(bridge, {n.vtep_ip for n in nodes if n.name != self.settings.node_name and n.vtep_ip})
-        ports = {p.external_ids[ENDPOINT_ID]: p.ofport for p in await bridge.list_ports() if ENDPOINT_ID in p.external_ids and p.ofport > 0}
+        attached = {p.external_ids[ENDPOINT_ID]: p for p in await bridge.list_ports() if ENDPOINT_ID in p.external_ids and p.ofport > 0}
+        ports = {endpoint: port.ofport for endpoint, port in attached.items()}
         states = {kv.key: kv.value for kv in self.store.list_nowait(f"{layout.ROOT}/state/")}
         built = node_inputs(
             node=self.settings.node_name,
@@ -170,6 +171,10 @@ class Agent:
                 log.warning("agent: skipped %s", problem)
             self._problems = built.problems
         await self.pusher.push(desired(built.inputs))
+        for local in built.inputs.local_ports:  # netprofile bandwidth: OVSDB ingress policing
+            port = attached[local.endpoint_id]
+            if (port.ingress_policing_rate_kbps, port.ingress_policing_burst_kb) != (local.bandwidth_kbps, local.burst_kb):
+                await bridge.set_ingress_policing(port.name, local.bandwidth_kbps, local.burst_kb)
 
     async def _ensure_tunnels(self, bridge: OvsBridge, vteps: set[str]) -> dict[str, int]:
         """One VXLAN port per peer VTEP (`vx<hex ip>`); ports of departed peers are removed."""

@@ -376,3 +376,25 @@ def test_service_vip_spreads_connections_over_two_providers(node: Node) -> None:
         for server in servers:
             server.kill()
             server.wait()
+
+
+def test_netprofile_bandwidth_polices_the_group_ports(node: Node) -> None:
+    objects = [
+        ("/api/v1/networks/default:pods/", {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"}),
+        ("/api/v1/netprofiles/default:slow/", {"tenantName": "default", "profileName": "slow", "bandwidth": "10Mbps", "burst": 3000}),
+        ("/api/v1/endpointGroups/default:web/", {"tenantName": "default", "groupName": "web", "networkName": "pods", "netProfile": "slow"}),
+    ]  # fmt: skip
+    for path, body in objects:
+        status, answer = node.api_call("POST", path, body)
+        assert status == 200, answer
+    status, answer = node.api_call("POST", "/plugin/createEndpoint", {
+        "TenantName": "default", "NetworkName": "pods", "ServiceName": "web", "EndpointID": "c1", "ConfigEP": {"Container": "c1", "Host": "node1"}})  # fmt: skip
+    assert status == 200, answer
+    attach_pod(node, 0, answer["EndpointConfig"])
+
+    def policing() -> tuple[str, str]:
+        db = f"--db=unix:{node.data / 'ovs' / 'db.sock'}"
+        get = lambda column: sh("ip", "netns", "exec", node.ns, "ovs-vsctl", db, "get", "interface", "vh0", column).stdout.strip()  # noqa: E731
+        return get("ingress_policing_rate"), get("ingress_policing_burst")
+
+    wait_until(lambda: policing() == ("10000", "3000"), 30, "the netprofile's rate and burst on the pod's port", node)

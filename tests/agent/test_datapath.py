@@ -144,18 +144,39 @@ def attach_pod(node: Node, index: int, endpoint: dict[str, Any]) -> None:
     node.ovs_vsctl("add-port", "contivVxlanBridge", host_end, "--", "set", "port", host_end, f"external_ids:contivd-endpoint={endpoint['id']}")
 
 
-def test_two_pods_on_one_node_ping_through_the_agent_flows(node: Node) -> None:
-    status, answer = node.api_call("POST", "/api/v1/networks/default:pods/", {
-        "tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"})  # fmt: skip
-    assert status == 200, answer
+PODS_NET = (
+    "/api/v1/networks/default:pods/",
+    {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"},
+)
+
+
+def provision(
+    node: Node, objects: list[tuple[str, dict[str, Any]]], names: tuple[str, ...], group: str = "", attach: bool = True
+) -> list[dict[str, Any]]:
+    """POST `objects`, create endpoints `names` on node1's `pods` network (in `group`), attach pods."""
+    for path, body in objects:
+        status, answer = node.api_call("POST", path, body)
+        assert status == 200, answer
     endpoints = []
-    for name in ("c1", "c2"):
-        status, answer = node.api_call("POST", "/plugin/createEndpoint", {
-            "TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node1"}})  # fmt: skip
+    for name in names:
+        request = {
+            "TenantName": "default",
+            "NetworkName": "pods",
+            "ServiceName": group,
+            "EndpointID": name,
+            "ConfigEP": {"Container": name, "Host": "node1"},
+        }
+        status, answer = node.api_call("POST", "/plugin/createEndpoint", request)
         assert status == 200, answer
         endpoints.append(answer["EndpointConfig"])
-    for index, endpoint in enumerate(endpoints):
-        attach_pod(node, index, endpoint)
+    if attach:
+        for index, endpoint in enumerate(endpoints):
+            attach_pod(node, index, endpoint)
+    return endpoints
+
+
+def test_two_pods_on_one_node_ping_through_the_agent_flows(node: Node) -> None:
+    endpoints = provision(node, [PODS_NET], ("c1", "c2"))
     target = endpoints[1]["ipAddress"]
     wait_until(lambda: reaches(node.pods[0], target), 30, f"pod 1 to ping {target}", node)
     result = sh("ip", "netns", "exec", node.pods[0], "ping", "-c", "3", "-i", "0.2", "-W", "1", target, check=False)
@@ -164,22 +185,12 @@ def test_two_pods_on_one_node_ping_through_the_agent_flows(node: Node) -> None:
 
 def test_policy_deny_blocks_and_removing_it_restores_traffic(node: Node) -> None:
     objects = [
-        ("/api/v1/networks/default:pods/", {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"}),
+        PODS_NET,
         ("/api/v1/policys/default:lock/", {"tenantName": "default", "policyName": "lock"}),
         ("/api/v1/rules/default:lock:1/", {"tenantName": "default", "policyName": "lock", "ruleId": "1", "direction": "in", "protocol": "icmp", "action": "deny", "priority": 10}),
         ("/api/v1/endpointGroups/default:web/", {"tenantName": "default", "groupName": "web", "networkName": "pods", "policies": ["lock"]}),
     ]  # fmt: skip
-    for path, body in objects:
-        status, answer = node.api_call("POST", path, body)
-        assert status == 200, answer
-    endpoints = []
-    for name in ("c1", "c2"):
-        status, answer = node.api_call("POST", "/plugin/createEndpoint", {
-            "TenantName": "default", "NetworkName": "pods", "ServiceName": "web", "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node1"}})  # fmt: skip
-        assert status == 200, answer
-        endpoints.append(answer["EndpointConfig"])
-    for index, endpoint in enumerate(endpoints):
-        attach_pod(node, index, endpoint)
+    endpoints = provision(node, objects, ("c1", "c2"), group="web")
     target = endpoints[1]["ipAddress"]
     mgmt = f"unix:{node.data / 'ovs' / 'contivVxlanBridge.mgmt'}"
 
@@ -244,16 +255,7 @@ def test_pods_on_two_nodes_reach_each_other_over_vxlan(tmp_path: Path) -> None:
 
 
 def test_restarting_contivd_keeps_traffic_flowing(node: Node) -> None:
-    status, answer = node.api_call("POST", "/api/v1/networks/default:pods/", {
-        "tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"})  # fmt: skip
-    assert status == 200, answer
-    endpoints = []
-    for name in ("c1", "c2"):
-        status, answer = node.api_call("POST", "/plugin/createEndpoint", {
-            "TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node1"}})  # fmt: skip
-        endpoints.append(answer["EndpointConfig"])
-    for index, endpoint in enumerate(endpoints):
-        attach_pod(node, index, endpoint)
+    endpoints = provision(node, [PODS_NET], ("c1", "c2"))
     target = endpoints[1]["ipAddress"]
     wait_until(lambda: reaches(node.pods[0], target), 30, f"pod 1 to ping {target}", node)
     count = 150  # 0.05 s apart: 7.5 s, across the restart
@@ -290,23 +292,13 @@ CONNECT = "import socket,sys; socket.create_connection((sys.argv[1], int(sys.arg
 
 def test_tcp_allow_rule_opens_one_port_while_a_deny_keeps_another_closed(node: Node) -> None:
     objects = [
-        ("/api/v1/networks/default:pods/", {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"}),
+        PODS_NET,
         ("/api/v1/policys/default:web/", {"tenantName": "default", "policyName": "web"}),
         ("/api/v1/rules/default:web:deny-tcp/", {"tenantName": "default", "policyName": "web", "ruleId": "deny-tcp", "direction": "in", "protocol": "tcp", "action": "deny", "priority": 1}),
         ("/api/v1/rules/default:web:allow-8080/", {"tenantName": "default", "policyName": "web", "ruleId": "allow-8080", "direction": "in", "protocol": "tcp", "port": 8080, "action": "allow", "priority": 10}),
         ("/api/v1/endpointGroups/default:web/", {"tenantName": "default", "groupName": "web", "networkName": "pods", "policies": ["web"]}),
     ]  # fmt: skip
-    for path, body in objects:
-        status, answer = node.api_call("POST", path, body)
-        assert status == 200, answer
-    endpoints = []
-    for name in ("c1", "c2"):
-        status, answer = node.api_call("POST", "/plugin/createEndpoint", {
-            "TenantName": "default", "NetworkName": "pods", "ServiceName": "web", "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node1"}})  # fmt: skip
-        assert status == 200, answer
-        endpoints.append(answer["EndpointConfig"])
-    for index, endpoint in enumerate(endpoints):
-        attach_pod(node, index, endpoint)
+    endpoints = provision(node, objects, ("c1", "c2"), group="web")
     target = endpoints[1]["ipAddress"]
     server = subprocess.Popen(["ip", "netns", "exec", node.pods[1], sys.executable, "-c", SERVE, "8080", "9090"], stdout=subprocess.PIPE, text=True)
     try:
@@ -336,19 +328,11 @@ FETCH = "import socket,sys; c=socket.create_connection((sys.argv[1], int(sys.arg
 def test_service_vip_spreads_connections_over_two_providers(node: Node) -> None:
     node.pods.append(node.pods[0] + "x")  # a third pod: the client
     objects = [
-        ("/api/v1/networks/default:pods/", {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"}),
+        PODS_NET,
         ("/api/v1/networks/default:svc/", {"tenantName": "default", "networkName": "svc", "encap": "vxlan", "subnet": "198.18.1.0/24", "gateway": "198.18.1.254"}),
         ("/api/v1/serviceLBs/default:web/", {"tenantName": "default", "serviceName": "web", "networkName": "svc", "selectors": ["app=web"], "ports": ["80:8080:TCP"]}),
     ]  # fmt: skip
-    for path, body in objects:
-        status, answer = node.api_call("POST", path, body)
-        assert status == 200, answer
-    endpoints = []
-    for name in ("p1", "p2", "client"):
-        status, answer = node.api_call("POST", "/plugin/createEndpoint", {
-            "TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node1"}})  # fmt: skip
-        assert status == 200, answer
-        endpoints.append(answer["EndpointConfig"])
+    endpoints = provision(node, objects, ("p1", "p2", "client"), attach=False)
     for name in ("p1", "p2"):
         update = {"Tenant": "default", "Network": "pods", "EndpointID": name, "Event": "start", "Labels": {"app": "web"}}
         assert node.api_call("POST", "/plugin/updateEndpoint", update)[0] == 200
@@ -380,17 +364,11 @@ def test_service_vip_spreads_connections_over_two_providers(node: Node) -> None:
 
 def test_netprofile_bandwidth_polices_the_group_ports(node: Node) -> None:
     objects = [
-        ("/api/v1/networks/default:pods/", {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"}),
+        PODS_NET,
         ("/api/v1/netprofiles/default:slow/", {"tenantName": "default", "profileName": "slow", "bandwidth": "10Mbps", "burst": 3000}),
         ("/api/v1/endpointGroups/default:web/", {"tenantName": "default", "groupName": "web", "networkName": "pods", "netProfile": "slow"}),
     ]  # fmt: skip
-    for path, body in objects:
-        status, answer = node.api_call("POST", path, body)
-        assert status == 200, answer
-    status, answer = node.api_call("POST", "/plugin/createEndpoint", {
-        "TenantName": "default", "NetworkName": "pods", "ServiceName": "web", "EndpointID": "c1", "ConfigEP": {"Container": "c1", "Host": "node1"}})  # fmt: skip
-    assert status == 200, answer
-    attach_pod(node, 0, answer["EndpointConfig"])
+    provision(node, objects, ("c1",), group="web")
 
     def policing() -> tuple[str, str]:
         db = f"--db=unix:{node.data / 'ovs' / 'db.sock'}"

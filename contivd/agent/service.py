@@ -27,6 +27,7 @@ from ..ovs import (
     ManagedOvs,
     OvsBridge,
     OvsError,
+    PortInfo,
     PortKind,
     PortSpec,
     kernel_datapath_available,
@@ -153,8 +154,10 @@ class Agent:
         if self.pusher.connection is None or self.pusher.connection.closed:
             return
         nodes = registered_nodes(self.store)
-        tunnels = await self._ensure_tunnels(bridge, {n.vtep_ip for n in nodes if n.name != self.settings.node_name and n.vtep_ip})
-        attached = {p.external_ids[ENDPOINT_ID]: p for p in await bridge.list_ports() if ENDPOINT_ID in p.external_ids and p.ofport > 0}
+        listed = await bridge.list_ports()  # one OVSDB read per sync serves tunnels and endpoints
+        peers = {n.vtep_ip for n in nodes if n.name != self.settings.node_name and n.vtep_ip}
+        tunnels = await self._ensure_tunnels(bridge, listed, peers)
+        attached = {p.external_ids[ENDPOINT_ID]: p for p in listed if ENDPOINT_ID in p.external_ids and p.ofport > 0}
         ports = {endpoint: port.ofport for endpoint, port in attached.items()}
         states = {kv.key: kv.value for kv in self.store.list_nowait(f"{layout.ROOT}/state/")}
         built = node_inputs(
@@ -176,9 +179,9 @@ class Agent:
             if (port.ingress_policing_rate_kbps, port.ingress_policing_burst_kb) != (local.bandwidth_kbps, local.burst_kb):
                 await bridge.set_ingress_policing(port.name, local.bandwidth_kbps, local.burst_kb)
 
-    async def _ensure_tunnels(self, bridge: OvsBridge, vteps: set[str]) -> dict[str, int]:
+    async def _ensure_tunnels(self, bridge: OvsBridge, listed: list[PortInfo], vteps: set[str]) -> dict[str, int]:
         """One VXLAN port per peer VTEP (`vx<hex ip>`); ports of departed peers are removed."""
-        existing = {p.external_ids.get(TUNNEL_PEER): p for p in await bridge.list_ports() if p.kind is PortKind.VXLAN}
+        existing = {p.external_ids.get(TUNNEL_PEER): p for p in listed if p.kind is PortKind.VXLAN}
         for vtep, port in existing.items():
             if vtep not in vteps:
                 await bridge.remove_port(port.name)

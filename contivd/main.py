@@ -83,9 +83,15 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 settings = AgentSettings(config.node_name, config.data_dir, info.vtep_ip, config.ovs, (host, int(port)))
                 await nursery.start(Agent(store, settings).run)
             app = create_app(ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat))
-            bound = await nursery.start(
-                lambda task_status: serve(app, _hypercorn_config(config), shutdown_trigger=stop.wait, task_status=task_status)
-            )
+            api_stopped = trio.Event()
+
+            async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:
+                try:
+                    await serve(app, _hypercorn_config(config), shutdown_trigger=stop.wait, task_status=task_status)
+                finally:
+                    api_stopped.set()
+
+            bound = await nursery.start(serve_api)
             log.info("API listening on %s", ", ".join(bound))
             nursery.start_soon(notifier.watchdog)
             nursery.start_soon(_report_ready, store, notifier, config, bound)
@@ -97,8 +103,8 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 notifier.notify("STOPPING=1", "STATUS=shutting down")
                 stop.set()
                 break
-            with trio.move_on_after(6):
-                await _wait_api_stopped(nursery, config)
+            with trio.move_on_after(6):  # hypercorn finishes in-flight requests once `stop` is set
+                await api_stopped.wait()
             nursery.cancel_scope.cancel()
         with trio.CancelScope(shield=True):
             await http.aclose()
@@ -130,9 +136,3 @@ def _reload_log_level(reload: Callable[[], Config] | None) -> None:
         return
     logging.getLogger().setLevel(level)
     log.info("SIGHUP: log level is now %s", level)
-
-
-async def _wait_api_stopped(nursery: trio.Nursery, config: Config) -> None:
-    """Let hypercorn finish in-flight requests (it exits after `stop` is set)."""
-    while len(nursery.child_tasks) > 4 + (config.datapath == "ovs"):  # long-lived services run until cancelled
-        await trio.sleep(0.05)

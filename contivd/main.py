@@ -78,11 +78,14 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 version=__version__,
             )
             nursery.start_soon(keep_registered, store, info)
+            agent = None
             if config.datapath == "ovs":
                 host, _, port = config.openflow_listen.rpartition(":")
                 settings = AgentSettings(config.node_name, config.data_dir, info.vtep_ip, config.ovs, (host, int(port)))
-                await nursery.start(Agent(store, settings).run)
-            app = create_app(ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat))
+                agent = Agent(store, settings)
+                await nursery.start(agent.run)
+            context = ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent)
+            app = create_app(context)
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,12 +57,19 @@ class AgentSettings:
 
 @dataclass(frozen=True)
 class AgentStatistics:
+    """What readiness, metrics, `/info` and the status page report about this node's datapath."""
+
     round: int
     flows: int
     groups: int
     syncs: int
     problems: tuple[str, ...]
     last_error: str
+    switch_connected: bool
+    first_sync_done: bool  # a full reconcile against the connected switch has completed
+    last_sync_unix: float  # wall-clock end of the last successful sync (0: none yet)
+    last_sync_seconds: float  # how long it took
+    sync_failures: int
 
 
 class Agent:
@@ -71,8 +79,11 @@ class Agent:
         self.pusher = Pusher()
         self._changed = trio.Event()
         self._synced = trio.Event()
-        self._syncs = 0
+        self._started = self._syncs = self._failures = 0
+        self._last_sync_unix = self._last_sync_seconds = 0.0
+        self._first_sync_done = False
         self._problems: tuple[str, ...] = ()
+        self._bridge: OvsBridge | None = None
         self.db_socket = ""
 
     def poke(self) -> None:
@@ -82,6 +93,36 @@ class Agent:
     async def wait_synced(self) -> None:
         """Wait for the next completed sync (tests, readiness)."""
         await self._synced.wait()
+
+    async def attach_endpoint(self, ifname: str, endpoint_id: str) -> int:
+        """Put a pod's host-side interface on the bridge as `endpoint_id`'s port and return once
+        a sync that knows the port has been pushed (its flows are on the switch). Returns the ofport."""
+        bridge = self._require_bridge()
+        ofport = await bridge.ensure_port(PortSpec(ifname, PortKind.SYSTEM, external_ids={ENDPOINT_ID: endpoint_id}))
+        await self._sync_now()
+        return ofport
+
+    async def detach_endpoint(self, endpoint_id: str) -> list[str]:
+        """Remove every bridge port of `endpoint_id` (none is fine: DEL is idempotent); returns their names."""
+        bridge = self._require_bridge()
+        names = [p.name for p in await bridge.list_ports() if p.external_ids.get(ENDPOINT_ID) == endpoint_id]
+        for name in names:
+            await bridge.remove_port(name)
+        if names:
+            await self._sync_now()
+        return names
+
+    def _require_bridge(self) -> OvsBridge:
+        if self._bridge is None:
+            raise OvsError("the node agent has not set up its bridge yet")
+        return self._bridge
+
+    async def _sync_now(self) -> None:
+        """Ask for a sync and wait until one that started after this call has finished."""
+        wanted = self._started + 1
+        self._changed.set()
+        while self._syncs < wanted:
+            await self._synced.wait()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -104,6 +145,7 @@ class Agent:
             async with open_ovsdb(target) as ovsdb:
                 bridge = ovsdb.bridge(BridgeSpec(VXLAN_BRIDGE, datapath_type, controller=f"tcp:{host}:{port}"))
                 await bridge.ensure_bridge()
+                self._bridge = bridge
                 nursery.start_soon(self._watch_store)
                 nursery.start_soon(self._watch_switch, controller)
                 nursery.start_soon(self._resync_timer)
@@ -140,19 +182,25 @@ class Agent:
             await self._changed.wait()
             await trio.sleep(DEBOUNCE_SECONDS)
             self._changed = trio.Event()
+            self._started += 1
+            started = time.monotonic()
             try:
-                await self._sync(bridge)
+                if await self._sync(bridge):
+                    self._first_sync_done = True
+                    self._last_sync_unix, self._last_sync_seconds = time.time(), time.monotonic() - started
                 self.pusher.last_error = ""
             except (OpenFlowError, OvsError, StoreError) as exc:
                 self.pusher.last_error = str(exc)
+                self._failures += 1
                 log.warning("agent: sync failed, retrying on the next change: %s", exc)
             self._syncs += 1
             synced, self._synced = self._synced, trio.Event()
             synced.set()
 
-    async def _sync(self, bridge: OvsBridge) -> None:
+    async def _sync(self, bridge: OvsBridge) -> bool:
+        """One reconcile; False when no switch is connected to push to."""
         if self.pusher.connection is None or self.pusher.connection.closed:
-            return
+            return False
         nodes = registered_nodes(self.store)
         listed = await bridge.list_ports()  # one OVSDB read per sync serves tunnels and endpoints
         peers = {n.vtep_ip for n in nodes if n.name != self.settings.node_name and n.vtep_ip}
@@ -178,6 +226,7 @@ class Agent:
             port = attached[local.endpoint_id]
             if (port.ingress_policing_rate_kbps, port.ingress_policing_burst_kb) != (local.bandwidth_kbps, local.burst_kb):
                 await bridge.set_ingress_policing(port.name, local.bandwidth_kbps, local.burst_kb)
+        return True
 
     async def _ensure_tunnels(self, bridge: OvsBridge, listed: list[PortInfo], vteps: set[str]) -> dict[str, int]:
         """One VXLAN port per peer VTEP (`vx<hex ip>`); ports of departed peers are removed."""
@@ -193,4 +242,17 @@ class Agent:
 
     def statistics(self) -> AgentStatistics:
         pushed = self.pusher.statistics()
-        return AgentStatistics(pushed.round, pushed.flows, pushed.groups, self._syncs, self._problems, pushed.last_error)
+        connection = self.pusher.connection
+        return AgentStatistics(
+            round=pushed.round,
+            flows=pushed.flows,
+            groups=pushed.groups,
+            syncs=self._syncs,
+            problems=self._problems,
+            last_error=pushed.last_error,
+            switch_connected=connection is not None and not connection.closed,
+            first_sync_done=self._first_sync_done,
+            last_sync_unix=self._last_sync_unix,
+            last_sync_seconds=self._last_sync_seconds,
+            sync_failures=self._failures,
+        )

@@ -23,6 +23,7 @@ from quart_trio import QuartTrio
 from raftstore import Store
 
 from .. import __version__
+from ..agent.service import Agent
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
 from ..netmaster import layout
 from ..netmaster.service import Netmaster
@@ -48,6 +49,7 @@ class ApiContext:
     secret: str | None
     http: ForwardingClient
     contiv_error_compat: bool = False
+    agent: Agent | None = None  # None when the node runs without a datapath (--datapath none)
 
 
 def _parse_json(body: bytes) -> Any:

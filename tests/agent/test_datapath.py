@@ -4,7 +4,6 @@ created through the API ping each other through the flows the agent programs."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -12,109 +11,19 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from raftstore.testing import free_ports
+from tests.nodes import Node, attach_pod, cluster_of_nodes, reaches, sh, wait_until
 
 pytestmark = [
     pytest.mark.ovs,
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
     pytest.mark.skipif(shutil.which("ovs-vswitchd") is None, reason="Open vSwitch is not installed"),
 ]
-
-CALL = (
-    "import httpx,json,sys; h={'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {};"
-    " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10); print(json.dumps([r.status_code, r.text]))"
-)
-
-
-def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, check=check, capture_output=True, text=True, timeout=30)
-
-
-class Node:
-    """One contivd node in its own network namespace, with its pods' namespaces."""
-
-    def __init__(self, root: Path, name: str = "node1", host: str = "127.0.0.1", token: str = ""):
-        tag = uuid.uuid4().hex[:6]
-        self.name, self.host, self.token = name, host, token
-        self.ns, self.pods = f"cdt-{tag}-n", [f"cdt-{tag}-p1", f"cdt-{tag}-p2"]
-        self.api, self.raft, self.of = free_ports(3)
-        self.data = root / name
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def raft_address(self) -> str:
-        return f"{self.host}:{self.raft}"
-
-    def api_call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        url = f"http://{self.host}:{self.api}{path}"
-        payload = json.dumps(body) if body is not None else ""
-        out = sh("ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, self.token, check=False)
-        if out.returncode:
-            return 0, out.stderr[-300:]
-        status, text = json.loads(out.stdout)
-        return status, json.loads(text) if text.strip().startswith(("{", "[", '"')) else text
-
-    def create_namespace(self) -> None:
-        sh("ip", "netns", "add", self.ns)
-        sh("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo", "up")
-
-    def start(self, *extra: str) -> None:
-        args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", self.name,
-                "--datapath", "ovs", "--ovs", "managed", "--data-dir", str(self.data),
-                "--api-listen", f"{self.host}:{self.api}", "--raft-listen", self.raft_address,
-                "--openflow-listen", f"127.0.0.1:{self.of}", *extra]  # fmt: skip
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
-        self.data.mkdir(parents=True, exist_ok=True)
-        self.log = open(self.data / "contivd.log", "ab")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-
-    def ovs_vsctl(self, *args: str) -> None:
-        sh("ip", "netns", "exec", self.ns, "ovs-vsctl", f"--db=unix:{self.data / 'ovs' / 'db.sock'}", *args)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for daemon in ("ovs-vswitchd", "ovsdb-server"):  # whatever outlived contivd, by PID
-            pidfile = self.data / "ovs" / f"{daemon}.pid"
-            if pidfile.exists():
-                try:
-                    os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
-                except (ValueError, ProcessLookupError):
-                    pass
-        for ns in (*self.pods, self.ns):
-            sh("ip", "netns", "del", ns, check=False)
-        if getattr(self, "log", None):
-            self.log.close()
-
-    def log_text(self) -> str:
-        return (self.data / "contivd.log").read_text(errors="replace")[-4000:]
-
-
-def reaches(pod: str, address: str) -> bool:
-    """One ping from a pod namespace, answered within a second."""
-    return sh("ip", "netns", "exec", pod, "ping", "-c", "1", "-W", "1", address, check=False).returncode == 0
-
-
-def wait_until(check: Any, timeout: float, what: str, node: Node) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}\n--- contivd log ---\n{node.log_text()}")
 
 
 @pytest.fixture
@@ -127,21 +36,6 @@ def node(tmp_path: Path) -> Iterator[Node]:
         yield n
     finally:
         n.stop()
-
-
-def attach_pod(node: Node, index: int, endpoint: dict[str, Any]) -> None:
-    pod, host_end, pod_end = node.pods[index], f"vh{index}", f"vc{index}"
-    sh("ip", "netns", "add", pod)
-    sh("ip", "netns", "exec", node.ns, "ip", "link", "add", host_end, "type", "veth", "peer", "name", pod_end, "netns", pod)
-    sh("ip", "netns", "exec", pod, "ip", "link", "set", pod_end, "address", endpoint["macAddress"])
-    # The userspace datapath forwards veth frames as they are: with TX checksum offload the
-    # kernel would leave TCP checksums unfilled and the receiving pod would drop the segments.
-    sh("ip", "netns", "exec", pod, "ethtool", "-K", pod_end, "tx", "off")
-    sh("ip", "netns", "exec", pod, "ip", "addr", "add", f"{endpoint['ipAddress']}/24", "dev", pod_end)
-    sh("ip", "netns", "exec", pod, "ip", "link", "set", pod_end, "up")
-    sh("ip", "netns", "exec", pod, "ip", "link", "set", "lo", "up")
-    sh("ip", "netns", "exec", node.ns, "ip", "link", "set", host_end, "up")
-    node.ovs_vsctl("add-port", "contivVxlanBridge", host_end, "--", "set", "port", host_end, f"external_ids:contivd-endpoint={endpoint['id']}")
 
 
 PODS_NET = (
@@ -205,53 +99,34 @@ def test_policy_deny_blocks_and_removing_it_restores_traffic(node: Node) -> None
     wait_until(lambda: reaches(node.pods[0], target), 30, "traffic to pass once the rule is gone", node)
 
 
-SECRET = "datapath-test-secret"
-
-
-def test_pods_on_two_nodes_reach_each_other_over_vxlan(tmp_path: Path) -> None:
-    """Two nodes (namespaces) joined by a control link (Raft, API) and an underlay link
-    (VXLAN). With the userspace datapath the VTEP address sits on an OVS bridge holding the
-    underlay port (shared/ovs-userspace.md); the test builds that underlay, contivd the rest."""
-    a, b = Node(tmp_path, "node-a", "198.19.0.1", SECRET), Node(tmp_path, "node-b", "198.19.0.2", SECRET)
-    vteps = {"node-a": "198.18.100.1", "node-b": "198.18.100.2"}
-    try:
-        for node in (a, b):
-            node.create_namespace()
-        for link in ("ctl0", "ul0"):
-            sh("ip", "link", "add", link, "netns", a.ns, "type", "veth", "peer", "name", link, "netns", b.ns)
-        for node in (a, b):
-            sh("ip", "-n", node.ns, "addr", "add", f"{node.host}/24", "dev", "ctl0")
-            for link in ("ctl0", "ul0"):
-                sh("ip", "-n", node.ns, "link", "set", link, "up")
-        for node, peer in ((a, b), (b, a)):
-            node.start("--peers", peer.raft_address, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vteps[node.name])
-        for node in (a, b):
-            wait_until(lambda n=node: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 60, f"{node.name}'s API", node)
-            node.ovs_vsctl("--may-exist", "add-br", "cvphy", "--", "set", "bridge", "cvphy", "datapath_type=netdev", "fail_mode=standalone")
-            node.ovs_vsctl("--may-exist", "add-port", "cvphy", "ul0")
-            sh("ip", "-n", node.ns, "addr", "add", f"{vteps[node.name]}/24", "dev", "cvphy")
-            sh("ip", "-n", node.ns, "link", "set", "cvphy", "up")
-        status, answer = a.api_call("POST", "/api/v1/networks/default:pods/", {
-            "tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"})  # fmt: skip
+def create_endpoints(nodes: list[Node], network: str) -> list[dict[str, Any]]:
+    """One endpoint per node on `network`, homed on that node."""
+    endpoints = []
+    for node in nodes:
+        name = f"{network}-{node.name}"
+        request = {"TenantName": "default", "NetworkName": network, "EndpointID": name, "ConfigEP": {"Container": name, "Host": node.name}}
+        status, answer = node.api_call("POST", "/plugin/createEndpoint", request)
         assert status == 200, answer
-        endpoints = {}
-        for node, name in ((a, "ca"), (b, "cb")):
-            status, answer = node.api_call("POST", "/plugin/createEndpoint", {
-                "TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name, "Host": node.name}})  # fmt: skip
-            assert status == 200, answer
-            endpoints[node.name] = answer["EndpointConfig"]
-        attach_pod(a, 0, endpoints["node-a"])
-        attach_pod(b, 0, endpoints["node-b"])
-        for source, target in ((a, endpoints["node-b"]), (b, endpoints["node-a"])):
-            wait_until(
-                lambda s=source, t=target: reaches(s.pods[0], t["ipAddress"]),
-                40,
-                f"{source.name}'s pod to reach {target['ipAddress']} over VXLAN",
-                source,
-            )
-    finally:
-        for node in (a, b):
-            node.stop()
+        endpoints.append(answer["EndpointConfig"])
+    return endpoints
+
+
+def assert_full_mesh(nodes: list[Node], endpoints: list[dict[str, Any]], what: str) -> None:
+    for source in nodes:
+        for target in endpoints:
+            if target["homingHost"] != source.name:
+                address = target["ipAddress"]
+                wait_until(lambda s=source, a=address: reaches(s.pods[0], a), 40, f"{source.name}'s pod to reach {address} over {what}", source)
+
+
+def test_pods_on_three_nodes_reach_each_other_over_vxlan(tmp_path: Path) -> None:
+    with cluster_of_nodes(tmp_path, 3) as nodes:
+        status, answer = nodes[0].api_call("POST", *PODS_NET)
+        assert status == 200, answer
+        endpoints = create_endpoints(nodes, "pods")
+        for node, endpoint in zip(nodes, endpoints, strict=True):
+            attach_pod(node, 0, endpoint)
+        assert_full_mesh(nodes, endpoints, "VXLAN")
 
 
 def test_restarting_contivd_keeps_traffic_flowing(node: Node) -> None:

@@ -1,0 +1,194 @@
+"""Test nodes on real Open vSwitch: each contivd node in its own network namespace with its
+managed OVS (userspace datapath), pods as namespaces with veths, and a fabric namespace whose
+Linux bridges join the nodes' control, VXLAN-underlay and VLAN-uplink links.
+
+Shared by the node agent and CNI tests. Everything here cleans up by PID and by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from raftstore.testing import free_ports
+
+CALL = (
+    "import httpx,json,sys; h={'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {};"
+    " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10); print(json.dumps([r.status_code, r.text]))"
+)
+
+
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, check=check, capture_output=True, text=True, timeout=30)
+
+
+class Node:
+    """One contivd node in its own network namespace, with its pods' namespaces."""
+
+    def __init__(self, root: Path, name: str = "node1", host: str = "127.0.0.1", token: str = ""):
+        tag = uuid.uuid4().hex[:6]
+        self.name, self.host, self.token = name, host, token
+        self.ns, self.pods = f"cdt-{tag}-n", [f"cdt-{tag}-p1", f"cdt-{tag}-p2"]
+        self.api, self.raft, self.of = free_ports(3)
+        self.data = root / name
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def raft_address(self) -> str:
+        return f"{self.host}:{self.raft}"
+
+    def api_call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        url = f"http://{self.host}:{self.api}{path}"
+        payload = json.dumps(body) if body is not None else ""
+        out = sh("ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, self.token, check=False)
+        if out.returncode:
+            return 0, out.stderr[-300:]
+        status, text = json.loads(out.stdout)
+        return status, json.loads(text) if text.strip().startswith(("{", "[", '"')) else text
+
+    def create_namespace(self) -> None:
+        sh("ip", "netns", "add", self.ns)
+        sh("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo", "up")
+
+    def start(self, *extra: str) -> None:
+        args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", self.name,
+                "--datapath", "ovs", "--ovs", "managed", "--data-dir", str(self.data),
+                "--api-listen", f"{self.host}:{self.api}", "--raft-listen", self.raft_address,
+                "--openflow-listen", f"127.0.0.1:{self.of}", *extra]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
+        self.data.mkdir(parents=True, exist_ok=True)
+        self.log = open(self.data / "contivd.log", "ab")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+
+    def ovs_vsctl(self, *args: str) -> None:
+        sh("ip", "netns", "exec", self.ns, "ovs-vsctl", f"--db=unix:{self.data / 'ovs' / 'db.sock'}", *args)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for daemon in ("ovs-vswitchd", "ovsdb-server"):  # whatever outlived contivd, by PID
+            pidfile = self.data / "ovs" / f"{daemon}.pid"
+            if pidfile.exists():
+                try:
+                    os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
+                except (ValueError, ProcessLookupError):
+                    pass
+        for ns in (*self.pods, self.ns):
+            sh("ip", "netns", "del", ns, check=False)
+        if getattr(self, "log", None):
+            self.log.close()
+
+    def log_text(self) -> str:
+        return (self.data / "contivd.log").read_text(errors="replace")[-4000:]
+
+
+def reaches(pod: str, address: str) -> bool:
+    """One ping from a pod namespace, answered within a second."""
+    return sh("ip", "netns", "exec", pod, "ping", "-c", "1", "-W", "1", address, check=False).returncode == 0
+
+
+def wait_until(check: Any, timeout: float, what: str, node: Node) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}\n--- contivd log ---\n{node.log_text()}")
+
+
+def attach_pod(node: Node, index: int, endpoint: dict[str, Any], bridge: str = "contivVxlanBridge") -> None:
+    pod, host_end, pod_end = node.pods[index], f"vh{index}", f"vc{index}"
+    sh("ip", "netns", "add", pod)
+    sh("ip", "netns", "exec", node.ns, "ip", "link", "add", host_end, "type", "veth", "peer", "name", pod_end, "netns", pod)
+    sh("ip", "netns", "exec", pod, "ip", "link", "set", pod_end, "address", endpoint["macAddress"])
+    # The userspace datapath forwards veth frames as they are: with TX checksum offload the
+    # kernel would leave TCP checksums unfilled and the receiving pod would drop the segments.
+    sh("ip", "netns", "exec", pod, "ethtool", "-K", pod_end, "tx", "off")
+    sh("ip", "netns", "exec", pod, "ip", "addr", "add", f"{endpoint['ipAddress']}/24", "dev", pod_end)
+    sh("ip", "netns", "exec", pod, "ip", "link", "set", pod_end, "up")
+    sh("ip", "netns", "exec", pod, "ip", "link", "set", "lo", "up")
+    sh("ip", "netns", "exec", node.ns, "ip", "link", "set", host_end, "up")
+    node.ovs_vsctl("add-port", bridge, host_end, "--", "set", "port", host_end, f"external_ids:contivd-endpoint={endpoint['id']}")
+
+
+SECRET = "datapath-test-secret"
+FABRIC_BRIDGES = {"ctl0": "ctl", "ul0": "ul", "vl0": "vl"}  # node link -> fabric bridge
+
+
+class Fabric:
+    """A namespace of Linux bridges joining the nodes: `ctl` carries Raft and the API, `ul` the
+    VXLAN underlay, `vl` the VLAN uplinks (a Linux bridge without VLAN filtering passes tagged
+    frames as they are, like a trunk)."""
+
+    def __init__(self) -> None:
+        self.ns = f"cdt-{uuid.uuid4().hex[:6]}-f"
+
+    def create(self) -> None:
+        sh("ip", "netns", "add", self.ns)
+        for bridge in FABRIC_BRIDGES.values():
+            sh("ip", "-n", self.ns, "link", "add", bridge, "type", "bridge")
+            sh("ip", "-n", self.ns, "link", "set", bridge, "up")
+
+    def plug(self, node: Node, index: int) -> None:
+        """Give `node` its three links (ctl0 addressed with the node's control IP)."""
+        for link, bridge in FABRIC_BRIDGES.items():
+            far = f"{bridge}{index}"
+            sh("ip", "link", "add", link, "netns", node.ns, "type", "veth", "peer", "name", far, "netns", self.ns)
+            sh("ip", "-n", self.ns, "link", "set", far, "master", bridge, "up")
+            sh("ip", "-n", node.ns, "link", "set", link, "up")
+        sh("ip", "-n", node.ns, "addr", "add", f"{node.host}/24", "dev", "ctl0")
+
+    def destroy(self) -> None:
+        sh("ip", "netns", "del", self.ns, check=False)
+
+
+def vtep_of(index: int) -> str:
+    return f"198.18.100.{index + 1}"
+
+
+def add_underlay(node: Node, vtep: str) -> None:
+    """With the userspace datapath the VTEP address must sit on an OVS bridge holding the
+    underlay port (shared/ovs-userspace.md): `cvphy`, standalone, with ul0 in it."""
+    node.ovs_vsctl("--may-exist", "add-br", "cvphy", "--", "set", "bridge", "cvphy", "datapath_type=netdev", "fail_mode=standalone")
+    node.ovs_vsctl("--may-exist", "add-port", "cvphy", "ul0")
+    sh("ip", "-n", node.ns, "addr", "add", f"{vtep}/24", "dev", "cvphy")
+    sh("ip", "-n", node.ns, "link", "set", "cvphy", "up")
+
+
+@contextmanager
+def cluster_of_nodes(root: Path, count: int, *extra: str) -> Iterator[list[Node]]:
+    """`count` voting nodes on one fabric, each with a VXLAN underlay and `vl0` as its VLAN uplink
+    link; yields them once every API answers. Stops every node and removes every namespace."""
+    fabric = Fabric()
+    nodes = [Node(root, f"node-{i + 1}", f"198.19.0.{i + 1}", SECRET) for i in range(count)]
+    try:
+        fabric.create()
+        for index, node in enumerate(nodes):
+            node.create_namespace()
+            fabric.plug(node, index)
+        for index, node in enumerate(nodes):
+            peers = ",".join(other.raft_address for other in nodes if other is not node)
+            node.start("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index), *extra)
+        for index, node in enumerate(nodes):
+            wait_until(lambda n=node: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 60, f"{node.name}'s API", node)
+            add_underlay(node, vtep_of(index))
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
+        fabric.destroy()

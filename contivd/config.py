@@ -71,6 +71,31 @@ def _ovs_target(value: Any) -> str:
     return text
 
 
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        text = _text(value).lower()
+        if text not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return text
+
+    return parse
+
+
+def _fwd_mode(value: Any) -> str:
+    text = _choice("bridge", "routing")(value)
+    if text == "routing":
+        raise ValueError("is not supported: contivd forwards in bridge mode only (routing mode needs BGP peering, not implemented)")
+    return text
+
+
+def _interface_names(value: Any) -> tuple[str, ...]:
+    names = _address_list(value)
+    for name in names:
+        if len(name) > 15 or "/" in name or any(c.isspace() for c in name):
+            raise ValueError(f"{name!r} is not a network interface name (at most 15 characters, no '/' or spaces)")
+    return names
+
+
 def _log_level(value: Any) -> str:
     level = _text(value).upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
@@ -103,7 +128,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("datapath", _datapath, lambda: "none", "ovs or none (none = control plane only; ovs runs the node agent)."),
     Option("ovs", _ovs_target, lambda: "auto", "managed, auto (system OVS if running, else managed) or an OVSDB target."),
     Option("vtep_ip", _ip, lambda: "", "VXLAN tunnel endpoint address of this node (default: the control IP)."),
-    Option("openflow_listen", _listen_address, lambda: "127.0.0.1:6653", "Where the local bridge's OpenFlow connection comes in."),
+    Option("openflow_listen", _listen_address, lambda: "127.0.0.1:6653", "Where the local bridges' OpenFlow connections come in."),
+    Option(
+        "net_mode",
+        _choice("vxlan", "vlan"),
+        lambda: "vxlan",
+        "vxlan (VXLAN bridge, plus the VLAN bridge when uplinks are given) or vlan (VLAN bridge only).",
+    ),
+    Option("vlan_uplinks", _interface_names, tuple, "Comma-separated interfaces trunking VLAN networks to other nodes (ports of contivVlanBridge)."),
+    Option("fwd_mode", _fwd_mode, lambda: "bridge", "Forwarding mode; bridge (L2 within a network, Contiv's default) is the one supported."),
+    Option("agent_listen", _listen_address, lambda: "127.0.0.1:9090", "The node agent's REST API (netplugin's /inspect/driver, /svcstats, ...)."),
     Option("log_level", _log_level, lambda: "INFO", "debug, info, warning or error."),
     Option(
         "contiv_error_compat",
@@ -129,6 +163,10 @@ class Config:
     ovs: str
     vtep_ip: str
     openflow_listen: str
+    net_mode: str
+    vlan_uplinks: tuple[str, ...]
+    fwd_mode: str
+    agent_listen: str
     log_level: str
     contiv_error_compat: bool
 
@@ -152,6 +190,12 @@ class Config:
         host = self.node_ip
         return f"http://[{host}]:{self.api_port}" if ":" in host else f"http://{host}:{self.api_port}"
 
+    @property
+    def agent_url(self) -> str:
+        """Where other nodes reach this node's agent API: the node IP, agent_listen's port."""
+        host, port = self.node_ip, self.agent_listen.rpartition(":")[2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
     def store_config(self) -> StoreConfig:
         """The embedded store's settings; raises ConfigError for unsafe combinations."""
         try:
@@ -169,6 +213,7 @@ class Config:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         shown["data_dir"] = str(self.data_dir)
         shown["peers"] = list(self.peers)
+        shown["vlan_uplinks"] = list(self.vlan_uplinks)
         if self.cluster_secret:
             shown["cluster_secret"] = "********"
         return shown
@@ -210,8 +255,7 @@ def load(flags: Mapping[str, Any], config_file: Path | None = None, environ: Map
             raise ConfigError(f"{source}: {raw!r} {exc}") from None
     config = Config(**values)
     config.store_config()  # surface unsafe raft settings now, not at start-up
-    if not config.cluster_secret and not is_loopback(config.api_host):
-        raise ConfigError(
-            f"--api-listen {config.api_listen}: refusing a non-loopback API without a cluster secret (node-to-node calls are authenticated with it)"
-        )
+    for flag, listen in (("--api-listen", config.api_listen), ("--agent-listen", config.agent_listen)):
+        if not config.cluster_secret and not is_loopback(listen.rpartition(":")[0].strip("[]")):
+            raise ConfigError(f"{flag} {listen}: refusing a non-loopback API without a cluster secret (node-to-node calls are authenticated with it)")
     return config

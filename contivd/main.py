@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Callable
+from functools import partial
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -18,6 +19,7 @@ from hypercorn.trio import serve
 from raftstore import Store, StoreError, open_store
 
 from . import __version__
+from .agent.api import create_agent_app
 from .agent.service import Agent, AgentSettings
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .api.forwarder import ForwardingClient
@@ -48,9 +50,9 @@ async def _leader_duties(store: Store, netmaster: Netmaster, node_name: str) -> 
             log.warning("no leader: election in progress or no quorum")
 
 
-def _hypercorn_config(config: Config) -> HypercornConfig:
+def _hypercorn_config(listen: str) -> HypercornConfig:
     hconfig = HypercornConfig()
-    hconfig.bind = [config.api_listen]
+    hconfig.bind = [listen]
     hconfig.accesslog = None
     hconfig.graceful_timeout = 5.0
     return hconfig
@@ -76,21 +78,33 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 vtep_ip=config.vtep_ip or config.node_ip,
                 readonly=config.readonly,
                 version=__version__,
+                agent_url=config.agent_url if config.datapath == "ovs" else "",
             )
             nursery.start_soon(keep_registered, store, info)
             agent = None
             if config.datapath == "ovs":
                 host, _, port = config.openflow_listen.rpartition(":")
-                settings = AgentSettings(config.node_name, config.data_dir, info.vtep_ip, config.ovs, (host, int(port)))
+                settings = AgentSettings(
+                    config.node_name,
+                    config.data_dir,
+                    info.vtep_ip,
+                    config.ovs,
+                    (host, int(port)),
+                    net_mode="vlan" if config.net_mode == "vlan" else "vxlan",
+                    vlan_uplinks=config.vlan_uplinks,
+                )
                 agent = Agent(store, settings)
                 await nursery.start(agent.run)
+                agent_app = create_agent_app(agent, config.cluster_secret)
+                agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
+                log.info("agent API listening on %s", ", ".join(agent_bound))
             context = ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent)
             app = create_app(context)
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:
                 try:
-                    await serve(app, _hypercorn_config(config), shutdown_trigger=stop.wait, task_status=task_status)
+                    await serve(app, _hypercorn_config(config.api_listen), shutdown_trigger=stop.wait, task_status=task_status)
                 finally:
                     api_stopped.set()
 

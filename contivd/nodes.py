@@ -30,10 +30,11 @@ class NodeInfo:
     vtep_ip: str
     readonly: bool
     version: str
+    agent_url: str = ""  # the node agent's REST API; "" when the node runs no datapath
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> NodeInfo:
-        return cls(**{k: value.get(k) for k in cls.__dataclass_fields__})  # type: ignore[arg-type]
+        return cls(**{k: value[k] for k in cls.__dataclass_fields__ if k in value})
 
 
 async def keep_registered(store: Store, info: NodeInfo, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -27,7 +27,6 @@ class PushStatistics:
     full_pushes: int
     flows: int
     groups: int
-    last_error: str
 
 
 class Pusher:
@@ -37,7 +36,6 @@ class Pusher:
         self._installed: Desired | None = None
         self._old_rounds: set[int] = set()
         self._pushes = self._full = 0
-        self.last_error = ""
 
     async def attach(self, connection: SwitchConnection) -> int:
         """A switch (re)connected: learn its rounds; the next push is a full one. Returns the new round."""
@@ -89,5 +87,5 @@ class Pusher:
     def statistics(self) -> PushStatistics:
         installed = self._installed
         return PushStatistics(
-            self.round, self._pushes, self._full, len(installed.flows) if installed else 0, len(installed.groups) if installed else 0, self.last_error
+            self.round, self._pushes, self._full, len(installed.flows) if installed else 0, len(installed.groups) if installed else 0
         )

@@ -8,7 +8,6 @@ the Netmaster and renders answers and errors.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -29,7 +28,7 @@ from ..netmaster import layout
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from . import auth
-from .errors import BadRequestError, UnauthorizedError, answer_for
+from .errors import BadRequestError, answer_for
 from .forwarder import ForwardingClient
 from .routes import ROUTES, Route, openapi_document
 
@@ -59,13 +58,6 @@ def _parse_json(body: bytes) -> Any:
         return json.loads(body)
     except ValueError as exc:
         raise BadRequestError(f"request body is not valid JSON: {exc}") from None
-
-
-def _is_loopback(address: str | None) -> bool:
-    try:
-        return address is not None and ipaddress.ip_address(address.split("%")[0]).is_loopback
-    except ValueError:
-        return address == "<local>"  # unix socket peers
 
 
 class Handlers:
@@ -141,6 +133,7 @@ class Handlers:
             "netmaster-nodes": [n.control_ip for n in nodes if not n.readonly],
             "cluster": asdict(stats),
             "nodes": [asdict(n) for n in nodes],
+            "agent": asdict(self.ctx.agent.statistics()) if self.ctx.agent is not None else None,
         }
 
     async def services(self, body: bytes) -> Any:
@@ -177,7 +170,24 @@ class Handlers:
             }[category]
             if matches:
                 await self.nm.delete_endpoint({"TenantName": tenant, "NetworkName": network, "EndpointID": ep["endpointID"]})
+                await self._reclaim_on_node(ep)
         return f"Received request to cleanup {names[category]} with ID: {key}"
+
+    async def _reclaim_on_node(self, ep: Mapping[str, Any]) -> None:
+        """Ask the endpoint's node agent to drop its OVS port (Contiv's reclaimEndpoint); a node
+        that is down or runs no agent is only logged: its next sync drops the flows anyway."""
+        node = next((n for n in registered_nodes(self.ctx.store) if n.name == ep.get("homingHost")), None)
+        if node is None or not node.agent_url:
+            return
+        path = f"/debug/reclaimEndpoint/{ep['id']}"
+        headers = {auth.SIGNATURE_HEADER: auth.sign(self.ctx.secret, "DELETE", path, b"")} if self.ctx.secret else {}
+        try:
+            status, _, body = await self.ctx.http.request("DELETE", node.agent_url, path, headers, b"")
+        except (OSError, ConnectionError, trio.TooSlowError) as exc:
+            log.warning("reclaiming endpoint %s on node %s failed: %s", ep["id"], node.name, exc)
+            return
+        if status != 200:
+            log.warning("reclaiming endpoint %s on node %s: HTTP %d %s", ep["id"], node.name, status, body[:200].decode(errors="replace"))
 
     async def openapi(self, body: bytes) -> Any:
         return openapi_document(__version__)
@@ -216,19 +226,7 @@ class Dispatcher:
         self.handlers = Handlers(ctx)
 
     def authenticate(self, req: Incoming) -> None:
-        secret = self.ctx.secret
-        signature = req.headers.get(auth.SIGNATURE_HEADER.lower())
-        if signature is not None:
-            if not secret or not auth.verify(secret, signature, req.method, req.path, req.body):
-                raise UnauthorizedError("invalid node signature")
-            return
-        authorization = req.headers.get("authorization")
-        if authorization:
-            if not secret or not auth.bearer_ok(secret, authorization):
-                raise UnauthorizedError("invalid bearer token")
-            return
-        if not _is_loopback(req.remote):
-            raise UnauthorizedError("requests from other hosts must be signed by a cluster node or carry the cluster secret as a bearer token")
+        auth.authenticate(self.ctx.secret, req.method, req.path, req.body, req.headers, req.remote)
 
     async def forward(self, route: Route, req: Incoming) -> Answer:
         hops = int(req.headers.get(HOPS_HEADER.lower(), "0") or 0)

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import time
+from collections.abc import Mapping
+
+from .errors import UnauthorizedError
 
 SIGNATURE_HEADER = "X-Contivd-Signature"
 MAX_SKEW_SECONDS = 30.0
@@ -43,3 +47,27 @@ def verify(secret: str, header: str, method: str, path: str, body: bytes, now: f
 def bearer_ok(secret: str, authorization: str) -> bool:
     scheme, _, token = authorization.partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), secret.encode())
+
+
+def is_loopback(address: str | None) -> bool:
+    try:
+        return address is not None and ipaddress.ip_address(address.split("%")[0]).is_loopback
+    except ValueError:
+        return address == "<local>"  # unix socket peers
+
+
+def authenticate(secret: str | None, method: str, path: str, body: bytes, headers: Mapping[str, str], remote: str | None) -> None:
+    """Accept a node signature, the secret as a bearer token, or a loopback caller; else raise
+    UnauthorizedError. `headers` have lower-case names; `path` includes the query string."""
+    signature = headers.get(SIGNATURE_HEADER.lower())
+    if signature is not None:
+        if not secret or not verify(secret, signature, method, path, body):
+            raise UnauthorizedError("invalid node signature")
+        return
+    authorization = headers.get("authorization")
+    if authorization:
+        if not secret or not bearer_ok(secret, authorization):
+            raise UnauthorizedError("invalid bearer token")
+        return
+    if not is_loopback(remote):
+        raise UnauthorizedError("requests from other hosts must be signed by a cluster node or carry the cluster secret as a bearer token")

@@ -55,6 +55,7 @@ class BridgeSpec:
     controller: str | None = None
     fail_mode: str = "secure"
     protocols: tuple[str, ...] = ("OpenFlow13",)
+    datapath_id: int | None = None  # fixed, so the controller knows which bridge connected
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,7 @@ class OvsdbappBridge:
                         ("fail_mode", spec.fail_mode),
                         ("protocols", list(spec.protocols)),
                         # contivd programs every flow itself; in-band rules would shadow them.
-                        ("other_config", {"disable-in-band": "true"}),
+                        ("other_config", _other_config(spec)),
                     )
                 )
                 wanted = [spec.controller] if spec.controller else []
@@ -333,6 +334,13 @@ class OvsdbappBridge:
         self._errors += 1
         self._last_error = message
         return OvsError(message)
+
+
+def _other_config(spec: BridgeSpec) -> dict[str, str]:
+    config = {"disable-in-band": "true"}
+    if spec.datapath_id is not None:
+        config["datapath-id"] = f"{spec.datapath_id:016x}"
+    return config
 
 
 def _run(command: Any) -> Any:

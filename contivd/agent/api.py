@@ -1,0 +1,134 @@
+"""The node agent's REST API (Contiv netplugin's port 9090 routes) on `--agent-listen`.
+
+The netmaster's `/debug/epcleanup` calls `DELETE /debug/reclaimEndpoint/<id>` here on the
+endpoint's node; operators read `/inspect/driver` and `/svcstats`. Callers are authenticated
+like the main API: loopback, a node signature or the cluster secret as a bearer token.
+contivd forwards in bridge mode and runs no DNS server, so `/inspect/bgp` and
+`/inspect/nameserver` answer Contiv's shapes with nothing in them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from quart import Response, request
+from quart_trio import QuartTrio
+
+from openflow import OpenFlowError
+from openflow.fields import ROUND_MASK, Category, cookie
+
+from ..api import auth
+from ..api.errors import UnauthorizedError
+from ..netmaster import layout
+from ..ovs import OvsError
+from .datapath import BridgeDatapath
+from .service import Agent
+
+_U64 = (1 << 64) - 1
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(json.dumps(value) + "\n", status=status, content_type="application/json")
+
+
+def bridge_state(datapath: BridgeDatapath) -> dict[str, Any]:
+    """One bridge as `/inspect/driver` shows it."""
+    pushed = datapath.pusher.statistics()
+    last = datapath.last
+    return {
+        "bridge": datapath.bridge.name,
+        "datapathId": f"{datapath.datapath_id:016x}",
+        "connected": datapath.connected,
+        "round": pushed.round,
+        "flows": pushed.flows,
+        "groups": pushed.groups,
+        "pushes": pushed.pushes,
+        "fullPushes": pushed.full_pushes,
+        "ports": last.ports if last else 0,
+        "tunnels": last.tunnels if last else 0,
+        "uplinks": list(datapath.uplink_names),
+        "problems": list(last.problems) if last else [],
+    }
+
+
+def driver_state(agent: Agent) -> dict[str, Any]:
+    stats = agent.statistics()
+    return {
+        **{encap: bridge_state(datapath) for encap, datapath in agent.datapaths.items()},
+        "node": agent.settings.node_name,
+        "syncs": stats.syncs,
+        "syncFailures": stats.sync_failures,
+        "lastSync": stats.last_sync_unix,
+        "lastSyncSeconds": stats.last_sync_seconds,
+        "lastError": stats.last_error,
+    }
+
+
+async def service_stats(agent: Agent) -> dict[str, Any]:
+    """Packets and bytes through each serviceLB's DNAT flows, summed over this node's bridges."""
+    services = [kv.key[len(layout.SERVICE_LB_PREFIX) :] for kv in agent.store.list_nowait(layout.SERVICE_LB_PREFIX) if kv.value.get("ipaddress")]
+    stats: dict[str, Any] = {}
+    for service in services:
+        totals = {"flows": 0, "packets": 0, "bytes": 0}
+        for datapath in agent.datapaths.values():
+            connection = datapath.pusher.connection
+            if connection is None or connection.closed:
+                continue
+            for record in await connection.dump_flows(cookie=cookie(Category.SERVICE, service), cookie_mask=_U64 & ~ROUND_MASK):
+                totals["flows"] += 1
+                totals["packets"] += record.packet_count
+                totals["bytes"] += record.byte_count
+        stats[service] = totals
+    return stats
+
+
+def create_agent_app(agent: Agent, secret: str | None) -> QuartTrio:
+    app = QuartTrio("contivd-agent")
+
+    @app.before_request
+    async def authenticate() -> Response | None:
+        body = cast(bytes, await request.get_data(as_text=False))
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            auth.authenticate(secret, request.method, request.full_path.rstrip("?"), body, headers, request.remote_addr)
+        except UnauthorizedError as exc:
+            return _json({"error": str(exc)}, 401)
+        return None
+
+    @app.get("/inspect/driver")
+    async def inspect_driver() -> Response:
+        return _json(driver_state(agent))
+
+    @app.get("/svcstats")
+    async def svcstats() -> Response:
+        try:
+            return _json(await service_stats(agent))
+        except OpenFlowError as exc:
+            return _json({"error": f"reading flow statistics failed: {exc}"}, 503)
+
+    @app.get("/inspect/bgp")
+    async def inspect_bgp() -> Response:
+        return _json({"Peers": [], "Dsts": []})
+
+    @app.get("/inspect/nameserver")
+    async def inspect_nameserver() -> Response:
+        return _json({"serviceQueue": 0, "endpointQueue": 0, "dnsRecords": {}, "stats": {}})
+
+    @app.delete("/debug/reclaimEndpoint/<endpoint_id>")
+    async def reclaim_endpoint(endpoint_id: str) -> Response:
+        try:
+            await agent.detach_endpoint(endpoint_id)
+        except OvsError as exc:
+            return _json({"error": str(exc)}, 503)
+        return _json(None)
+
+    @app.errorhandler(404)
+    async def not_found(_: Exception) -> Response:
+        return _json({"error": f"no route {request.method} {request.path}"}, 404)
+
+    @app.errorhandler(405)
+    async def not_allowed(_: Exception) -> Response:
+        return _json({"error": f"method {request.method} not allowed on {request.path}"}, 405)
+
+    return app

@@ -38,7 +38,7 @@ class Node:
         tag = uuid.uuid4().hex[:6]
         self.name, self.host, self.token = name, host, token
         self.ns, self.pods = f"cdt-{tag}-n", [f"cdt-{tag}-p1", f"cdt-{tag}-p2"]
-        self.api, self.raft, self.of = free_ports(3)
+        self.api, self.raft, self.of, self.agent = free_ports(4)
         self.data = root / name
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -46,10 +46,15 @@ class Node:
     def raft_address(self) -> str:
         return f"{self.host}:{self.raft}"
 
-    def api_call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        url = f"http://{self.host}:{self.api}{path}"
+    def api_call(
+        self, method: str, path: str, body: Any = None, port: int | None = None, token: str | None = None, host: str | None = None
+    ) -> tuple[int, Any]:
+        """Call, from this node's namespace, the node's API (or another port, e.g. the agent's; or another host)."""
+        url = f"http://{host or self.host}:{port or self.api}{path}"
         payload = json.dumps(body) if body is not None else ""
-        out = sh("ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, self.token, check=False)
+        out = sh(
+            "ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, self.token if token is None else token, check=False
+        )
         if out.returncode:
             return 0, out.stderr[-300:]
         status, text = json.loads(out.stdout)
@@ -63,7 +68,7 @@ class Node:
         args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", self.name,
                 "--datapath", "ovs", "--ovs", "managed", "--data-dir", str(self.data),
                 "--api-listen", f"{self.host}:{self.api}", "--raft-listen", self.raft_address,
-                "--openflow-listen", f"127.0.0.1:{self.of}", *extra]  # fmt: skip
+                "--openflow-listen", f"127.0.0.1:{self.of}", "--agent-listen", f"{self.host}:{self.agent}", *extra]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
         self.data.mkdir(parents=True, exist_ok=True)
         self.log = open(self.data / "contivd.log", "ab")

@@ -111,22 +111,43 @@ def create_endpoints(nodes: list[Node], network: str) -> list[dict[str, Any]]:
     return endpoints
 
 
-def assert_full_mesh(nodes: list[Node], endpoints: list[dict[str, Any]], what: str) -> None:
+def assert_full_mesh(nodes: list[Node], pod: int, endpoints: list[dict[str, Any]], what: str) -> None:
     for source in nodes:
         for target in endpoints:
             if target["homingHost"] != source.name:
                 address = target["ipAddress"]
-                wait_until(lambda s=source, a=address: reaches(s.pods[0], a), 40, f"{source.name}'s pod to reach {address} over {what}", source)
+                wait_until(lambda s=source, a=address: reaches(s.pods[pod], a), 40, f"{source.name}'s pod to reach {address} over {what}", source)
 
 
-def test_pods_on_three_nodes_reach_each_other_over_vxlan(tmp_path: Path) -> None:
-    with cluster_of_nodes(tmp_path, 3) as nodes:
-        status, answer = nodes[0].api_call("POST", *PODS_NET)
-        assert status == 200, answer
-        endpoints = create_endpoints(nodes, "pods")
-        for node, endpoint in zip(nodes, endpoints, strict=True):
-            attach_pod(node, 0, endpoint)
-        assert_full_mesh(nodes, endpoints, "VXLAN")
+VLAN_NET = (
+    "/api/v1/networks/default:vpods/",
+    {"tenantName": "default", "networkName": "vpods", "encap": "vlan", "pktTag": 100, "subnet": "198.18.2.0/24", "gateway": "198.18.2.254"},
+)
+
+
+def test_pods_on_three_nodes_reach_each_other_over_vxlan_and_over_a_vlan_uplink(tmp_path: Path) -> None:
+    """Each node runs both bridges: pod 0 on a VXLAN network (tunnels between VTEPs), pod 1 on a
+    VLAN network whose frames leave tagged through `vl0`, one shared trunk (the fabric's `vl` bridge)."""
+    with cluster_of_nodes(tmp_path, 3, "--vlan-uplinks", "vl0") as nodes:
+        for path, body in (PODS_NET, VLAN_NET):
+            status, answer = nodes[0].api_call("POST", path, body)
+            assert status == 200, answer
+        vxlan, vlan = create_endpoints(nodes, "pods"), create_endpoints(nodes, "vpods")
+        for node, on_vxlan, on_vlan in zip(nodes, vxlan, vlan, strict=True):
+            attach_pod(node, 0, on_vxlan)
+            attach_pod(node, 1, on_vlan, bridge="contivVlanBridge")
+        assert_full_mesh(nodes, 0, vxlan, "VXLAN")
+        assert_full_mesh(nodes, 1, vlan, "the VLAN uplink")
+        status, driver = nodes[0].api_call("GET", "/inspect/driver", port=nodes[0].agent)
+        assert status == 200, driver
+        assert driver["vxlan"]["connected"] and driver["vxlan"]["tunnels"] == 2, driver
+        assert driver["vlan"]["connected"] and driver["vlan"]["uplinks"] == ["vl0"], driver
+        # Another host without the cluster secret is refused; with it (bearer) it is let in.
+        first, second = nodes[0], nodes[1]
+        path = f"/debug/reclaimEndpoint/{vxlan[0]['id']}"
+        assert second.api_call("DELETE", path, port=first.agent, host=first.host, token="")[0] == 401
+        assert second.api_call("GET", "/inspect/driver", port=first.agent, host=first.host)[0] == 200
+        assert reaches(second.pods[0], vxlan[0]["ipAddress"]), "the refused reclaim changed nothing"
 
 
 def test_restarting_contivd_keeps_traffic_flowing(node: Node) -> None:
@@ -251,3 +272,67 @@ def test_netprofile_bandwidth_polices_the_group_ports(node: Node) -> None:
         return get("ingress_policing_rate"), get("ingress_policing_burst")
 
     wait_until(lambda: policing() == ("10000", "3000"), 30, "the netprofile's rate and burst on the pod's port", node)
+
+
+RECEIVE_TOS = (
+    "import socket,sys\n"
+    "s=socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); s.settimeout(10)\n"
+    "print('ready', flush=True)\n"
+    "while True:\n"
+    "    data, (source, _) = s.recvfrom(2048)\n"
+    "    if source == sys.argv[1] and data[20] == 8: print(data[1] >> 2, flush=True); break\n"
+)
+
+
+def test_netprofile_dscp_is_set_on_the_wire(node: Node) -> None:
+    """An echo request from a pod in a group whose netprofile says DSCP 46 arrives with DSCP 46."""
+    objects = [
+        PODS_NET,
+        ("/api/v1/netprofiles/default:voice/", {"tenantName": "default", "profileName": "voice", "DSCP": 46}),
+        ("/api/v1/endpointGroups/default:voice/", {"tenantName": "default", "groupName": "voice", "networkName": "pods", "netProfile": "voice"}),
+    ]  # fmt: skip
+    sender, receiver = provision(node, objects, ("c1", "c2"), group="voice")
+    wait_until(lambda: reaches(node.pods[0], receiver["ipAddress"]), 30, "the pods to reach each other", node)
+    listener = subprocess.Popen(
+        ["ip", "netns", "exec", node.pods[1], sys.executable, "-c", RECEIVE_TOS, sender["ipAddress"]], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert listener.stdout is not None and listener.stdout.readline().strip() == "ready"
+        assert reaches(node.pods[0], receiver["ipAddress"])
+        dscp = listener.stdout.readline().strip()
+        assert dscp == "46", f"the echo request arrived with DSCP {dscp!r}"
+    finally:
+        listener.kill()
+        listener.wait()
+
+
+def test_agent_api_reports_the_bridge_and_reclaims_an_endpoint_port(node: Node) -> None:
+    (endpoint,) = provision(node, [PODS_NET], ("c1",))
+    agent = node.agent
+
+    def driver() -> dict[str, Any]:
+        status, answer = node.api_call("GET", "/inspect/driver", port=agent)
+        assert status == 200, answer
+        return answer
+
+    wait_until(lambda: driver()["vxlan"]["ports"] == 1, 30, "the agent to program the pod's port", node)
+    state = driver()
+    assert state["vxlan"]["connected"] and state["vxlan"]["flows"] > 0 and "vlan" not in state, state
+    assert node.api_call("GET", "/inspect/bgp", port=agent) == (200, {"Peers": [], "Dsts": []})
+    assert node.api_call("GET", "/svcstats", port=agent) == (200, {})
+    status, info = node.api_call("GET", "/info")
+    assert status == 200 and info["agent"]["switch_connected"] and info["agent"]["first_sync_done"], info
+    assert info["nodes"][0]["agent_url"].endswith(f":{agent}"), info["nodes"]
+    # The netmaster's epcleanup deletes the endpoint and has its node's agent drop the port.
+    status, answer = node.api_call("DELETE", "/debug/epcleanup/tenant/default/ep/c1")
+    assert status == 200 and "c1" in answer, answer
+
+    def ports() -> str:
+        db = f"--db=unix:{node.data / 'ovs' / 'db.sock'}"
+        return sh("ip", "netns", "exec", node.ns, "ovs-vsctl", db, "list-ports", "contivVxlanBridge").stdout
+
+    wait_until(lambda: "vh0" not in ports(), 30, "the reclaimed port to leave the bridge", node)
+    assert node.api_call("GET", f"/api/v1/inspect/endpoints/{endpoint['id']}/")[0] == 404
+    status, answer = node.api_call("DELETE", "/debug/reclaimEndpoint/nosuch.default-x", port=agent)
+    assert (status, answer.strip()) == (200, "null"), "reclaiming an unknown endpoint is not an error (Contiv's body: null)"
+    assert node.api_call("GET", "/nosuch", port=agent)[0] == 404

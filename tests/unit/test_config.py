@@ -33,6 +33,10 @@ def test_precedence_flag_over_env_over_file(tmp_path: Path) -> None:
         ({"datapath": "gre"}, {}, "must be ovs or none"),
         ({"ovs": "/run/openvswitch/db.sock"}, {}, "OVSDB target"),
         ({"peers": "127.0.0.1:9002", "raft_listen": "127.0.0.1:9002"}, {}, "listed twice"),
+        ({"agent_listen": "198.18.0.1:9090"}, {}, "--agent-listen 198.18.0.1:9090: refusing a non-loopback API"),
+        ({"net_mode": "gre"}, {}, "--net-mode: 'gre' must be one of vxlan, vlan"),
+        ({"fwd_mode": "routing"}, {}, "bridge mode only"),
+        ({}, {"CONTIVD_VLAN_UPLINKS": "eth0,a-very-long-interface-name"}, "not a network interface name"),
     ],
 )
 def test_bad_settings_name_the_option(flags: dict, env: dict, problem: str) -> None:
@@ -59,3 +63,9 @@ def test_check_config_prints_effective_values_with_the_secret_masked() -> None:
     assert '"cluster_secret": "********"' in result.output and '"node_name": "n1"' in result.output
     refused = CliRunner().invoke(cli, ["check-config", "--api-listen", "0.0.0.0:1"], env={})
     assert refused.exit_code == 2 and "cluster secret" in refused.output
+
+
+def test_agent_options_parse() -> None:
+    config = load({"vlan_uplinks": "eth1, eth2", "net_mode": "VLAN", "agent_listen": "127.0.0.1:9191"}, None, {})
+    assert config.vlan_uplinks == ("eth1", "eth2") and config.net_mode == "vlan" and config.fwd_mode == "bridge"
+    assert config.agent_url == "http://127.0.0.1:9191"

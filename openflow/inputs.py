@@ -39,7 +39,8 @@ def mac(text: str, what: str) -> int:
 
 
 def vip_mac(ip: int) -> int:
-    """Contiv's MAC for a service VIP: ``02:02:<ip>`` (ofnetSvcProxy.go)."""
+    """Contiv's MAC for a service VIP: ``02:02:<ip>`` (ofnetSvcProxy.go); the bridge answers
+    for a network's gateway address the same way."""
     return (0x0202 << 32) | ip
 
 
@@ -53,6 +54,8 @@ class NetworkRef:
     """pktTag: the VLAN id (vlan networks) or the node-local VLAN (vxlan networks)."""
     vni: int
     """extPktTag: the VXLAN VNI (0 for vlan networks)."""
+    gateway: int = 0
+    """IPv4 of the network's gateway (0: none); the bridge answers ARP for it."""
 
     @property
     def tag(self) -> int:
@@ -68,7 +71,8 @@ class NetworkRef:
         vlan, vni = int(net.get("pktTag", 0)), int(net.get("extPktTag", 0))
         if not 1 <= vlan <= 4094 or (encap == "vxlan" and not 1 <= vni < 1 << 24):
             raise InputError(f"network {net_id}: pktTag {vlan} / extPktTag {vni} out of range")
-        return cls(net_id, encap, vlan, vni)
+        gateway = str(net.get("gateway", "") or "")
+        return cls(net_id, encap, vlan, vni, ipv4(gateway, f"network {net_id} gateway") if gateway else 0)
 
 
 _RATE = re.compile(r"^\s*(\d+)\s*([kmg])(?:bps|b)?\s*$", re.IGNORECASE)

@@ -1,5 +1,9 @@
 """Proxy ARP: the switch answers requests for known endpoint IPs (and service VIPs) itself.
 
+It also answers for each local network's gateway (MAC ``02:02:<gateway ip>``), so pods whose
+default route points at the gateway reach service VIPs of other subnets: the VIP's DNAT and
+the destination lookup by IP (dst_epg) take the packet on from there.
+
 Only local ports reach this table (remote ARP arrives REMOTE-marked and skips
 it), so the reply goes back out of IN_PORT untagged.  Requests for unknown IPs
 miss and are flooded in the network by the forward table.
@@ -17,7 +21,7 @@ from openflow.flow import (
     Output,
     SetField,
 )
-from openflow.inputs import NodeInputs
+from openflow.inputs import NodeInputs, vip_mac
 from openflow.pipeline import Table, Tables
 
 ARP_REQUEST = 1
@@ -45,6 +49,12 @@ def reply_flow(table: Table, ip: int, mac: int, *, network: int | None, cookie_:
 
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
     table = tables["arp_responder"]
-    return sorted(
+    endpoints = [
         reply_flow(table, ep.ip, ep.mac, network=ep.network.tag, cookie_=cookie(Category.ARP, ep.endpoint_id, inputs.round)) for ep in inputs.known()
-    )
+    ]
+    gateways = [
+        reply_flow(table, net.gateway, vip_mac(net.gateway), network=net.tag, cookie_=cookie(Category.ARP, f"gateway:{net.net_id}", inputs.round))
+        for net in inputs.networks()
+        if net.gateway
+    ]
+    return sorted(endpoints + gateways)

@@ -235,8 +235,9 @@ def test_service_vip_spreads_connections_over_two_providers(node: Node) -> None:
     for index, endpoint in enumerate(endpoints):
         attach_pod(node, index, endpoint)
     vip = node.api_call("GET", "/api/v1/inspect/serviceLBs/default:web/")[1]["Oper"]["serviceVip"]
-    # The VIP lives on the service network: reach it on-link (the bridge answers ARP for it).
-    sh("ip", "netns", "exec", node.pods[2], "ip", "route", "add", "198.18.1.0/24", "dev", "vc2")
+    # The VIP lives on the service network: the client reaches it through its default route
+    # (the bridge answers ARP for the pods network's gateway), as a CNI-attached pod does.
+    sh("ip", "netns", "exec", node.pods[2], "ip", "route", "add", "default", "via", "198.18.0.254")
     servers = [
         subprocess.Popen(["ip", "netns", "exec", node.pods[i], sys.executable, "-c", SERVE_NAME, "8080", name], stdout=subprocess.PIPE, text=True)
         for i, name in enumerate(("p1", "p2"))
@@ -252,6 +253,8 @@ def test_service_vip_spreads_connections_over_two_providers(node: Node) -> None:
         wait_until(fetch, 30, f"the VIP {vip}:80 to answer", node)
         answers = {fetch() for _ in range(20)}
         assert answers == {"p1", "p2"}, f"connections to the VIP reached {answers}"
+        status, stats = node.api_call("GET", "/svcstats", port=node.agent)
+        assert status == 200 and stats["web:default"]["packets"] >= 10, stats  # one SYN per new connection
     finally:
         for server in servers:
             server.kill()

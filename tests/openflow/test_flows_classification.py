@@ -56,3 +56,13 @@ def test_proxy_arp_for_local_and_remote_endpoints() -> None:
         )
     ]
     assert flows[2].cookie == cookie(Category.ARP, "blue.t-web2", 1)
+
+
+def test_proxy_arp_answers_for_the_gateway_of_networks_with_local_ports() -> None:
+    with_gateway = {**BLUE, "gateway": "10.1.0.254"}
+    inputs = node_a(local_ports=(LocalPort.from_state(WEB1, with_gateway, WEB_EPG, 3),))
+    gateway = [f for f in arp.flows(TABLES, inputs) if f.cookie == cookie(Category.ARP, "gateway:blue.t", 1)]
+    assert texts(gateway) == [
+        "table=2, priority=100,arp,metadata=0x6400000000/0xffffff00000000,arp_tpa=10.1.0.254,arp_op=1 actions="
+        + ARP_REPLY.format(mac="02:02:0a:01:00:fe", ip="10.1.0.254")
+    ]

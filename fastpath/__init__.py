@@ -33,6 +33,7 @@ from fastpath.flowmod import Output as Output
 from fastpath.flowmod import SetField as SetField
 from fastpath.flowmod import bundle_ctrl as bundle_ctrl
 from fastpath.flowmod import encode_bundle as encode_bundle
+from fastpath.flowmod import encode_bundle_adds as encode_bundle_adds
 from fastpath.flowmod import encode_flow_mods as encode_flow_mods
 from fastpath.flowmod import port_range_masks as port_range_masks
 from fastpath.flowmod import split_messages as split_messages

@@ -362,6 +362,21 @@ def bundle_ctrl(
     return b.read_bytes(out, size)
 
 
+def encode_bundle_adds(
+    specs: Iterable[FlowSpec],
+    command: Command = Command.ADD,
+    *,
+    bundle_id: int,
+    xid: int = 0,
+    flags: int = ONF_BF_ATOMIC | ONF_BF_ORDERED,
+    backend: Backend | None = None,
+) -> Messages:
+    """Only the bundle-add messages of ``encode_bundle`` (no open, no commit): for a caller that
+    builds one bundle from several batches, some encoded elsewhere."""
+    records = b"".join([s.record for s in specs])
+    return _encode(backend_or_default(backend), records, command, xid, bundle_id, flags)
+
+
 def encode_bundle(
     specs: Iterable[FlowSpec],
     command: Command = Command.ADD,

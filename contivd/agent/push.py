@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass
 
 import fastpath
-from openflow import Desired, GroupCommand, SwitchConnection, SwitchError, diff, encode_flows, encode_groups
+from openflow import Desired, GroupCommand, SwitchConnection, SwitchError, diff, encode_groups
 from openflow.diff import Plan, round_sweep
-from openflow.encode import encode_delete_cookie
+from openflow.encode import encode_delete_cookie, encode_flow_bundle
 from openflow.fields import ROUND_MASK, round_of
 
 log = logging.getLogger("contivd.agent")
@@ -77,10 +77,9 @@ class Pusher:
                 await connection.send_flow_mods(encode_groups([group], GroupCommand.MODIFY))
         if plan.modify_groups:
             await connection.send_flow_mods(encode_groups(plan.modify_groups, GroupCommand.MODIFY))
-        if plan.add_flows:
-            await connection.send_flow_mods(encode_flows(plan.add_flows, fastpath.Command.ADD))
-        if plan.delete_flows:
-            await connection.send_flow_mods(encode_flows(plan.delete_flows, fastpath.Command.DELETE_STRICT))
+        if plan.add_flows or plan.delete_flows:  # one atomic bundle: no moment with half a change
+            changes = ((fastpath.Command.ADD, plan.add_flows), (fastpath.Command.DELETE_STRICT, plan.delete_flows))
+            await connection.send_bundle(encode_flow_bundle(changes))
         if plan.delete_groups:
             await connection.send_flow_mods(encode_groups(plan.delete_groups, GroupCommand.DELETE))
 

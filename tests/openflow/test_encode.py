@@ -13,6 +13,8 @@ import fastpath
 from openflow.desired import Desired, desired
 from openflow.encode import (
     GroupCommand,
+    bundle_add,
+    encode_flow_bundle,
     encode_flows,
     encode_groups,
     flow_mod_osken,
@@ -78,3 +80,35 @@ def test_group_delete_carries_no_buckets() -> None:
     group = _states()[0].groups[0]
     [message] = encode_groups([group], GroupCommand.DELETE).split()
     assert len(message) == 16
+
+
+def test_bundle_add_wraps_like_osken() -> None:
+    from os_ken.ofproto import ofproto_v1_3_parser as parser
+
+    from openflow.encode import _DATAPATH
+
+    flow = _states()[0].flows[0]
+    inner = flow_mod_osken(flow, fastpath.Command.ADD, 7)
+    msg = parser.OFPFlowMod(_DATAPATH, cookie=flow.cookie, table_id=flow.table, priority=flow.priority)
+    wrapped = parser.ONFBundleAddMsg(_DATAPATH, 9, fastpath.ONF_BF_ATOMIC | fastpath.ONF_BF_ORDERED, msg, [])
+    wrapped.xid = 7
+    wrapped.serialize()
+    expected_header = bytes(wrapped.buf)[:24]
+    got = bundle_add(inner, 9)
+    assert got[24:] == inner
+    assert got[:2] == expected_header[:2] and got[4:24] == expected_header[4:24]  # length differs: os-ken's inner message is a bare one
+    assert int.from_bytes(got[2:4], "big") == len(got)
+
+
+def test_flow_bundle_holds_every_change_in_order_between_open_and_commit() -> None:
+    flows = _states()[0].flows
+    adds, deletes = flows[:7], flows[7:12]
+    bundle = encode_flow_bundle([(fastpath.Command.ADD, adds), (fastpath.Command.DELETE_STRICT, deletes)], bundle_id=5)
+    parts = bundle.split()
+    assert bundle.count == len(parts) == 2 + len(adds) + len(deletes)
+    assert parts[0] == fastpath.bundle_ctrl(fastpath.BundleCtrl.OPEN_REQUEST, 5, xid=0)
+    assert parts[-1] == fastpath.bundle_ctrl(fastpath.BundleCtrl.COMMIT_REQUEST, 5, xid=len(parts) - 1)
+    inner = [p[24:] for p in parts[1:-1]]
+    expected = [flow_mod_osken(f, fastpath.Command.ADD, k + 1) for k, f in enumerate(adds)]
+    expected += [flow_mod_osken(f, fastpath.Command.DELETE_STRICT, len(adds) + k + 1) for k, f in enumerate(deletes)]
+    assert inner == expected

@@ -16,6 +16,7 @@ from raftstore._cli import store_group
 from . import __version__
 from .config import OPTIONS, Config, ConfigError, load
 from .ctl import ctl_group
+from .ovs import OvsError
 
 
 def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -48,7 +49,25 @@ def run(config_file: Path | None, **flags: Any) -> None:
 
     config = _load(config_file, flags)
     logging.basicConfig(level=config.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    trio.run(run_node, config, lambda: load(flags, config_file))
+    try:
+        trio.run(run_node, config, lambda: load(flags, config_file))
+    except (OvsError, BaseExceptionGroup) as exc:
+        cause = _startup_error(exc)
+        if cause is None:
+            raise
+        raise click.ClickException(f"cannot start the node agent: {cause}") from None
+
+
+def _startup_error(exc: BaseException) -> OvsError | None:
+    """The OvsError that stopped start-up, however deep trio's exception groups nest it."""
+    if isinstance(exc, OvsError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _startup_error(inner)
+            if found is not None:
+                return found
+    return None
 
 
 @cli.command("check-config")

@@ -125,7 +125,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("readonly", _boolean, lambda: False, "Join as a non-voting member (replicates, never votes).", flag=True),
     Option("cluster_secret", _text, lambda: None, "Shared secret authenticating and encrypting all node-to-node traffic."),
     Option("control_ip", _ip, lambda: "", "This node's address peers reach it on (default: the API listen host)."),
-    Option("datapath", _datapath, lambda: "none", "ovs or none (none = control plane only; ovs runs the node agent)."),
+    Option("datapath", _datapath, lambda: "ovs", "ovs (run the node agent on Open vSwitch) or none (control plane only)."),
     Option("ovs", _ovs_target, lambda: "auto", "managed, auto (system OVS if running, else managed) or an OVSDB target."),
     Option("vtep_ip", _ip, lambda: "", "VXLAN tunnel endpoint address of this node (default: the control IP)."),
     Option("openflow_listen", _listen_address, lambda: "127.0.0.1:6653", "Where the local bridges' OpenFlow connections come in."),

@@ -41,6 +41,7 @@ class Node:
         self.api, self.raft, self.of, self.agent = free_ports(4)
         self.data = root / name
         self.proc: subprocess.Popen[bytes] | None = None
+        self.fabric_ns: str | None = None  # set when plugged into a Fabric
 
     @property
     def raft_address(self) -> str:
@@ -151,6 +152,7 @@ class Fabric:
 
     def plug(self, node: Node, index: int) -> None:
         """Give `node` its three links (ctl0 addressed with the node's control IP)."""
+        node.fabric_ns = self.ns
         for link, bridge in FABRIC_BRIDGES.items():
             far = f"{bridge}{index}"
             sh("ip", "link", "add", link, "netns", node.ns, "type", "veth", "peer", "name", far, "netns", self.ns)

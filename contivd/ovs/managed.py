@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import select
+import shutil
 import signal
 import time
 from collections.abc import Sequence
@@ -61,6 +62,9 @@ class DaemonStatistics:
     pid: int | None
     restarts: int
     uptime_s: float
+
+
+OVS_TOOLS = ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl")
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,11 @@ class ManagedOvs:
         )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        missing = [tool for tool in OVS_TOOLS if shutil.which(tool) is None]
+        if missing:
+            raise OvsError(
+                f"Open vSwitch is not installed ({', '.join(missing)} not found): install openvswitch-switch, or run without a datapath (--datapath none)"
+            )
         try:
             await self._prepare_db()
             await self._ensure_running(self._ovsdb)

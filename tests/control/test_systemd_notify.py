@@ -40,7 +40,7 @@ def test_ready_after_the_api_answers_watchdog_keeps_coming_stopping_on_sigterm(t
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
     env.update(NOTIFY_SOCKET=path, WATCHDOG_USEC="400000")
     args = [sys.executable, "-m", "contivd", "run", "--data-dir", str(tmp_path / "d"),
-            "--api-listen", f"127.0.0.1:{api}", "--raft-listen", f"127.0.0.1:{raft}"]  # fmt: skip
+            "--api-listen", f"127.0.0.1:{api}", "--raft-listen", f"127.0.0.1:{raft}", "--datapath", "none"]  # fmt: skip
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         before_ready = receive_until(sock, "READY=1")
@@ -59,3 +59,15 @@ def test_ready_after_the_api_answers_watchdog_keeps_coming_stopping_on_sigterm(t
             proc.kill()
             proc.wait()
         sock.close()
+
+
+def test_missing_open_vswitch_stops_start_up_with_a_clear_message(tmp_path: Path) -> None:
+    api, raft = free_ports(2)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
+    env["PATH"] = str(tmp_path)  # no OVS tools on it
+    args = [sys.executable, "-m", "contivd", "run", "--data-dir", str(tmp_path / "d"), "--ovs", "managed",
+            "--api-listen", f"127.0.0.1:{api}", "--raft-listen", f"127.0.0.1:{raft}"]  # fmt: skip
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "Open vSwitch is not installed" in done.stderr and "--datapath none" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr

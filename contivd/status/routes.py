@@ -5,8 +5,9 @@ Read-only, and authenticated like every other read (Dispatcher.authenticate: loo
 nothing, other hosts a node signature or the cluster secret as a bearer token). The store part
 of the snapshot is cached per store revision, the cluster part (peer reports fetched over HTTP,
 signed like forwarded requests) for CLUSTER_TTL_SECONDS, so many open pages cost one build.
-The event stream turns store watches into at most one `store` event per BATCH_SECONDS (a burst
-of 10,000 endpoint writes becomes a handful of refreshes) and pushes the cluster part every
+The event stream turns store watches into at most one `store` event per BATCH_SECONDS: the
+first change is announced at once, what follows within the interval goes into the next event
+(a burst of 10,000 endpoint writes becomes a handful of refreshes) and pushes the cluster part every
 HEALTH_SECONDS, since agent and Raft health change without any store write.
 """
 
@@ -134,9 +135,9 @@ class StatusService:
                     log.warning("status: store watch failed: %s", exc)
                     await trio.sleep(HEALTH_SECONDS)
             if changed:
-                await trio.sleep(BATCH_SECONDS)  # let the burst finish: one refresh for all of it
                 seen = self.ctx.store.revision
                 yield f"event: store\ndata: {json.dumps({'revision': seen})}\n\n"
+                await trio.sleep(BATCH_SECONDS)  # throttle: what changes meanwhile goes into the next event
             if trio.current_time() >= next_health:
                 yield f"event: cluster\ndata: {json.dumps(await self.cluster_part())}\n\n"
                 next_health = trio.current_time() + HEALTH_SECONDS

@@ -178,7 +178,8 @@ def cluster_model(
                 "name": node.name,
                 "self": node.name == self_name,
                 "leader": is_leader,
-                "role": store.get("role") or ("leader" if is_leader else "readonly" if node.readonly else "follower"),
+                "role": store.get("role")
+                or ("leader" if is_leader else "readonly" if node.readonly else "voter"),  # without a report: what this member knows
                 "term": store.get("term"),
                 "commitIndex": store.get("commit_index"),
                 "lastApplied": store.get("last_applied"),

@@ -35,8 +35,8 @@ function badge(text, kind) {
   return el("span", { class: `badge ${kind}` }, text);
 }
 
-function health(value, reasons) {
-  return el("span", { class: `health ${value}`, title: (reasons || []).join("; ") || value }, el("i"), value);
+function health(value, reasons, label) {
+  return el("span", { class: `health ${value}`, title: (reasons || []).join("; ") || value }, el("i"), label || value);
 }
 
 function ago(unix) {
@@ -144,7 +144,7 @@ function renderNodes(cluster) {
     const errors = [a.last_error, ...a.problems].filter(Boolean);
     return el("tr", {},
       el("td", {}, el("span", { class: "name" }, m.name)),
-      el("td", {}, health(a.switch_connected ? "ok" : "down"), a.switch_connected ? " connected" : " disconnected"),
+      el("td", {}, health(a.switch_connected ? "ok" : "down", [], a.switch_connected ? "connected" : "disconnected")),
       el("td", { class: "num" }, num(a.flows)),
       el("td", { class: "num" }, num(a.groups)),
       el("td", {}, a.first_sync_done ? ago(a.last_sync_unix) : "pending"),

@@ -129,6 +129,7 @@ def test_cluster_members_leader_health_and_tunnels() -> None:
     assert (members["node1"]["term"], members["node1"]["commitIndex"]) == (4, 90)
     assert members["node2"]["health"] == "degraded" and members["node2"]["role"] == "follower"
     assert members["node3"]["health"] == "down" and members["node3"]["term"] is None, "not Raft-connected and no report"
+    assert members["node3"]["role"] == "voter", "its own view is unknown"
     assert members["127.0.0.1:4"]["reasons"] == ["not registered (no node record)"]
     assert model["tunnels"] == [
         {"a": "node1", "b": "node2", "health": "degraded"},

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from importlib import resources
 from typing import Any, cast
@@ -29,7 +29,7 @@ from raftstore import StoreError
 
 from ..api import auth
 from ..api.app import ApiContext, Dispatcher, Incoming
-from ..api.errors import UnauthorizedError
+from ..api.errors import UnauthorizedError, answer_for
 from ..api.forwarder import ForwardingClient
 from ..netmaster import layout
 from ..nodes import registered_nodes
@@ -166,6 +166,14 @@ def register_status_routes(app: QuartTrio, ctx: ApiContext, dispatcher: Dispatch
     def answer(body: bytes | str, content_type: str) -> Response:
         return Response(body, status=200, headers={"content-type": content_type, **SECURITY_HEADERS})
 
+    async def data(build: Callable[[], Awaitable[str]]) -> Response:
+        """JSON from `build`, or the API's usual JSON error (e.g. 503 while the store is closing)."""
+        try:
+            return answer(await build(), "application/json")
+        except Exception as exc:  # noqa: BLE001 - every error becomes an answer, as in the Dispatcher
+            error = answer_for(exc)
+            return Response(json.dumps({"error": error.message}) + "\n", status=error.status, headers={"content-type": "application/json"})
+
     @app.get("/")
     async def index() -> Response:
         return await denied() or answer(page, "text/html; charset=utf-8")
@@ -178,11 +186,14 @@ def register_status_routes(app: QuartTrio, ctx: ApiContext, dispatcher: Dispatch
 
     @app.get("/status/api/snapshot")
     async def snapshot() -> Response:
-        return await denied() or answer(await service.snapshot(), "application/json")
+        return await denied() or await data(service.snapshot)
 
     @app.get(NODE_PATH)
     async def node() -> Response:
-        return await denied() or answer(json.dumps(service.local_report()), "application/json")
+        async def report() -> str:
+            return json.dumps(service.local_report())
+
+        return await denied() or await data(report)
 
     @app.get("/status/events")
     async def events() -> Response:

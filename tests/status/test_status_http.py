@@ -39,6 +39,7 @@ def test_page_and_assets_are_served_with_a_strict_policy(node: ContivdProcess) -
         asset = node.get(f"/status/static/{name}")
         assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind)
     assert "innerHTML" not in node.get("/status/static/status.js").text
+    assert node.post("/", {}).status_code == 405 and node.post("/status/api/snapshot", {}).status_code == 405, "read-only"
     missing = node.get("/status/static/other.js")
     assert missing.status_code == 404 and "other.js" in missing.json()["error"]
 

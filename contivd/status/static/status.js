@@ -196,7 +196,7 @@ function renderPolicy(store) {
     const head = el("tr", {}, el("th", {}, "from ↓ / service →"), m.services.map((s) => el("th", {}, s)));
     const rows = m.rows.map((r) =>
       el("tr", {},
-        el("th", { class: `src ${r.kind}` }, r.source, r.source === m.group ? el("small", {}, " (itself)") : null),
+        el("th", { class: `src ${r.kind}` }, r.source, r.source === m.group ? el("small", {}, " (itself)") : r.kind === "network" ? el("small", {}, " (network)") : null),
         r.cells.map(([action, rule]) => el("td", { class: `cell ${action}${rule ? "" : " default"}`, title: rule ? `${action} by ${rule}` : "no rule matches: allowed by default" }, action === "allow" ? "✓" : "✕")),
       ),
     );

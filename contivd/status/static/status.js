@@ -181,6 +181,7 @@ function renderNetworks(store) {
       el("td", {}, n.groups.length ? n.groups.map((g) => badge(g, "group")) : el("span", { class: "muted" }, "none")),
     ),
   );
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 7, class: "muted" }, "no networks yet (contivd ctl net create …)")));
   table(document.getElementById("networks"), ["network", "subnet", "gateway", "tag", "addresses", "endpoints", "groups (EPGs)"], rows);
 }
 

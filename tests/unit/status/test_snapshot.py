@@ -9,7 +9,7 @@ from typing import Any
 from contivd.agent.service import AgentStatistics
 from contivd.netmaster import ipam, layout
 from contivd.nodes import NodeInfo
-from contivd.status.snapshot import cluster_model, node_health, node_report, store_model
+from contivd.status.snapshot import ENDPOINT_COLUMNS, cluster_model, node_health, node_report, store_model
 from raftstore import StoreStatistics
 
 MARKUP = "<img src=x onerror=alert(1)>"
@@ -136,3 +136,16 @@ def test_cluster_members_leader_health_and_tunnels() -> None:
         {"a": "node1", "b": "node3", "health": "down"},
         {"a": "node2", "b": "node3", "health": "down"},
     ]
+
+
+def test_address_usage_of_a_range_subnet_and_an_empty_store() -> None:
+    ranged = network("r", "198.18.1.5-198.18.1.15/27", "198.18.1.15", 3)
+    ipam.allocate_ipv4(ranged, None)
+    assert ipam.address_usage(ranged, []) == (2, 11), "only the range counts: the gateway and one endpoint of 11"
+    assert store_model({}) == {
+        "networks": [],
+        "groups": [],
+        "endpoints": {"columns": list(ENDPOINT_COLUMNS), "rows": []},
+        "policy": [],
+        "vlanUplinks": False,
+    }

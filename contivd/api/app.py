@@ -316,6 +316,10 @@ def create_app(ctx: ApiContext) -> PluginFastPath:
     for route in ROUTES:
         register(route)
 
+    from ..status.routes import register_status_routes  # imported late: it builds on this module
+
+    register_status_routes(app, ctx, dispatcher)
+
     @app.errorhandler(404)
     async def not_found(_: Exception) -> Response:
         status, headers, body = _answer({"error": f"no route {request.method} {request.path}"}, 404)

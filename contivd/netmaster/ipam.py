@@ -268,3 +268,31 @@ def epg_address_oper(epg: State) -> dict[str, str]:
         "availableIPAddresses": _runs(pool.bits, base, int(first) - base, int(last) - base, False),
         "allocatedIPAddresses": _runs(pool.bits, base, int(first) - base, int(last) - base, True),
     }
+
+
+def _set_bits_in(bits: Bitset, lo: int, hi: int) -> int:
+    inside = bits.copy()
+    inside.clear_range(0, lo)
+    inside.clear_range(hi + 1, inside.nbits)
+    return inside.count()
+
+
+def address_usage(network: State, epgs: list[State]) -> tuple[int, int]:
+    """(allocated, total) host addresses of a network, for usage bars and metrics.
+
+    An EPG pool is marked taken in the network map as a whole when the group is created; only
+    the addresses allocated inside it (its own map) count as allocated here."""
+    base = int(IPv4Address(network["subnetIP"]))
+    low, _, high = network["ipAddrRange"].partition("-")
+    lo, hi = int(IPv4Address(low)) - base, int(IPv4Address(high)) - base
+    if hi < lo:
+        return 0, 0
+    allocated = _set_bits_in(_network_pool(network).bits, lo, hi)
+    for epg in epgs:
+        pool = _epg_pool(epg)
+        if pool is None:
+            continue
+        first, last = parse_pool(epg["IPPool"])
+        start, stop = int(first) - base, int(last) - base
+        allocated -= (stop - start + 1) - _set_bits_in(pool.bits, start, stop)
+    return allocated, hi - lo + 1

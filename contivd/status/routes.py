@@ -1,0 +1,209 @@
+"""HTTP face of the status page: the page and its assets, the snapshot, this node's report and
+the live event stream, on the API listener.
+
+Read-only, and authenticated like every other read (Dispatcher.authenticate: loopback needs
+nothing, other hosts a node signature or the cluster secret as a bearer token). The store part
+of the snapshot is cached per store revision, the cluster part (peer reports fetched over HTTP,
+signed like forwarded requests) for CLUSTER_TTL_SECONDS, so many open pages cost one build.
+The event stream turns store watches into at most one `store` event per BATCH_SECONDS: the
+first change is announced at once, what follows within the interval goes into the next event
+(a burst of 10,000 endpoint writes becomes a handful of refreshes) and pushes the cluster part every
+HEALTH_SECONDS, since agent and Raft health change without any store write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+from importlib import resources
+from typing import Any, cast
+
+import trio
+from quart import Response, make_response, request
+from quart_trio import QuartTrio
+
+from raftstore import StoreError
+
+from ..api import auth
+from ..api.app import ApiContext, Dispatcher, Incoming
+from ..api.errors import UnauthorizedError, answer_for
+from ..api.forwarder import ForwardingClient
+from ..netmaster import layout
+from ..nodes import registered_nodes
+from .snapshot import cluster_model, node_report, store_model
+
+log = logging.getLogger("contivd.status")
+
+PEER_TIMEOUT_SECONDS = 1.0
+CLUSTER_TTL_SECONDS = 1.0
+BATCH_SECONDS = 0.25
+HEALTH_SECONDS = 2.0
+NODE_PATH = "/status/api/node"
+ASSETS = {"status.js": "text/javascript; charset=utf-8", "status.css": "text/css; charset=utf-8"}
+# Everything the page loads comes from this listener; no inline script can run even if some
+# string escaped the DOM-building code.
+SECURITY_HEADERS = {
+    "content-security-policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-cache",
+}
+
+
+def _asset(name: str) -> bytes:
+    return (resources.files("contivd.status") / "static" / name).read_bytes()
+
+
+class StatusService:
+    """Builds and caches the page model for one node's API."""
+
+    def __init__(self, ctx: ApiContext):
+        self.ctx = ctx
+        self.peers = ForwardingClient(timeout=PEER_TIMEOUT_SECONDS)
+        self._store_part: tuple[int, str] = (-1, "")
+        self._cluster_part: tuple[float, dict[str, Any]] = (0.0, {})
+        self._cluster_lock = trio.Lock()
+
+    def local_report(self) -> dict[str, Any]:
+        agent = self.ctx.agent.statistics() if self.ctx.agent is not None else None
+        return node_report(self.ctx.node_name, self.ctx.store.statistics(), agent, time.time())
+
+    async def _peer_report(self, name: str, api_url: str, out: dict[str, Any]) -> None:
+        headers = {}
+        if self.ctx.secret:
+            headers[auth.SIGNATURE_HEADER] = auth.sign(self.ctx.secret, "GET", NODE_PATH, b"")
+        with trio.move_on_after(PEER_TIMEOUT_SECONDS):
+            try:
+                status, _, body = await self.peers.request("GET", api_url, NODE_PATH, headers, b"")
+                if status == 200:
+                    out[name] = json.loads(body)
+                else:
+                    log.info("status: %s answered %d for its report", name, status)
+            except (OSError, ConnectionError, ValueError, trio.TooSlowError) as exc:
+                log.info("status: no report from %s: %s", name, exc)
+
+    async def cluster_part(self) -> dict[str, Any]:
+        async with self._cluster_lock:  # concurrent pages share one round of peer requests
+            built_at, part = self._cluster_part
+            if time.monotonic() - built_at < CLUSTER_TTL_SECONDS:
+                return part
+            nodes = registered_nodes(self.ctx.store)
+            reports: dict[str, Any] = {self.ctx.node_name: self.local_report()}
+            async with trio.open_nursery() as nursery:
+                for node in nodes:
+                    if node.name != self.ctx.node_name:
+                        nursery.start_soon(self._peer_report, node.name, node.api_url, reports)
+            part = cluster_model(self.ctx.store.statistics(), self.ctx.node_name, nodes, reports)
+            self._cluster_part = (time.monotonic(), part)
+            return part
+
+    def store_part(self) -> tuple[int, str]:
+        """The store part as JSON text, rebuilt only when the revision moved."""
+        revision = self.ctx.store.revision
+        if self._store_part[0] != revision:
+            entries = {kv.key: kv.value for kv in self.ctx.store.list_nowait(f"{layout.ROOT}/")}
+            self._store_part = (revision, json.dumps(store_model(entries), separators=(",", ":")))
+        return self._store_part
+
+    async def snapshot(self) -> str:
+        cluster = await self.cluster_part()
+        revision, store = self.store_part()
+        return f'{{"revision":{revision},"generatedAt":{time.time():.3f},"cluster":{json.dumps(cluster)},"store":{store}}}'
+
+    async def _wait_change(self, after: int) -> None:
+        watch = cast(AsyncGenerator[Any, None], self.ctx.store.watch(f"{layout.ROOT}/", start_revision=after + 1))
+        async with aclosing(watch) as events:
+            async for _ in events:
+                return
+
+    async def events(self) -> AsyncIterator[str]:
+        """Server-sent events: `store` (revision moved; refetch the snapshot), `cluster` (the
+        cluster part itself), and a comment now and then so proxies keep the stream open."""
+        yield "retry: 1000\n\n"
+        seen = self.ctx.store.revision
+        next_health = trio.current_time()
+        while True:
+            changed = False
+            with trio.move_on_at(next_health):
+                try:
+                    await self._wait_change(seen)
+                    changed = True
+                except StoreError as exc:
+                    log.warning("status: store watch failed: %s", exc)
+                    await trio.sleep(HEALTH_SECONDS)
+            if changed:
+                seen = self.ctx.store.revision
+                yield f"event: store\ndata: {json.dumps({'revision': seen})}\n\n"
+                await trio.sleep(BATCH_SECONDS)  # throttle: what changes meanwhile goes into the next event
+            if trio.current_time() >= next_health:
+                yield f"event: cluster\ndata: {json.dumps(await self.cluster_part())}\n\n"
+                next_health = trio.current_time() + HEALTH_SECONDS
+
+
+def register_status_routes(app: QuartTrio, ctx: ApiContext, dispatcher: Dispatcher) -> None:
+    """Add the status page's routes to the API app (none under /plugin/: the fast path owns those)."""
+    service = StatusService(ctx)
+    page = _asset("index.html")
+    assets = {name: _asset(name) for name in ASSETS}
+
+    async def denied() -> Response | None:
+        req = Incoming(
+            method=request.method,
+            path=request.full_path.rstrip("?"),
+            headers={k.lower(): v for k, v in request.headers.items()},
+            remote=request.remote_addr,
+            body=b"",
+        )
+        try:
+            dispatcher.authenticate(req)
+        except UnauthorizedError as exc:
+            return Response(json.dumps({"error": str(exc)}) + "\n", status=401, headers={"content-type": "application/json"})
+        return None
+
+    def answer(body: bytes | str, content_type: str) -> Response:
+        return Response(body, status=200, headers={"content-type": content_type, **SECURITY_HEADERS})
+
+    async def data(build: Callable[[], Awaitable[str]]) -> Response:
+        """JSON from `build`, or the API's usual JSON error (e.g. 503 while the store is closing)."""
+        try:
+            return answer(await build(), "application/json")
+        except Exception as exc:  # noqa: BLE001 - every error becomes an answer, as in the Dispatcher
+            error = answer_for(exc)
+            return Response(json.dumps({"error": error.message}) + "\n", status=error.status, headers={"content-type": "application/json"})
+
+    @app.get("/")
+    async def index() -> Response:
+        return await denied() or answer(page, "text/html; charset=utf-8")
+
+    @app.get("/status/static/<name>")
+    async def asset(name: str) -> Response:
+        if name not in assets:
+            return Response(json.dumps({"error": f"no status asset {name!r}"}) + "\n", status=404, headers={"content-type": "application/json"})
+        return await denied() or answer(assets[name], ASSETS[name])
+
+    @app.get("/status/api/snapshot")
+    async def snapshot() -> Response:
+        return await denied() or await data(service.snapshot)
+
+    @app.get(NODE_PATH)
+    async def node() -> Response:
+        async def report() -> str:
+            return json.dumps(service.local_report())
+
+        return await denied() or await data(report)
+
+    @app.get("/status/events")
+    async def events() -> Response:
+        refused = await denied()
+        if refused is not None:
+            return refused
+        response = cast(Response, await make_response(service.events(), 200, {"content-type": "text/event-stream", **SECURITY_HEADERS}))
+        response.timeout = None  # an open page keeps its stream for as long as it likes
+        return response
+
+    @app.after_serving
+    async def close_peer_connections() -> None:
+        await service.peers.aclose()

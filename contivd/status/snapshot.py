@@ -1,0 +1,232 @@
+"""Store contents and node reports → the status page's model, as pure functions.
+
+The page model is plain JSON the browser renders as it is: no business logic runs in the
+browser. Two parts change at different rates, so they are built separately: the *store part*
+(networks, groups, endpoints, policy) changes only with the store and is cached per revision
+by the caller; the *cluster part* (members, health, agents) changes with time and is rebuilt
+from each node's report (`node_report`, served by every node at /status/api/node).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from ipaddress import IPv4Network
+from typing import Any
+
+from raftstore import StoreStatistics
+
+from ..agent.service import AgentStatistics
+from ..netmaster import ipam, layout
+from ..nodes import NodeInfo
+from .policy_matrix import GroupRef, policy_matrix, rule_from_state
+
+ENDPOINT_COLUMNS = ("name", "container", "ip", "mac", "node", "network", "group", "labels")
+HEALTH_ORDER = ("ok", "degraded", "unknown", "down")  # a tunnel is as healthy as its worse end
+
+
+def _under(entries: Mapping[str, Any], prefix: str) -> list[tuple[str, Any]]:
+    return sorted((key[len(prefix) :], value) for key, value in entries.items() if key.startswith(prefix))
+
+
+def _qualified(tenant: str, name: str) -> str:
+    """Names as the page shows them: the default tenant is implied."""
+    return name if tenant == "default" else f"{tenant}/{name}"
+
+
+def _labels(labels: Mapping[str, str] | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted((labels or {}).items()))
+
+
+def store_model(entries: Mapping[str, Any]) -> dict[str, Any]:
+    """Networks, groups, endpoints and policy matrices from `/contiv.io/...` key → value."""
+    networks = [value for _, value in _under(entries, layout.NETS_PREFIX)]
+    groups = [value for _, value in _under(entries, layout.EPGS_PREFIX)]
+    group_objects = dict(_under(entries, layout.model_prefix("endpointGroup")))
+    groups_by_network: dict[str, list[Any]] = defaultdict(list)
+    for group in groups:
+        groups_by_network[layout.net_id(group["tenantName"], group["networkName"])].append(group)
+    subnets = {net["id"]: IPv4Network(f"{net['subnetIP']}/{net['subnetLen']}") for net in networks}
+
+    network_rows = []
+    for net in networks:
+        allocated, total = ipam.address_usage(net, groups_by_network[net["id"]])
+        network_rows.append(
+            {
+                "name": _qualified(net["tenant"], net["networkName"]),
+                "tenant": net["tenant"],
+                "subnet": f"{net['subnetIP']}/{net['subnetLen']}",
+                "gateway": net.get("gateway", ""),
+                "encap": net["pktTagType"],
+                "tag": net["pktTag"],
+                "allocated": allocated,
+                "total": total,
+                "endpoints": net.get("epCount", 0),
+                "groups": sorted(g["groupName"] for g in groups_by_network[net["id"]]),
+            }
+        )
+
+    group_rows = []
+    for group in groups:
+        obj = group_objects.get(f"{group['tenantName']}:{group['groupName']}", {})
+        group_rows.append(
+            {
+                "name": _qualified(group["tenantName"], group["groupName"]),
+                "network": _qualified(group["tenantName"], group["networkName"]),
+                "id": group["endpointGroupId"],
+                "pool": group.get("IPPool", ""),
+                "policies": list(obj.get("policies", [])),
+                "endpoints": group.get("epCount", 0),
+            }
+        )
+
+    rows = []
+    for _, ep in _under(entries, layout.EPS_PREFIX):
+        network, _, tenant = ep.get("netID", "").rpartition(".")
+        rows.append(
+            [
+                ep.get("endpointID", ""),
+                ep.get("epCommonName", "") or ep.get("containerId", ""),
+                ep.get("ipAddress", ""),
+                ep.get("macAddress", ""),
+                ep.get("homingHost", ""),
+                _qualified(tenant, network),
+                _qualified(tenant, ep["serviceName"]) if ep.get("serviceName") else "",
+                _labels(ep.get("labels")),
+            ]
+        )
+
+    rules = [rule_from_state(value) for _, value in _under(entries, layout.POLICY_RULE_PREFIX)]
+    matrices = []
+    for tenant in sorted({g["tenantName"] for g in groups}):
+        refs = [
+            GroupRef(_qualified(tenant, g["groupName"]), g["endpointGroupId"], subnets.get(layout.net_id(tenant, g["networkName"])))
+            for g in groups
+            if g["tenantName"] == tenant
+        ]
+        named = {_qualified(tenant, n["networkName"]): subnets[n["id"]] for n in networks if n["tenant"] == tenant}
+        for ref, group in zip(refs, (g for g in groups if g["tenantName"] == tenant), strict=True):
+            attached = group_objects.get(f"{tenant}:{group['groupName']}", {}).get("policies")
+            if attached or any(
+                r.dst_endpoint_group == ref.group_id and r.src_port == 0 for r in rules
+            ):  # policies of its own or others' outgoing rules
+                matrices.append(policy_matrix(ref, refs, named, rules).to_json())
+
+    return {
+        "networks": network_rows,
+        "groups": group_rows,
+        "endpoints": {"columns": list(ENDPOINT_COLUMNS), "rows": rows},
+        "policy": matrices,
+        "vlanUplinks": any(net["pktTagType"] == "vlan" for net in networks),
+    }
+
+
+def node_report(name: str, store: StoreStatistics, agent: AgentStatistics | None, now: float) -> dict[str, Any]:
+    """What one node says about itself (served at /status/api/node, fetched by peers)."""
+    return {"name": name, "time": now, "store": asdict(store), "agent": None if agent is None else asdict(agent)}
+
+
+def node_health(report: Mapping[str, Any] | None, raft_connected: bool | None) -> tuple[str, list[str]]:
+    """`ok`, `degraded`, `unknown` or `down`, and why. `raft_connected`: whether this member has
+    a Raft connection to the node (None: not a voter we track, e.g. a read-only member)."""
+    if report is None:
+        if raft_connected is False:
+            return "down", ["no Raft connection and no status answer"]
+        return "unknown", ["its status could not be fetched"]
+    reasons = []
+    store = report["store"]
+    if not store.get("leader"):
+        reasons.append("knows no leader")
+    elif not store.get("has_quorum") and store.get("role") == "leader":
+        reasons.append("leader without quorum")
+    agent = report.get("agent")
+    if agent is not None:
+        if not agent["switch_connected"]:
+            reasons.append("OVS not connected")
+        elif not agent["first_sync_done"]:
+            reasons.append("first reconcile pending")
+        if agent["last_error"]:
+            reasons.append(f"last sync failed: {agent['last_error']}")
+        if agent["problems"]:
+            reasons.append(f"{len(agent['problems'])} object(s) skipped")
+    return ("degraded" if reasons else "ok"), reasons
+
+
+def cluster_model(
+    local: StoreStatistics, self_name: str, nodes: Sequence[NodeInfo], reports: Mapping[str, Mapping[str, Any] | None]
+) -> dict[str, Any]:
+    """Members with role, term, commit index, health; the leader; the tunnel mesh.
+
+    `reports`: node name → its node_report (None: it did not answer). Voters that have not
+    registered (or whose registration lease expired) are listed by Raft address, down.
+    """
+    members: list[dict[str, Any]] = []
+    registered = {n.raft_address for n in nodes if n.raft_address}
+    leader_name = local.leader or ""
+    for node in nodes:
+        report = reports.get(node.name)
+        tracked = node.raft_address in local.voters and node.name != self_name
+        connected = (node.raft_address in local.connected_voters) if tracked else (True if node.name == self_name else None)
+        health, reasons = node_health(report, connected)
+        store = (report or {}).get("store") or {}
+        is_leader = node.raft_address is not None and node.raft_address == local.leader
+        if is_leader:
+            leader_name = node.name
+        members.append(
+            {
+                "name": node.name,
+                "self": node.name == self_name,
+                "leader": is_leader,
+                "role": store.get("role")
+                or ("leader" if is_leader else "readonly" if node.readonly else "voter"),  # without a report: what this member knows
+                "term": store.get("term"),
+                "commitIndex": store.get("commit_index"),
+                "lastApplied": store.get("last_applied"),
+                "raftAddress": node.raft_address or "",
+                "apiUrl": node.api_url,
+                "vtepIp": node.vtep_ip,
+                "version": node.version,
+                "health": health,
+                "reasons": reasons,
+                "agent": (report or {}).get("agent"),
+            }
+        )
+    for address in local.voters:
+        if address not in registered:
+            connected = address in local.connected_voters
+            members.append(
+                {
+                    "name": address,
+                    "self": False,
+                    "leader": address == local.leader,
+                    "role": "leader" if address == local.leader else "voter",
+                    "term": None,
+                    "commitIndex": None,
+                    "lastApplied": None,
+                    "raftAddress": address,
+                    "apiUrl": "",
+                    "vtepIp": "",
+                    "version": "",
+                    "health": "unknown" if connected else "down",
+                    "reasons": ["not registered (no node record)"],
+                    "agent": None,
+                }
+            )
+    healths: dict[str, str] = {m["name"]: m["health"] for m in members}
+    meshed = sorted((m for m in members if m["vtepIp"]), key=lambda m: m["name"])
+    tunnels = [
+        {"a": a["name"], "b": b["name"], "health": max(healths[a["name"]], healths[b["name"]], key=HEALTH_ORDER.index)}
+        for i, a in enumerate(meshed)
+        for b in meshed[i + 1 :]
+        if a["vtepIp"] != b["vtepIp"]
+    ]
+    return {
+        "self": self_name,
+        "leader": leader_name,
+        "term": local.term,
+        "hasQuorum": local.has_quorum,
+        "revision": local.revision,
+        "members": members,
+        "tunnels": tunnels,
+    }

@@ -1,0 +1,337 @@
+// contivd status page. Every string from the cluster reaches the DOM as a text node or an
+// attribute value set with setAttribute; nothing is ever parsed as HTML.
+"use strict";
+
+const PAGE_SIZE = 50;
+const SVG_NS = "http://www.w3.org/2000/svg";
+const state = { snapshot: null, revision: -1, fetching: false, again: false, filter: "", page: 0, haystack: [], matches: [], rendered: false };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value !== null && value !== undefined && value !== false) node.setAttribute(name, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, String(value));
+  if (text !== undefined) node.textContent = String(text);
+  return node;
+}
+
+function table(target, headers, rows) {
+  const head = el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h))));
+  const body = el("tbody", {}, rows);
+  target.replaceChildren(head, body);
+}
+
+function badge(text, kind) {
+  return el("span", { class: `badge ${kind}` }, text);
+}
+
+function health(value, reasons, label) {
+  return el("span", { class: `health ${value}`, title: (reasons || []).join("; ") || value }, el("i"), label || value);
+}
+
+function ago(unix) {
+  if (!unix) return "never";
+  const seconds = Math.max(0, Date.now() / 1000 - unix);
+  if (seconds < 60) return `${seconds.toFixed(seconds < 10 ? 1 : 0)} s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  return `${Math.floor(seconds / 3600)} h ago`;
+}
+
+function num(value) {
+  return value === null || value === undefined ? "–" : Number(value).toLocaleString("en-US");
+}
+
+// ---- cluster --------------------------------------------------------------------------------
+
+function renderSummary(snap) {
+  const c = snap.cluster;
+  const s = snap.store;
+  const items = [
+    ["leader", c.leader || "none"],
+    ["term", num(c.term)],
+    ["members", num(c.members.length)],
+    ["networks", num(s.networks.length)],
+    ["endpoints", num(s.endpoints.rows.length)],
+    ["revision", num(snap.revision)],
+  ];
+  document.getElementById("summary").replaceChildren(
+    ...items.map(([k, v]) => el("span", { class: k === "leader" && !c.leader ? "item bad" : "item" }, el("b", {}, k), v)),
+  );
+  document.getElementById("footer").replaceChildren(`served by ${c.self} · quorum ${c.hasQuorum ? "yes" : "NO"}`);
+}
+
+function renderMembers(cluster) {
+  const rows = cluster.members.map((m) =>
+    el("tr", { class: m.leader ? "leader" : null },
+      el("td", {}, el("span", { class: "name" }, m.name), m.leader ? badge("leader", "lead") : null, m.self ? badge("this node", "self") : null),
+      el("td", {}, m.role),
+      el("td", {}, health(m.health, m.reasons)),
+      el("td", { class: "num" }, num(m.term)),
+      el("td", { class: "num" }, num(m.commitIndex)),
+      el("td", { class: "num" }, num(m.lastApplied)),
+      el("td", { class: "mono" }, m.raftAddress),
+      el("td", { class: "mono" }, m.vtepIp),
+    ),
+  );
+  table(document.getElementById("members"), ["node", "role", "health", "term", "commit", "applied", "raft", "VTEP"], rows);
+  const problems = cluster.members.filter((m) => m.reasons.length).map((m) => `${m.name}: ${m.reasons.join("; ")}`);
+  document.getElementById("cluster-note").replaceChildren(...problems.map((p) => el("div", {}, p)));
+}
+
+function renderDiagram(cluster, vlan) {
+  const target = document.getElementById("diagram");
+  const members = cluster.members.filter((m) => m.vtepIp || m.apiUrl);
+  const width = 440, area = 230, height = vlan ? area + 50 : area, cx = width / 2, cy = area / 2;
+  const rx = members.length > 1 ? width / 2 - 75 : 0, ry = members.length > 2 ? area / 2 - 35 : 0;
+  target.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const pos = {};
+  members.forEach((m, i) => {
+    const angle = (members.length === 2 ? Math.PI : -Math.PI / 2) + (2 * Math.PI * i) / members.length;
+    pos[m.name] = [cx + rx * Math.cos(angle), cy + ry * Math.sin(angle)];
+  });
+  const parts = [];
+  for (const t of cluster.tunnels) {
+    if (!pos[t.a] || !pos[t.b]) continue;
+    const [x1, y1] = pos[t.a], [x2, y2] = pos[t.b];
+    const line = svg("line", { x1, y1, x2, y2, class: `tunnel ${t.health}` });
+    line.append(svg("title", {}, `VXLAN tunnel ${t.a} ⇄ ${t.b}: ${t.health}`));
+    parts.push(line);
+    parts.push(svg("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, class: "tunnel-label" }, "vxlan"));
+  }
+  if (vlan) {
+    const uy = height - 30;
+    for (const m of members) {
+      const [x, y] = pos[m.name];
+      parts.push(svg("line", { x1: x, y1: y, x2: x, y2: uy, class: `uplink ${m.health}` }));
+    }
+    parts.push(svg("rect", { x: 30, y: uy - 2, width: width - 60, height: 22, rx: 4, class: "switch" }));
+    parts.push(svg("text", { x: cx, y: uy + 13, class: "switch-label" }, "VLAN uplinks (physical network)"));
+  }
+  for (const m of members) {
+    const [x, y] = pos[m.name];
+    const group = svg("g", { class: `node ${m.health}${m.leader ? " leader" : ""}`, transform: `translate(${x},${y})` });
+    group.append(svg("title", {}, `${m.name} (${m.role}, ${m.health})${m.reasons.length ? ": " + m.reasons.join("; ") : ""}`));
+    group.append(svg("rect", { x: -56, y: -22, width: 112, height: 44, rx: 8 }));
+    group.append(svg("text", { y: -4, class: "node-name" }, m.name.length > 16 ? m.name.slice(0, 15) + "…" : m.name));
+    group.append(svg("text", { y: 12, class: "node-sub" }, m.vtepIp || m.raftAddress));
+    if (m.leader) group.append(svg("text", { x: 46, y: -26, class: "crown" }, "★"));
+    parts.push(group);
+  }
+  target.replaceChildren(...parts);
+  document.getElementById("legend").replaceChildren(
+    ...["ok", "degraded", "unknown", "down"].map((h) => el("span", { class: `health ${h}` }, el("i"), h)),
+    el("span", { class: "star" }, "★ leader"),
+  );
+}
+
+function renderNodes(cluster) {
+  const rows = cluster.members.map((m) => {
+    const a = m.agent;
+    if (!a) {
+      const why = m.health === "unknown" || m.health === "down" ? "unknown" : "no datapath (control plane only)";
+      return el("tr", {}, el("td", {}, el("span", { class: "name" }, m.name)), el("td", { colspan: 7, class: "muted" }, why));
+    }
+    const errors = [a.last_error, ...a.problems].filter(Boolean);
+    return el("tr", {},
+      el("td", {}, el("span", { class: "name" }, m.name)),
+      el("td", {}, health(a.switch_connected ? "ok" : "down", [], a.switch_connected ? "connected" : "disconnected")),
+      el("td", { class: "num" }, num(a.flows)),
+      el("td", { class: "num" }, num(a.groups)),
+      el("td", {}, a.first_sync_done ? ago(a.last_sync_unix) : "pending"),
+      el("td", { class: "num" }, a.last_sync_seconds ? `${(a.last_sync_seconds * 1000).toFixed(1)} ms` : "–"),
+      el("td", { class: "num" }, `${num(a.syncs)} / ${num(a.sync_failures)}`),
+      el("td", { class: errors.length ? "errors" : "muted" }, errors.length ? errors.map((e) => el("div", {}, e)) : "none"),
+    );
+  });
+  table(document.getElementById("nodes"), ["node", "OVS", "flows", "groups", "last reconcile", "took", "syncs / failed", "errors"], rows);
+}
+
+// ---- networks and policy --------------------------------------------------------------------
+
+function usageBar(allocated, total) {
+  const pct = total ? (100 * allocated) / total : 0;
+  const level = pct >= 90 ? "high" : pct >= 70 ? "mid" : "low";
+  const fill = el("div", { class: `fill ${level}` });
+  fill.style.width = `${Math.min(100, pct).toFixed(1)}%`;
+  return el("div", { class: "usage", title: `${allocated} of ${total} addresses allocated` },
+    el("div", { class: "bar" }, fill),
+    el("span", { class: "num" }, `${num(allocated)} / ${num(total)}`, el("small", {}, ` ${pct.toFixed(pct < 10 && pct > 0 ? 1 : 0)}%`)),
+  );
+}
+
+function renderNetworks(store) {
+  const rows = store.networks.map((n) =>
+    el("tr", {},
+      el("td", {}, el("span", { class: "name" }, n.name)),
+      el("td", { class: "mono" }, n.subnet),
+      el("td", { class: "mono" }, n.gateway || "–"),
+      el("td", {}, badge(`${n.encap} ${n.tag}`, n.encap)),
+      el("td", { class: "usage-cell" }, usageBar(n.allocated, n.total)),
+      el("td", { class: "num" }, num(n.endpoints)),
+      el("td", {}, n.groups.length ? n.groups.map((g) => badge(g, "group")) : el("span", { class: "muted" }, "none")),
+    ),
+  );
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 7, class: "muted" }, "no networks yet (contivd ctl net create …)")));
+  table(document.getElementById("networks"), ["network", "subnet", "gateway", "tag", "addresses", "endpoints", "groups (EPGs)"], rows);
+}
+
+function renderPolicy(store) {
+  const target = document.getElementById("policy");
+  if (!store.policy.length) {
+    target.replaceChildren(el("p", { class: "muted" }, "No group has a policy attached: every group accepts all traffic (Contiv's default)."));
+    return;
+  }
+  const groups = Object.fromEntries(store.groups.map((g) => [g.name, g]));
+  target.replaceChildren(...store.policy.map((m) => {
+    const g = groups[m.group];
+    const head = el("tr", {}, el("th", {}, "from ↓ / service →"), m.services.map((s) => el("th", {}, s)));
+    const rows = m.rows.map((r) =>
+      el("tr", {},
+        el("th", { class: `src ${r.kind}` }, r.source, r.source === m.group ? el("small", {}, " (itself)") : r.kind === "network" ? el("small", {}, " (network)") : null),
+        r.cells.map(([action, rule]) => el("td", { class: `cell ${action}${rule ? "" : " default"}`, title: rule ? `${action} by ${rule}` : "no rule matches: allowed by default" }, action === "allow" ? "✓" : "✕")),
+      ),
+    );
+    return el("div", { class: "matrix" },
+      el("h3", {}, "to ", el("span", { class: "name" }, m.group), g ? el("small", {}, ` in ${g.network} · policies: ${g.policies.join(", ") || "none"}`) : null),
+      el("table", { class: "policy" }, el("thead", {}, head), el("tbody", {}, rows)),
+    );
+  }));
+}
+
+// ---- endpoints ------------------------------------------------------------------------------
+
+function indexEndpoints(store) {
+  state.haystack = store.endpoints.rows.map((row) => row.join("\u0001").toLowerCase());
+  applyFilter();
+}
+
+function applyFilter() {
+  const words = state.filter.toLowerCase().split(/\s+/).filter(Boolean);
+  const hay = state.haystack;
+  const matches = [];
+  for (let i = 0; i < hay.length; i++) {
+    if (words.every((w) => hay[i].includes(w))) matches.push(i);
+  }
+  state.matches = matches;
+  const pages = Math.max(1, Math.ceil(matches.length / PAGE_SIZE));
+  state.page = Math.min(state.page, pages - 1);
+}
+
+function renderEndpoints() {
+  const store = state.snapshot.store;
+  const rows = store.endpoints.rows;
+  const start = state.page * PAGE_SIZE;
+  const shown = state.matches.slice(start, start + PAGE_SIZE).map((i) => {
+    const [name, container, ip, mac, node, network, group, labels] = rows[i];
+    return el("tr", {},
+      el("td", { class: "name" }, name),
+      el("td", {}, container),
+      el("td", { class: "mono" }, ip),
+      el("td", { class: "mono" }, mac),
+      el("td", {}, node),
+      el("td", {}, network),
+      el("td", {}, group),
+      el("td", { class: "labels" }, labels),
+    );
+  });
+  if (!shown.length) shown.push(el("tr", {}, el("td", { colspan: 8, class: "muted" }, rows.length ? "no endpoint matches the filter" : "no endpoints yet")));
+  table(document.getElementById("endpoints"), ["name", "container", "IP", "MAC", "node", "network", "group", "labels"], shown);
+  const pages = Math.max(1, Math.ceil(state.matches.length / PAGE_SIZE));
+  const pager = document.getElementById("ep-pager");
+  const button = (label, page, disabled) => {
+    const b = el("button", { type: "button", disabled: disabled ? "disabled" : null }, label);
+    b.addEventListener("click", () => { state.page = page; renderEndpoints(); });
+    return b;
+  };
+  pager.replaceChildren(
+    button("«", 0, state.page === 0),
+    button("‹", state.page - 1, state.page === 0),
+    el("span", {}, `page ${state.page + 1} of ${pages}`),
+    button("›", state.page + 1, state.page >= pages - 1),
+    button("»", pages - 1, state.page >= pages - 1),
+  );
+  const filtered = state.matches.length !== rows.length ? `${num(state.matches.length)} of ` : "";
+  document.getElementById("ep-count").textContent = `${filtered}${num(rows.length)}`;
+}
+
+// ---- data flow ------------------------------------------------------------------------------
+
+function renderCluster(cluster) {
+  state.snapshot.cluster = cluster;
+  renderSummary(state.snapshot);
+  renderMembers(cluster);
+  renderDiagram(cluster, state.snapshot.store.vlanUplinks);
+  renderNodes(cluster);
+}
+
+function render(snap) {
+  state.snapshot = snap;
+  state.revision = snap.revision;
+  renderCluster(snap.cluster);
+  renderNetworks(snap.store);
+  renderPolicy(snap.store);
+  indexEndpoints(snap.store);
+  renderEndpoints();
+  if (!state.rendered) {
+    state.rendered = true;
+    document.body.dataset.ready = "true";
+  }
+}
+
+async function refresh() {
+  if (state.fetching) { state.again = true; return; }
+  state.fetching = true;
+  try {
+    do {
+      state.again = false;
+      const answer = await fetch("/status/api/snapshot", { cache: "no-store" });
+      if (!answer.ok) throw new Error(`snapshot: HTTP ${answer.status}`);
+      render(await answer.json());
+    } while (state.again);
+  } catch (err) {
+    setLive(false, String(err.message || err));
+  } finally {
+    state.fetching = false;
+  }
+}
+
+function setLive(on, text) {
+  const live = document.getElementById("live");
+  live.className = on ? "live on" : "live off";
+  live.textContent = text;
+}
+
+function connect() {
+  const events = new EventSource("/status/events");
+  events.addEventListener("open", () => { setLive(true, "live"); if (state.rendered) refresh(); });
+  events.addEventListener("error", () => setLive(false, "reconnecting…"));
+  events.addEventListener("store", (e) => {
+    if (JSON.parse(e.data).revision !== state.revision) refresh();
+  });
+  events.addEventListener("cluster", (e) => {
+    if (state.snapshot) renderCluster(JSON.parse(e.data));
+  });
+}
+
+let searchTimer = 0;
+document.getElementById("ep-search").addEventListener("input", (e) => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => {
+    state.filter = e.target.value;
+    state.page = 0;
+    if (state.snapshot) { applyFilter(); renderEndpoints(); }
+  }, 80);
+});
+
+refresh();
+connect();

@@ -1,0 +1,100 @@
+"""The status page in a real browser: Debian's chromium driven by Playwright, against a real contivd."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from contivd.testing import ContivdProcess
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+MARKUP = "<img src=x onerror=alert(1)>"
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed (packaging/deps.sh installs it)"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright  # imported here: collecting must not need it when chromium is absent
+
+    with sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def test_page_renders_updates_live_and_shows_markup_as_text(node: ContivdProcess, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    body = {"tenantName": "default", "networkName": "browser-net", "encap": "vxlan", "subnet": "198.18.30.0/24", "gateway": "198.18.30.254"}
+    assert node.post("/api/v1/networks/default:browser-net/", body).status_code == 200
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type in ("error", "warning") else None)
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.on("requestfailed", lambda req: problems.append(f"request failed: {req.url}") if "/status/events" not in req.url else None)
+    page.add_init_script("window.alert = () => { document.documentElement.dataset.alerted = 'yes'; };")
+    try:
+        page.goto(node.url + "/")
+        page.wait_for_selector("body[data-ready=true]", timeout=15000)
+        assert "node0" in page.inner_text("#summary")
+        assert page.locator("#members tr.leader .name").inner_text() == "node0"
+        assert page.locator("#diagram g.node.leader").count() == 1
+        row = page.locator("#networks tr", has_text="browser-net")
+        assert "198.18.30.0/24" in row.inner_text() and "1 / 254" in row.inner_text(), "the gateway is the one allocated address"
+        page.wait_for_selector("#live.on", timeout=10000)
+
+        started = time.monotonic()
+        create = {
+            "TenantName": "default",
+            "NetworkName": "browser-net",
+            "EndpointID": "live-pod",
+            "ConfigEP": {"Container": "live-pod", "Host": "node0"},
+        }
+        assert node.post("/plugin/createEndpoint", create).status_code == 200
+        update = {
+            "Tenant": "default",
+            "Network": "browser-net",
+            "EndpointID": "live-pod",
+            "Event": "start",
+            "Labels": {"note": MARKUP},
+            "EPCommonName": MARKUP,
+        }
+        assert node.post("/plugin/updateEndpoint", update).status_code == 200
+        page.wait_for_selector("#endpoints td.labels:has-text('onerror')", timeout=10000)
+        print(f"endpoint shown {time.monotonic() - started:.3f}s after the API calls started (no reload)")
+        assert page.evaluate("performance.getEntriesByType('navigation').length") == 1, "the page was not reloaded"
+
+        pod_row = page.locator("#endpoints tr", has_text="live-pod")
+        assert pod_row.locator("td.labels").inner_text() == f"note={MARKUP}"
+        assert pod_row.locator("td").nth(1).inner_text() == MARKUP
+        assert page.locator("img").count() == 0, "markup in user strings must stay text"
+        assert page.evaluate("document.documentElement.dataset.alerted") is None
+
+        page.fill("#ep-search", "live-pod")
+        expect(page.locator("#endpoints tbody tr")).to_have_count(1)
+        assert page.locator("#endpoints tbody td.name").inner_text() == "live-pod"
+        page.fill("#ep-search", "no-such-endpoint")
+        expect(page.locator("#endpoints tbody")).to_contain_text("no endpoint matches the filter")
+        assert problems == [], problems
+    finally:
+        page.close()

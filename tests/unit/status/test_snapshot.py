@@ -98,7 +98,7 @@ def stats(**changes: Any) -> StoreStatistics:
 
 def agent(**changes: Any) -> AgentStatistics:
     base = AgentStatistics(
-        round=2, flows=120, groups=1, syncs=9, problems=(), last_error="", switch_connected=True, first_sync_done=True,
+        bridges=("contivVxlanBridge",), round=2, flows=120, groups=1, syncs=9, problems=(), last_error="", switch_connected=True, first_sync_done=True,
         last_sync_unix=1000.0, last_sync_seconds=0.01, sync_failures=0,
     )  # fmt: skip
     return replace(base, **changes)

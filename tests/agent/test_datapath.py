@@ -339,3 +339,24 @@ def test_agent_api_reports_the_bridge_and_reclaims_an_endpoint_port(node: Node) 
     status, answer = node.api_call("DELETE", "/debug/reclaimEndpoint/nosuch.default-x", port=agent)
     assert (status, answer.strip()) == (200, "null"), "reclaiming an unknown endpoint is not an error (Contiv's body: null)"
     assert node.api_call("GET", "/nosuch", port=agent)[0] == 404
+
+
+def test_killed_ovs_daemons_come_back_and_the_agent_reprograms_them(node: Node) -> None:
+    """SIGKILL ovs-vswitchd, then ovsdb-server: contivd's supervisor restarts them, the agent
+    reconnects (OVSDB and OpenFlow), pushes every flow again, and contivd itself keeps running."""
+    endpoints = provision(node, [PODS_NET], ("c1", "c2"))
+    target = endpoints[1]["ipAddress"]
+    wait_until(lambda: reaches(node.pods[0], target), 30, f"pod 1 to ping {target}", node)
+    for daemon in ("ovs-vswitchd", "ovsdb-server"):
+        pid = int((node.data / "ovs" / f"{daemon}.pid").read_text().strip())
+        os.kill(pid, signal.SIGKILL)
+
+        def restarted(d: str = daemon, old: int = pid) -> bool:
+            pidfile = node.data / "ovs" / f"{d}.pid"
+            return pidfile.exists() and pidfile.read_text().strip() not in ("", str(old))
+
+        wait_until(restarted, 30, f"{daemon} to be restarted", node)
+        wait_until(lambda: reaches(node.pods[0], target), 40, f"traffic after {daemon} was killed", node)
+        assert node.proc is not None and node.proc.poll() is None, "contivd kept running"
+    status, driver = node.api_call("GET", "/inspect/driver", port=node.agent)
+    assert status == 200 and driver["vxlan"]["connected"] and driver["vxlan"]["fullPushes"] >= 2, driver

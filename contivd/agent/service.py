@@ -29,6 +29,7 @@ log = logging.getLogger("contivd.agent")
 
 RESYNC_SECONDS = 2.0
 DEBOUNCE_SECONDS = 0.01  # coalesce a burst of store events into one recomputation
+MIN_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 0.1, 5.0  # between failed syncs, doubling
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,7 @@ class Agent:
             self._changed.set()
 
     async def _sync_loop(self) -> None:
+        backoff = 0.0
         while True:
             await self._changed.wait()
             await trio.sleep(DEBOUNCE_SECONDS)
@@ -208,13 +210,18 @@ class Agent:
                     self._first_sync_done = True
                     self._last_sync_unix, self._last_sync_seconds = time.time(), time.monotonic() - started
                 self._last_error = ""
+                backoff = 0.0
             except (OpenFlowError, OvsError, StoreError) as exc:
                 self._last_error = str(exc)
                 self._failures += 1
-                log.warning("agent: sync failed, retrying on the next change: %s", exc)
+                backoff = min(MAX_BACKOFF_SECONDS, max(MIN_BACKOFF_SECONDS, backoff * 2))
+                log.warning("agent: sync failed, retrying in %.1f s: %s", backoff, exc)
             self._syncs += 1
             synced, self._synced = self._synced, trio.Event()
             synced.set()
+            if backoff:  # OVS is down or refusing: do not hammer it with every store change
+                await trio.sleep(backoff)
+                self._changed.set()
 
     async def _sync(self) -> bool:
         """One reconcile of every bridge; True when all of them had a switch to push to."""

@@ -148,6 +148,14 @@ def test_pods_on_three_nodes_reach_each_other_over_vxlan_and_over_a_vlan_uplink(
         assert second.api_call("DELETE", path, port=first.agent, host=first.host, token="")[0] == 401
         assert second.api_call("GET", "/inspect/driver", port=first.agent, host=first.host)[0] == 200
         assert reaches(second.pods[0], vxlan[0]["ipAddress"]), "the refused reclaim changed nothing"
+        # A node that leaves (its registration lease expires) loses its tunnels on the others.
+        nodes[2].stop()
+
+        def tunnels() -> int:
+            return int(first.api_call("GET", "/inspect/driver", port=first.agent)[1]["vxlan"]["tunnels"])
+
+        wait_until(lambda: tunnels() == 1, 45, "the departed node's tunnel to be removed", first)
+        assert reaches(first.pods[0], vxlan[1]["ipAddress"]), "the remaining nodes still reach each other"
 
 
 def test_restarting_contivd_keeps_traffic_flowing(node: Node) -> None:

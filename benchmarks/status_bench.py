@@ -29,17 +29,8 @@ from playwright.sync_api import sync_playwright
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from api_bench import NETWORK, create_endpoints  # noqa: E402
 
-from contivd.testing import ContivdCluster  # noqa: E402
+from contivd.testing import CHROMIUM, CHROMIUM_ARGS, ContivdCluster  # noqa: E402
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 BURST = 1000
 
 
@@ -69,7 +60,7 @@ def main() -> None:
             figures.update(snapshot_ms_uncached=round(uncached, 1), snapshot_ms_cached=round(cached, 1), snapshot_kb=round(size / 1024))
             print(f"snapshot with {count} endpoints: {uncached:.1f} ms uncached, {cached:.1f} ms cached, {size / 1024:.0f} KiB")
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
                 try:
                     renders = []
                     for _ in range(3):

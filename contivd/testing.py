@@ -154,3 +154,17 @@ def running_cluster(root: Path, size: int, timeout: float = 30) -> Iterator[Cont
         yield cluster.start(timeout)
     finally:
         cluster.close()
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's; Playwright must not download a browser of its own
+# Headless on a closed network: without the background-networking flags Chromium keeps
+# trying (and failing) to reach Google's services.
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+)

@@ -392,9 +392,8 @@ def encode_bundle(
     add's inner flow-mod repeats its add's xid, as EXT-230 requires.
     """
     b = backend_or_default(backend)
-    records = b"".join([s.record for s in specs])
     opening = bundle_ctrl(BundleCtrl.OPEN_REQUEST, bundle_id, flags, xid, backend=b)
-    adds = _encode(b, records, command, (xid + 1) & _U32, bundle_id, flags)
+    adds = encode_bundle_adds(specs, command, bundle_id=bundle_id, xid=(xid + 1) & _U32, flags=flags, backend=b)
     commit_xid = (xid + 1 + adds.count) & _U32
     commit = bundle_ctrl(BundleCtrl.COMMIT_REQUEST, bundle_id, flags, commit_xid, backend=b)
     return Messages(opening + adds.data + commit, adds.count + 2)

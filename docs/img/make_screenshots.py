@@ -23,19 +23,10 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import sync_playwright
 
-from contivd.testing import ContivdCluster, ContivdProcess
+from contivd.testing import CHROMIUM, CHROMIUM_ARGS, ContivdCluster, ContivdProcess
 from raftstore.testing import free_ports, wait_for
 
 HERE = Path(__file__).resolve().parent
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 
 def ok(answer: object) -> None:
@@ -174,7 +165,7 @@ def in_namespace(endpoints: int) -> int:
 def shoot(url: str, victim: ContivdProcess) -> None:
     """Overview, policy and a filtered endpoint table; then the cluster card once `victim` is killed."""
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
         try:
             page = browser.new_page(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
             page.goto(url + "/")

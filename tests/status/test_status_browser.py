@@ -9,18 +9,8 @@ from typing import Any
 
 import pytest
 
-from contivd.testing import ContivdProcess
+from contivd.testing import CHROMIUM, CHROMIUM_ARGS, ContivdProcess
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 MARKUP = "<img src=x onerror=alert(1)>"
 
 pytestmark = [
@@ -35,7 +25,7 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright  # imported here: collecting must not need it when chromium is absent
 
     with sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        instance = p.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
         try:
             yield instance
         finally:

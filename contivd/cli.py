@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import trio
 
 from raftstore._cli import store_group
 
-from . import __version__
+from . import __version__, logs
 from .config import OPTIONS, Config, ConfigError, load
 from .ctl import ctl_group
 
@@ -47,7 +46,7 @@ def run(config_file: Path | None, **flags: Any) -> None:
     from .main import run as run_node
 
     config = _load(config_file, flags)
-    logging.basicConfig(level=config.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logs.configure(config.log_level, config.log_format, secrets=[config.cluster_secret])
     trio.run(run_node, config, lambda: load(flags, config_file))
 
 

@@ -71,6 +71,13 @@ def _ovs_target(value: Any) -> str:
     return text
 
 
+def _log_format(value: Any) -> str:
+    text = _text(value).lower()
+    if text not in ("text", "json"):
+        raise ValueError("must be text or json")
+    return text
+
+
 def _log_level(value: Any) -> str:
     level = _text(value).upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
@@ -85,6 +92,7 @@ class Option:
     default: Callable[[], Any]
     help: str
     flag: bool = False
+    shown_default: str | None = None  # for defaults that depend on the machine (docs, generated TOML)
 
     @property
     def env(self) -> str:
@@ -92,7 +100,7 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("node_name", _text, socket.gethostname, "Name of this node in the cluster (default: the hostname)."),
+    Option("node_name", _text, socket.gethostname, "Name of this node in the cluster (default: the hostname).", shown_default="the hostname"),
     Option("data_dir", lambda v: Path(_text(v)), lambda: Path("/var/lib/contivd"), "Where the Raft journal and snapshots live."),
     Option("api_listen", _listen_address, lambda: "127.0.0.1:9999", "Netmaster REST API address (host:port)."),
     Option("raft_listen", _text, lambda: "127.0.0.1:9002", "Raft address of this node (host:port)."),
@@ -112,6 +120,7 @@ OPTIONS: tuple[Option, ...] = (
         "Answer API errors as Contiv did (500, text/plain) for scripts that parse old netctl output.",
         flag=True,
     ),
+    Option("log_format", _log_format, lambda: "text", "text (one line per event) or json (one JSON object per line, for log shippers)."),
 )
 
 
@@ -131,6 +140,7 @@ class Config:
     openflow_listen: str
     log_level: str
     contiv_error_compat: bool
+    log_format: str
 
     @property
     def api_host(self) -> str:

@@ -268,3 +268,14 @@ def epg_address_oper(epg: State) -> dict[str, str]:
         "availableIPAddresses": _runs(pool.bits, base, int(first) - base, int(last) - base, False),
         "allocatedIPAddresses": _runs(pool.bits, base, int(first) - base, int(last) - base, True),
     }
+
+
+def address_usage(network: State) -> tuple[int, int]:
+    """(allocated, total) IPv4 addresses of a network for metrics and the status page: endpoints'
+    addresses against every address of its host range except the gateway."""
+    low, _, high = network["ipAddrRange"].partition("-")
+    total = max(0, int(IPv4Address(high)) - int(IPv4Address(low)) + 1)
+    gateway = network.get("gateway", "")
+    if gateway and int(IPv4Address(low)) <= int(IPv4Address(gateway)) <= int(IPv4Address(high)):
+        total -= 1
+    return int(network.get("epAddrCount", 0)), total

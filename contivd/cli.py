@@ -43,10 +43,10 @@ def cli() -> None:
 @_config_options
 def run(config_file: Path | None, **flags: Any) -> None:
     """Run this node: embedded store member (and, as they land, netmaster, agent, CNI)."""
-    from .main import run as run_node
-
     config = _load(config_file, flags)
     logs.configure(config.log_level, config.log_format, secrets=[config.cluster_secret])
+    from .main import run as run_node  # after logs.configure: importing OVS libraries emits warnings
+
     trio.run(run_node, config, lambda: load(flags, config_file))
 
 

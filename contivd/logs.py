@@ -66,3 +66,4 @@ def configure(level: str, log_format: str, secrets: Iterable[str | None] = ()) -
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    logging.captureWarnings(True)  # library warnings become events in the same format

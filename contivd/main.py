@@ -55,6 +55,7 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     hconfig = HypercornConfig()
     hconfig.bind = [config.api_listen]
     hconfig.accesslog = None
+    hconfig.errorlog = logging.getLogger("hypercorn.error")  # our handler and format (logs.configure), not hypercorn's own
     hconfig.graceful_timeout = 5.0
     return hconfig
 

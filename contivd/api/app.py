@@ -255,6 +255,7 @@ class Dispatcher:
         answer = await self._dispatch(route, params, req)
         if self.metrics is not None:
             self.metrics.observe_request(route.path, route.method, answer[0], started)
+        log.debug("%s %s from %s: %d in %.1f ms", req.method, req.path, req.remote, answer[0], (time.perf_counter() - started) * 1000)
         return answer
 
     async def _dispatch(self, route: Route, params: Mapping[str, str], req: Incoming) -> Answer:

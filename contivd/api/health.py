@@ -26,8 +26,8 @@ def readiness_failures(store: Store, agent: Agent | None) -> dict[str, str]:
     """Failing readiness checks by name, each with the reason; empty when the node is ready."""
     failures: dict[str, str] = {}
     stats = store.statistics()
-    if stats.leader is None:
-        failures["store_leader"] = "no Raft leader is known (election in progress or no quorum)"
+    if stats.leader is None or not stats.has_quorum:
+        failures["store_leader"] = "no Raft leader with a quorum is known (election in progress or too few members up)"
     if agent is not None:
         agent_stats = agent.statistics()
         if not agent_stats.switch_connected:

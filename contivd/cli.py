@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,10 +12,9 @@ import trio
 
 from raftstore._cli import store_group
 
-from . import __version__
+from . import __version__, logs
 from .config import OPTIONS, Config, ConfigError, load
 from .ctl import ctl_group
-from .ovs import OvsError
 
 
 def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -45,26 +43,27 @@ def cli() -> None:
 @_config_options
 def run(config_file: Path | None, **flags: Any) -> None:
     """Run this node: embedded store member (and, as they land, netmaster, agent, CNI)."""
-    from .main import run as run_node
-
     config = _load(config_file, flags)
-    logging.basicConfig(level=config.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logs.configure(config.log_level, config.log_format, secrets=[config.cluster_secret])
+    from .main import run as run_node  # after logs.configure: importing OVS libraries emits warnings
+    from .ovs import OvsError
+
     try:
         trio.run(run_node, config, lambda: load(flags, config_file))
     except (OvsError, BaseExceptionGroup) as exc:
-        cause = _startup_error(exc)
+        cause = _startup_error(exc, OvsError)
         if cause is None:
             raise
         raise click.ClickException(f"cannot start the node agent: {cause}") from None
 
 
-def _startup_error(exc: BaseException) -> OvsError | None:
-    """The OvsError that stopped start-up, however deep trio's exception groups nest it."""
-    if isinstance(exc, OvsError):
+def _startup_error(exc: BaseException, kind: type[Exception]) -> BaseException | None:
+    """The `kind` error that stopped start-up, however deep trio's exception groups nest it."""
+    if isinstance(exc, kind):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = _startup_error(inner)
+            found = _startup_error(inner, kind)
             if found is not None:
                 return found
     return None

@@ -110,6 +110,7 @@ class Option:
     default: Callable[[], Any]
     help: str
     flag: bool = False
+    shown_default: str | None = None  # for defaults that depend on the machine (docs, generated TOML)
 
     @property
     def env(self) -> str:
@@ -117,7 +118,7 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("node_name", _text, socket.gethostname, "Name of this node in the cluster (default: the hostname)."),
+    Option("node_name", _text, socket.gethostname, "Name of this node in the cluster (default: the hostname).", shown_default="the hostname"),
     Option("data_dir", lambda v: Path(_text(v)), lambda: Path("/var/lib/contivd"), "Where the Raft journal and snapshots live."),
     Option("api_listen", _listen_address, lambda: "127.0.0.1:9999", "Netmaster REST API address (host:port)."),
     Option("raft_listen", _text, lambda: "127.0.0.1:9002", "Raft address of this node (host:port)."),
@@ -146,6 +147,7 @@ OPTIONS: tuple[Option, ...] = (
         "Answer API errors as Contiv did (500, text/plain) for scripts that parse old netctl output.",
         flag=True,
     ),
+    Option("log_format", _choice("text", "json"), lambda: "text", "text (one line per event) or json (one JSON object per line, for log shippers)."),
 )
 
 
@@ -169,6 +171,7 @@ class Config:
     agent_listen: str
     log_level: str
     contiv_error_compat: bool
+    log_format: str
 
     @property
     def api_host(self) -> str:

@@ -10,26 +10,29 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import partial
 
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
-from raftstore import Store, StoreError, open_store
+from raftstore import Store, StoreError, StoreStatistics, open_store
 
 from . import __version__
 from .agent.api import create_agent_app
-from .agent.service import Agent, AgentSettings
+from .agent.service import Agent, AgentSettings, AgentStatistics
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .api.forwarder import ForwardingClient
 from .config import Config, ConfigError
+from .metrics import StoreSummaries
 from .model import ModelError
 from .netmaster.service import Netmaster
 from .nodes import NodeInfo, keep_registered
 from .sdnotify import Notifier
 
 log = logging.getLogger("contivd")
+STATUS_SECONDS = 5.0  # how often the systemd STATUS= line is refreshed
 
 
 async def _leader_duties(store: Store, netmaster: Netmaster, node_name: str) -> None:
@@ -54,6 +57,7 @@ def _hypercorn_config(listen: str) -> HypercornConfig:
     hconfig = HypercornConfig()
     hconfig.bind = [listen]
     hconfig.accesslog = None
+    hconfig.errorlog = logging.getLogger("hypercorn.error")  # our handler and format (logs.configure), not hypercorn's own
     hconfig.graceful_timeout = 5.0
     return hconfig
 
@@ -66,6 +70,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         http = ForwardingClient(timeout=FORWARD_TIMEOUT_SECONDS)
         async with open_store(config.store_config()) as store, trio.open_nursery() as nursery:
+            nursery.start_soon(notifier.watchdog)  # from this loop: a stuck loop stops the pings
             role = "read-only member" if config.readonly else f"raft on {config.raft_listen}"
             log.info("store started (%s, peers: %s)", role, ", ".join(config.peers) or "none, single node")
             netmaster = Netmaster(store, config.node_name)
@@ -110,8 +115,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
 
             bound = await nursery.start(serve_api)
             log.info("API listening on %s", ", ".join(bound))
-            nursery.start_soon(notifier.watchdog)
-            nursery.start_soon(_report_ready, store, notifier, config, bound)
+            nursery.start_soon(_report_status, store, agent, notifier, config)
             async for signum in signals:
                 if signum == signal.SIGHUP:
                     _reload_log_level(reload)
@@ -128,17 +132,48 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
     log.info("contivd stopped")
 
 
-async def _report_ready(store: Store, notifier: Notifier, config: Config, bound: list[str]) -> None:
-    """READY=1 once the node is usable (API up, a leader known), then keep STATUS= current."""
-    ready = False
+async def _report_status(store: Store, agent: Agent | None, notifier: Notifier, config: Config) -> None:
+    """READY=1 once the node is usable (API up — the caller starts this after binding —, a
+    leader known, the agent's first reconcile done), then keep STATUS= current."""
     async for change in store.leadership_changes():
-        role = "leader" if change.is_leader else "read-only member" if config.readonly else "follower"
-        status = f"STATUS={role}; leader {change.leader or 'none'}; API {', '.join(bound)}"
-        if change.leader and not ready:
-            ready = True
-            notifier.notify("READY=1", status)
+        if change.leader:
+            break
+        notifier.notify("STATUS=waiting for a Raft leader (election in progress or no quorum)")
+    if agent is not None:
+        notifier.notify("STATUS=waiting for the node agent's first reconcile")
+        while not agent.statistics().first_sync_done:
+            await agent.wait_synced()
+    summaries = StoreSummaries(store)
+
+    def status() -> str:
+        here = summaries.current().endpoints_per_node.get(config.node_name, 0)
+        return "STATUS=" + status_line(store.statistics(), agent.statistics() if agent else None, here)
+
+    notifier.notify("READY=1", status())
+    log.info("ready: %s", status().removeprefix("STATUS="))
+    while True:
+        await trio.sleep(STATUS_SECONDS)
+        notifier.notify(status())
+
+
+def status_line(store: StoreStatistics, agent: AgentStatistics | None, endpoints_here: int) -> str:
+    """What `systemctl status` shows: role, leader, members, endpoints on this node, last reconcile."""
+    role = {"readonly": "read-only member"}.get(store.role, store.role)
+    parts = [
+        f"{role} (term {store.term})",
+        f"leader {store.leader or 'none'}",
+        f"{len(store.voters)} voters ({len(store.connected_voters) + (store.self_address is not None)} up), {store.readonly_members} read-only",
+        f"{endpoints_here} endpoints on this node",
+    ]
+    if agent is not None:
+        if agent.last_sync_unix:
+            when = datetime.fromtimestamp(agent.last_sync_unix, UTC).strftime("%H:%M:%S UTC")
+            parts.append(f"last reconcile {when} ({agent.last_sync_seconds * 1000:.0f} ms, {agent.flows} flows)")
         else:
-            notifier.notify(status)
+            parts.append("no reconcile yet")
+        if not agent.switch_connected:
+            parts.append("switch disconnected")
+    return "; ".join(parts)
 
 
 def _reload_log_level(reload: Callable[[], Config] | None) -> None:

@@ -64,6 +64,13 @@ class ContivdProcess:
             return None
         return answer.json() if answer.status_code == 200 else None
 
+    def ready(self) -> bool:
+        """`/readyz` answers 200 (leader with quorum known; agent synced if it runs)."""
+        try:
+            return self.get("/readyz").status_code == 200
+        except httpx.HTTPError:
+            return False
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages contivd and its tests need. Idempotent; skips apt when all are present.
 set -euo pipefail
-packages=(openvswitch-switch iproute2 iputils-ping iptables ethtool etcd-server gcc libc6-dev python3-dev chromium)
+packages=(openvswitch-switch iproute2 iputils-ping iptables ethtool etcd-server gcc libc6-dev python3-dev chromium systemd lintian)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq

@@ -1,27 +1,40 @@
 #!/usr/bin/env bash
-# Install contivd from this checkout and start it as a single node (embedded store).
-# Run as root on Debian 12. Running it twice is harmless.
+# Build contivd's .deb from this checkout, install it and start contivd as a single node
+# (embedded store). Run as root on Debian 12. Running it twice is harmless.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-bash "$repo/packaging/deps.sh"
-python3 -m pip install -q --disable-pip-version-check "$repo"
-python=$(python3 -c 'import sys; print(sys.executable)')
-mkdir -p /var/lib/contivd /var/log/contivd
-chmod 0700 /var/lib/contivd
+cd "$repo"
+bash packaging/deps.sh
+python3 -m pip install -q --disable-pip-version-check shiv
+bash packaging/build-binary
+bash packaging/build-deb
+version=$(python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall "./dist/contivd_${version}_$(dpkg --print-architecture).deb" >/dev/null
 
+api=http://127.0.0.1:9999
 if [ "$(ps -p 1 -o comm=)" = systemd ]; then
-    sed "s|@PYTHON@|$python|" "$repo/systemd/contivd.service" >/etc/systemd/system/contivd.service
-    systemctl daemon-reload
     systemctl enable --now contivd
-    echo "contivd runs under systemd: systemctl status contivd; journalctl -u contivd"
+    echo "contivd runs under systemd: systemctl status contivd; journalctl -u contivd; stop: systemctl stop contivd"
 else
+    # No systemd as PID 1 (a container): run it in the background, as the unit would.
     pidfile=/run/contivd.pid
+    mkdir -p /var/log/contivd
     if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-        echo "contivd already running (pid $(cat "$pidfile"))"
+        echo "contivd already running (pid $(cat "$pidfile")); restart: kill \$(cat $pidfile) && bash packaging/install.sh"
     else
-        nohup "$python" -m contivd run >>/var/log/contivd/contivd.log 2>&1 &
+        nohup /usr/bin/contivd run --config /etc/contivd/contivd.toml >>/var/log/contivd/contivd.log 2>&1 &
         echo $! >"$pidfile"
         echo "contivd started (pid $!); log: /var/log/contivd/contivd.log; stop: kill \$(cat $pidfile)"
     fi
 fi
-"$python" -m contivd --version
+
+for _ in $(seq 120); do
+    if python3 -c "import sys, urllib.request; sys.exit(urllib.request.urlopen('$api/readyz', timeout=2).status != 200)" 2>/dev/null; then
+        break
+    fi
+    sleep 0.5
+done
+echo
+echo "status page: $api/"
+echo "\$ contivd ctl cluster status"
+/usr/bin/contivd ctl cluster status

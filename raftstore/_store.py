@@ -123,6 +123,8 @@ class Store:
         self._outbox_ready = trio.Event()
         self._inflight = trio.Semaphore(MAX_INFLIGHT_ENTRIES)
         self._slots: deque[_Slot] = deque()
+        self._applied_writes = 0  # successful proposals and their summed propose-to-apply time, for metrics
+        self._apply_seconds = 0.0
 
     # ---- wiring from the tick thread ---------------------------------------------------------
 
@@ -222,10 +224,13 @@ class Store:
         """Propose until applied or the request timeout passes; raise on an error result."""
         text = _commands.encode(command)
         pause, last_reason = RETRY_BACKOFF[0], None
+        started = time.monotonic()
         with trio.move_on_after(self.config.request_timeout):
             while True:
                 result, reason = await self._submit_once(text)
                 if reason == SUCCESS:
+                    self._applied_writes += 1
+                    self._apply_seconds += time.monotonic() - started
                     return _raise_for_error(result)
                 if reason not in RETRYABLE:
                     raise StoreError(f"raft refused the command: {FAIL_NAMES.get(reason, reason)}")
@@ -461,6 +466,10 @@ class Store:
             raise UnavailableError(f"{what} not confirmed within {self.config.request_timeout:g}s")
         if waiter.reason != SUCCESS:
             raise StoreError(f"{what} failed: {FAIL_NAMES.get(waiter.reason, waiter.reason)}")
+
+    def apply_latency(self) -> tuple[int, float]:
+        """(writes applied, their summed seconds from proposal to applied result) since start."""
+        return self._applied_writes, self._apply_seconds
 
     def statistics(self) -> StoreStatistics:
         node = self.node

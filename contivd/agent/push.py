@@ -9,6 +9,7 @@ Later pushes apply `openflow.diff` against what this pusher last installed.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 
 import fastpath
@@ -82,6 +83,11 @@ class Pusher:
             await connection.send_bundle(encode_flow_bundle(changes))
         if plan.delete_groups:
             await connection.send_flow_mods(encode_groups(plan.delete_groups, GroupCommand.DELETE))
+
+    def flows_per_table(self) -> dict[int, int]:
+        """How many installed flows each table id holds (metrics)."""
+        installed = self._installed
+        return dict(Counter(flow.table for flow in installed.flows)) if installed else {}
 
     def statistics(self) -> PushStatistics:
         installed = self._installed

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, cast
@@ -23,13 +24,15 @@ from raftstore import Store
 
 from .. import __version__
 from ..agent.service import Agent
+from ..metrics import Metrics
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
 from ..netmaster import layout
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from . import auth
-from .errors import BadRequestError, answer_for
+from .errors import BadRequestError, UnauthorizedError, answer_for
 from .forwarder import ForwardingClient
+from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document
 
 log = logging.getLogger("contivd.api")
@@ -221,9 +224,10 @@ def _error_answer(exc: BaseException, contiv_compat: bool = False) -> Answer:
 class Dispatcher:
     """Authentication, leader forwarding and error mapping around the handlers."""
 
-    def __init__(self, ctx: ApiContext):
+    def __init__(self, ctx: ApiContext, metrics: Metrics | None = None):
         self.ctx = ctx
         self.handlers = Handlers(ctx)
+        self.metrics = metrics
 
     def authenticate(self, req: Incoming) -> None:
         auth.authenticate(self.ctx.secret, req.method, req.path, req.body, req.headers, req.remote)
@@ -245,6 +249,14 @@ class Dispatcher:
         return status, passthrough, body
 
     async def dispatch(self, route: Route, params: Mapping[str, str], req: Incoming) -> Answer:
+        started = time.perf_counter()
+        answer = await self._dispatch(route, params, req)
+        if self.metrics is not None:
+            self.metrics.observe_request(route.path, route.method, answer[0], started)
+        log.debug("%s %s from %s: %d in %.1f ms", req.method, req.path, req.remote, answer[0], (time.perf_counter() - started) * 1000)
+        return answer
+
+    async def _dispatch(self, route: Route, params: Mapping[str, str], req: Incoming) -> Answer:
         try:
             self.authenticate(req)
             if route.write and not self.ctx.store.is_leader():
@@ -279,25 +291,36 @@ class PluginFastPath:
             chunks.append(message.get("body", b""))
             if not message.get("more_body"):
                 break
-        query = scope.get("query_string", b"").decode()
-        req = Incoming(
-            method=scope["method"],
-            path=scope["path"] + (f"?{query}" if query else ""),
-            headers={k.decode().lower(): v.decode() for k, v in scope["headers"]},
-            remote=(scope.get("client") or (None,))[0],
-            body=b"".join(chunks),
-        )
-        status, headers, body = await self.dispatcher.dispatch(route, {}, req)
+        status, headers, body = await self.dispatcher.dispatch(route, {}, incoming_from_scope(scope, b"".join(chunks)))
         start = {"type": "http.response.start", "status": status, "headers": [(k.encode(), v.encode()) for k, v in headers.items()]}
         await send(cast(Any, start))
         await send(cast(Any, {"type": "http.response.body", "body": body, "more_body": False}))
 
 
-def create_app(ctx: ApiContext) -> PluginFastPath:
-    """The ASGI application: the plugin fast path in front of the Quart app."""
+def incoming_from_scope(scope: dict[str, Any], body: bytes) -> Incoming:
+    query = scope.get("query_string", b"").decode()
+    return Incoming(
+        method=scope["method"],
+        path=scope["path"] + (f"?{query}" if query else ""),
+        headers={k.decode().lower(): v.decode() for k, v in scope["headers"]},
+        remote=(scope.get("client") or (None,))[0],
+        body=body,
+    )
+
+
+def create_app(ctx: ApiContext) -> OpsEndpoints:
+    """The ASGI application: health, readiness and metrics, then the plugin fast path, in front of the Quart app."""
     app = QuartTrio("contivd")
     app.url_map.strict_slashes = False
-    dispatcher = Dispatcher(ctx)
+    metrics = Metrics(ctx.store, ctx.agent)
+    dispatcher = Dispatcher(ctx, metrics)
+
+    def authorized(scope: dict[str, Any]) -> bool:
+        try:
+            dispatcher.authenticate(incoming_from_scope(scope, b""))
+        except UnauthorizedError:
+            return False
+        return True
 
     def register(route: Route) -> None:
         async def view(**params: str) -> Response:
@@ -330,7 +353,7 @@ def create_app(ctx: ApiContext) -> PluginFastPath:
         status, headers, body = _answer({"error": f"method {request.method} not allowed on {request.path}"}, 405)
         return Response(body, status=status, headers=headers)
 
-    return PluginFastPath(app, dispatcher)
+    return OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, authorized)
 
 
 def _no_leader(detail: str = "no leader is known yet (election in progress or no quorum)") -> Exception:

@@ -278,7 +278,8 @@ def _set_bits_in(bits: Bitset, lo: int, hi: int) -> int:
 
 
 def address_usage(network: State, epgs: list[State]) -> tuple[int, int]:
-    """(allocated, total) host addresses of a network, for usage bars and metrics.
+    """(allocated, total) host addresses of a network, for usage bars and metrics: endpoints'
+    addresses out of the host range less the gateway, as the API's allocatedAddressesCount counts.
 
     An EPG pool is marked taken in the network map as a whole when the group is created; only
     the addresses allocated inside it (its own map) count as allocated here."""
@@ -287,7 +288,8 @@ def address_usage(network: State, epgs: list[State]) -> tuple[int, int]:
     lo, hi = int(IPv4Address(low)) - base, int(IPv4Address(high)) - base
     if hi < lo:
         return 0, 0
-    allocated = _set_bits_in(_network_pool(network).bits, lo, hi)
+    bits = _network_pool(network).bits
+    allocated = _set_bits_in(bits, lo, hi)
     for epg in epgs:
         pool = _epg_pool(epg)
         if pool is None:
@@ -295,4 +297,9 @@ def address_usage(network: State, epgs: list[State]) -> tuple[int, int]:
         first, last = parse_pool(epg["IPPool"])
         start, stop = int(first) - base, int(last) - base
         allocated -= (stop - start + 1) - _set_bits_in(pool.bits, start, stop)
-    return allocated, hi - lo + 1
+    total = hi - lo + 1
+    gateway = int(IPv4Address(network["gateway"])) - base if network.get("gateway") else -1
+    if lo <= gateway <= hi:  # reserved, never an endpoint's: counts as neither
+        total -= 1
+        allocated -= _set_bits_in(bits, gateway, gateway)
+    return allocated, total

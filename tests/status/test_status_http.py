@@ -60,7 +60,7 @@ def test_snapshot_shows_networks_endpoints_and_the_leader(node: ContivdProcess) 
     snap = node.get("/status/api/snapshot").json()
     assert snap["cluster"]["leader"] == "node0" and snap["cluster"]["members"][0]["health"] == "ok"
     net = next(n for n in snap["store"]["networks"] if n["name"] == "snap")
-    assert (net["subnet"], net["allocated"], net["total"], net["endpoints"]) == ("198.18.16.0/24", 2, 254, 1)
+    assert (net["subnet"], net["allocated"], net["total"], net["endpoints"]) == ("198.18.16.0/24", 1, 253, 1)
     row = next(r for r in snap["store"]["endpoints"]["rows"] if r[0] == "snap-1")
     assert row[1] == MARKUP and row[7] == f"app={MARKUP}"
     report = node.get("/status/api/node").json()

@@ -59,8 +59,8 @@ def entries() -> dict[str, Any]:
 def test_networks_with_usage_tags_and_groups() -> None:
     model = store_model(entries())
     nets = {n["name"]: n for n in model["networks"]}
-    # pods: the gateway, endpoint a, and one address of db's 10-address pool are allocated
-    assert (nets["pods"]["allocated"], nets["pods"]["total"]) == (3, 254)
+    # pods: endpoint a and one address of db's 10-address pool are allocated; the gateway counts as neither
+    assert (nets["pods"]["allocated"], nets["pods"]["total"]) == (2, 253)
     assert nets["pods"]["groups"] == ["db"] and nets["pods"]["tag"] == 7 and nets["pods"]["encap"] == "vxlan"
     assert (nets["storage"]["allocated"], nets["storage"]["total"]) == (1, 6)
     assert model["vlanUplinks"] is True
@@ -141,7 +141,7 @@ def test_cluster_members_leader_health_and_tunnels() -> None:
 def test_address_usage_of_a_range_subnet_and_an_empty_store() -> None:
     ranged = network("r", "198.18.1.5-198.18.1.15/27", "198.18.1.15", 3)
     ipam.allocate_ipv4(ranged, None)
-    assert ipam.address_usage(ranged, []) == (2, 11), "only the range counts: the gateway and one endpoint of 11"
+    assert ipam.address_usage(ranged, []) == (1, 10), "only the range counts: one endpoint of 11 less the gateway"
     assert store_model({}) == {
         "networks": [],
         "groups": [],

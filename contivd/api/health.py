@@ -1,0 +1,69 @@
+"""`/healthz`, `/readyz` and `/metrics`: what load balancers, orchestrators and Prometheus ask.
+
+They are answered in front of the Quart app (like the plugin fast path) so a scrape or a probe
+costs no routing. `/healthz` says the process and its event loop answer; `/readyz` says the node
+can do its job, listing every failing check; `/metrics` is authenticated like the API (loopback,
+a node signature or the cluster secret as a bearer token) because it names nodes and networks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
+
+from raftstore import Store
+
+from ..agent.service import Agent
+from ..metrics import CONTENT_TYPE, Metrics
+
+Asgi = Callable[[Scope, ASGIReceiveCallable, ASGISendCallable], Awaitable[None]]
+
+
+def readiness_failures(store: Store, agent: Agent | None) -> dict[str, str]:
+    """Failing readiness checks by name, each with the reason; empty when the node is ready."""
+    failures: dict[str, str] = {}
+    stats = store.statistics()
+    if stats.leader is None or not stats.has_quorum:
+        failures["store_leader"] = "no Raft leader with a quorum is known (election in progress or too few members up)"
+    if agent is not None:
+        agent_stats = agent.statistics()
+        if not agent_stats.switch_connected:
+            failures["switch_connected"] = "the bridge's OpenFlow connection is down" + (
+                f": {agent_stats.last_error}" if agent_stats.last_error else ""
+            )
+        if not agent_stats.first_sync_done:
+            failures["first_reconcile"] = "the node agent has not finished its first reconcile"
+    return failures
+
+
+class OpsEndpoints:
+    """ASGI front answering the three operational paths; everything else goes to `app`."""
+
+    def __init__(self, app: Asgi, store: Store, agent: Agent | None, metrics: Metrics, authorized: Callable[[dict[str, Any]], bool]):
+        self.app, self.store, self.agent, self.metrics, self.authorized = app, store, agent, metrics, authorized
+
+    async def __call__(self, asgi_scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        scope = cast(dict[str, Any], asgi_scope)
+        path = scope.get("path", "") if scope["type"] == "http" and scope.get("method") in ("GET", "HEAD") else None
+        if path == "/healthz":
+            await _respond(send, 200, "application/json", b'{"status": "ok"}\n')
+        elif path == "/readyz":
+            failures = readiness_failures(self.store, self.agent)
+            body = {"ready": not failures, "failing": failures}
+            await _respond(send, 503 if failures else 200, "application/json", (json.dumps(body) + "\n").encode())
+        elif path == "/metrics":
+            if not self.authorized(scope):
+                await _respond(send, 401, "application/json", b'{"error": "metrics need loopback, a node signature or the cluster secret"}\n')
+            else:
+                await _respond(send, 200, CONTENT_TYPE, self.metrics.render())
+        else:
+            await self.app(asgi_scope, receive, send)
+
+
+async def _respond(send: ASGISendCallable, status: int, content_type: str, body: bytes) -> None:
+    start = {"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type.encode())]}
+    await send(cast(Any, start))
+    await send(cast(Any, {"type": "http.response.body", "body": body, "more_body": False}))

@@ -1,0 +1,173 @@
+"""Prometheus metrics: a registry per API app, with gauges read from live state at scrape time.
+
+Counters and histograms of things that happen (API requests, CNI ADD/DEL) are observed where
+they happen. Everything that *is* (Raft term and indices, IPAM usage, endpoints per node,
+flows per table, the switch connection) is read by `StateCollector` when Prometheus scrapes,
+so nothing has to keep gauges up to date. The store-derived part is cached per store
+revision: a scrape with 10,000 endpoints decodes them only when something changed.
+
+The CNI server calls `observe_cni(op, seconds, ok)`; its histogram lives at module level (not
+in prometheus-client's global registry) and every app registry exports it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
+from prometheus_client.registry import Collector
+
+from openflow import TABLES
+from raftstore import Store
+
+from .agent.service import Agent
+from .netmaster import ipam, layout
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+CNI_SECONDS = Histogram(
+    "contivd_cni_request_seconds",
+    "CNI requests handled by this node's CNI server, by operation (ADD, DEL, CHECK, VERSION) and result",
+    ["op", "result"],
+    buckets=LATENCY_BUCKETS,
+    registry=None,
+)
+
+
+def observe_cni(op: str, seconds: float, ok: bool) -> None:
+    """Record one CNI request (the CNI server calls this once per request it answered)."""
+    CNI_SECONDS.labels(op=op.upper(), result="ok" if ok else "error").observe(seconds)
+
+
+@dataclass(frozen=True)
+class StoreSummary:
+    """What the gauges and the systemd STATUS line need from the store, at one revision."""
+
+    revision: int
+    endpoints_per_node: dict[str, int] = field(default_factory=dict)
+    ipam: dict[str, tuple[int, int]] = field(default_factory=dict)  # network id -> (allocated, total)
+
+
+def summarize(store: Store, revision: int) -> StoreSummary:
+    per_node = Counter(str(kv.value.get("homingHost", "")) for kv in store.list_nowait(layout.EPS_PREFIX))
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for kv in store.list_nowait(layout.EPGS_PREFIX):
+        groups[layout.net_id(kv.value["tenantName"], kv.value["networkName"])].append(kv.value)
+    usage = {kv.value["id"]: ipam.address_usage(kv.value, groups[kv.value["id"]]) for kv in store.list_nowait(layout.NETS_PREFIX)}
+    return StoreSummary(revision, dict(per_node), usage)
+
+
+class StoreSummaries:
+    """`summarize` cached per store revision."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._last = StoreSummary(-1)
+
+    def current(self) -> StoreSummary:
+        revision = self.store.statistics().revision
+        if revision != self._last.revision:
+            self._last = summarize(self.store, revision)
+        return self._last
+
+
+class StateCollector(Collector):
+    def __init__(self, store: Store, agent: Agent | None, summaries: StoreSummaries):
+        self.store, self.agent, self.summaries = store, agent, summaries
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._raft()
+        yield from self._store_objects()
+        if self.agent is not None:
+            yield from self._agent(self.agent)
+
+    def _raft(self) -> Iterator[Metric]:
+        stats = self.store.statistics()
+        for name, doc, value in (
+            ("contivd_raft_term", "Current Raft term", stats.term),
+            ("contivd_raft_commit_index", "Raft commit index", stats.commit_index),
+            ("contivd_raft_applied_index", "Last Raft log index applied on this member", stats.last_applied),
+            ("contivd_raft_is_leader", "1 when this member is the Raft leader (the netmaster)", int(stats.role == "leader")),
+            ("contivd_raft_has_quorum", "1 when this member sees a quorum", int(stats.has_quorum)),
+            ("contivd_raft_leader_known", "1 when this member knows a leader", int(stats.leader is not None)),
+            ("contivd_raft_voters", "Voting members", len(stats.voters)),
+            ("contivd_raft_connected_voters", "Voting members this one is connected to", len(stats.connected_voters)),
+            ("contivd_store_keys", "Keys in the store", stats.keys),
+            ("contivd_store_revision", "Store revision", stats.revision),
+        ):
+            yield GaugeMetricFamily(name, doc, value=value)
+        count, seconds = self.store.apply_latency()
+        yield SummaryMetricFamily(
+            "contivd_raft_apply_seconds", "Writes proposed by this member: time from proposal to applied result", count_value=count, sum_value=seconds
+        )
+
+    def _store_objects(self) -> Iterator[Metric]:
+        summary = self.summaries.current()
+        endpoints = GaugeMetricFamily("contivd_endpoints", "Endpoints in the cluster by node (homingHost)", labels=["node"])
+        for node, count in sorted(summary.endpoints_per_node.items()):
+            endpoints.add_metric([node], count)
+        allocated = GaugeMetricFamily("contivd_ipam_allocated_addresses", "Addresses allocated to endpoints, per network", labels=["network"])
+        total = GaugeMetricFamily(
+            "contivd_ipam_total_addresses", "Allocatable addresses (host range less the gateway), per network", labels=["network"]
+        )
+        for network, (used, size) in sorted(summary.ipam.items()):
+            allocated.add_metric([network], used)
+            total.add_metric([network], size)
+        yield from (endpoints, allocated, total)
+
+    def _agent(self, agent: Agent) -> Iterator[Metric]:
+        stats = agent.statistics()
+        flows = GaugeMetricFamily(
+            "contivd_agent_flows", "OpenFlow flows installed on the node's bridges, per bridge and table", labels=["bridge", "table"]
+        )
+        for datapath in agent.datapaths.values():
+            for table_id, count in sorted(datapath.pusher.flows_per_table().items()):
+                flows.add_metric([datapath.bridge.name, _table_name(table_id)], count)
+        yield flows
+        for name, doc, value in (
+            ("contivd_agent_groups", "OpenFlow groups installed", stats.groups),
+            ("contivd_agent_switch_connected", "1 while every bridge's OpenFlow connection is up", int(stats.switch_connected)),
+            ("contivd_agent_first_reconcile_done", "1 once a full reconcile against the switch has completed", int(stats.first_sync_done)),
+            ("contivd_agent_last_reconcile_seconds", "Duration of the last successful reconcile", stats.last_sync_seconds),
+            ("contivd_agent_last_reconcile_timestamp_seconds", "Unix time the last successful reconcile ended", stats.last_sync_unix),
+            ("contivd_agent_problems", "Inputs the last reconcile skipped (see the log)", len(stats.problems)),
+        ):
+            yield GaugeMetricFamily(name, doc, value=value)
+        yield CounterMetricFamily("contivd_agent_reconciles", "Reconciles attempted", value=stats.syncs)
+        yield CounterMetricFamily("contivd_agent_reconcile_failures", "Reconciles that failed", value=stats.sync_failures)
+
+
+def _table_name(table_id: int) -> str:
+    try:
+        return TABLES.by_id(table_id).name
+    except StopIteration:
+        return str(table_id)
+
+
+class Metrics:
+    """One app's registry: request histograms, the CNI histogram and the state collector."""
+
+    def __init__(self, store: Store, agent: Agent | None):
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.summaries = StoreSummaries(store)
+        self.requests = Histogram(
+            "contivd_api_request_seconds",
+            "REST API requests answered by this node, by route template, method and status",
+            ["route", "method", "status"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.registry.register(CNI_SECONDS)
+        self.registry.register(StateCollector(store, agent, self.summaries))
+
+    def observe_request(self, route: str, method: str, status: int, started: float) -> None:
+        self.requests.labels(route=route, method=method, status=str(status)).observe(time.perf_counter() - started)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

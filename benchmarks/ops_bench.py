@@ -33,13 +33,12 @@ import httpx
 import trio
 
 from benchmarks.api_bench import create_endpoints
-from contivd.testing import ContivdCluster, ContivdProcess
+from contivd.testing import CHROMIUM, CHROMIUM_ARGS, ContivdCluster, ContivdProcess
 from raftstore.testing import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 ENDPOINTS = 10_000
 NETWORK = {"tenantName": "default", "networkName": "bench", "encap": "vxlan", "subnet": "198.18.0.0/16", "gateway": "198.18.255.254"}
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def wait_ready(sock: socket.socket, deadline: float) -> float:
@@ -91,7 +90,7 @@ def endpoint_request(name: str) -> dict[str, Any]:
 
 
 def status_page_ms(url: str) -> float | None:
-    if not Path("/usr/bin/chromium").exists():
+    if not Path(CHROMIUM).exists():
         return None
     try:
         page_answer = httpx.get(url + "/", timeout=10)
@@ -101,7 +100,7 @@ def status_page_ms(url: str) -> float | None:
     except (ImportError, httpx.HTTPError):
         return None
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
         try:
             samples = []
             for _ in range(3):

@@ -78,6 +78,20 @@ def _log_level(value: Any) -> str:
     return level
 
 
+def _absolute_path(value: Any) -> Path:
+    path = Path(_text(value))
+    if not path.is_absolute() or len(str(path).encode()) > 107:
+        raise ValueError("must be an absolute path of at most 107 bytes (the unix socket limit)")
+    return path
+
+
+def _readable_file(value: Any) -> Path:
+    path = Path(_text(value))
+    if not path.is_file() or not os.access(path, os.R_OK):
+        raise ValueError("must be a readable file")
+    return path
+
+
 @dataclass(frozen=True)
 class Option:
     name: str
@@ -112,6 +126,8 @@ OPTIONS: tuple[Option, ...] = (
         "Answer API errors as Contiv did (500, text/plain) for scripts that parse old netctl output.",
         flag=True,
     ),
+    Option("cni_socket", _absolute_path, lambda: Path("/run/contiv/contiv-cni.sock"), "Unix socket of the CNI server (with --datapath ovs)."),
+    Option("kubeconfig", _readable_file, lambda: None, "Kubeconfig for reading pod labels on CNI ADD; unset = no Kubernetes."),
 )
 
 
@@ -131,6 +147,8 @@ class Config:
     openflow_listen: str
     log_level: str
     contiv_error_compat: bool
+    cni_socket: Path
+    kubeconfig: Path | None
 
     @property
     def api_host(self) -> str:
@@ -168,6 +186,8 @@ class Config:
         """The effective configuration with the secret masked, for logs and check-config."""
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         shown["data_dir"] = str(self.data_dir)
+        shown["cni_socket"] = str(self.cni_socket)
+        shown["kubeconfig"] = str(self.kubeconfig) if self.kubeconfig else None
         shown["peers"] = list(self.peers)
         if self.cluster_secret:
             shown["cluster_secret"] = "********"

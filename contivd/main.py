@@ -1,6 +1,7 @@
 """Composition root: the one place that builds contivd's services and owns their nursery.
 
-Start order: store member → netmaster → node registration → REST API. The Raft leader is the
+Start order: store member → netmaster → node registration → node agent and CNI server (with
+`--datapath ovs`) → REST API. The Raft leader is the
 netmaster: when this node gains leadership it creates Contiv's default objects if missing.
 SIGTERM or SIGINT stops the API gracefully, then the store (journal flushed, sockets closed).
 """
@@ -21,6 +22,7 @@ from . import __version__
 from .agent.service import Agent, AgentSettings
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .api.forwarder import ForwardingClient
+from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError
 from .model import ModelError
 from .netmaster.service import Netmaster
@@ -85,6 +87,11 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 agent = Agent(store, settings)
                 await nursery.start(agent.run)
             context = ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent)
+            if agent is not None:  # pods need the datapath: the CNI server runs with the agent
+                try:
+                    await nursery.start(CniServer(context, agent, config.cni_socket, config.kubeconfig).run)
+                except SocketInUseError as exc:
+                    raise ConfigError(f"--cni-socket: {exc}") from None
             app = create_app(context)
             api_stopped = trio.Event()
 

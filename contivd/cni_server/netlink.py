@@ -1,0 +1,133 @@
+"""The pod's veth pair through netlink (pyroute2): create and address, check, remove.
+
+Blocking functions: the server calls them through `trio.to_thread.run_sync`. Every netlink
+socket and namespace handle is closed before returning. The pod end is created in the node's
+namespace under a temporary name, has TX checksum offload turned off there (offload settings
+move with the device; with the userspace datapath the frames are forwarded as they are and a
+receiver would drop TCP segments whose checksum was left to a NIC), and is then moved into the
+pod's namespace, renamed and addressed. Removing the host end removes the pair.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+
+from pyroute2 import IPRoute, NetlinkError, NetNS
+from pyroute2.ethtool.ioctl import IoctlEthtool
+
+from .resolve import Addressing, Attachment
+
+
+class NetnsMissingError(Exception):
+    """The pod's network namespace path does not exist (or is not a namespace)."""
+
+
+@dataclass(frozen=True)
+class PodInterface:
+    attachment: Attachment
+    netns: str
+    plan: Addressing
+
+
+def netns_exists(path: str) -> bool:
+    try:
+        return os.stat(path).st_ino != 0 and os.path.isfile(path)
+    except OSError:
+        return False
+
+
+def create_pod_interface(pod: PodInterface) -> str:
+    """Build the veth pair and configure the pod end; returns the host end's MAC.
+
+    On failure the pair is removed again before the exception propagates."""
+    host, temp = pod.attachment.host_ifname, pod.attachment.temp_ifname
+    with IPRoute() as ipr:
+        ipr.link("add", ifname=host, kind="veth", peer={"ifname": temp})
+        try:
+            _disable_tx_checksum(temp)
+            try:
+                fd = os.open(pod.netns, os.O_RDONLY)
+            except OSError as exc:
+                raise NetnsMissingError(f"network namespace {pod.netns}: {exc.strerror}") from None
+            try:
+                ipr.link("set", index=_index(ipr, temp), net_ns_fd=fd)
+            finally:
+                os.close(fd)
+            _configure_pod_end(pod)
+            host_index = _index(ipr, host)
+            ipr.link("set", index=host_index, state="up")
+            return str(ipr.get_links(host_index)[0].get_attr("IFLA_ADDRESS"))
+        except BaseException:
+            remove_host_interface(host)
+            raise
+
+
+def _configure_pod_end(pod: PodInterface) -> None:
+    address, _, prefix = pod.plan.cidr.partition("/")
+    with NetNS(pod.netns) as ns:
+        index = _index(ns, pod.attachment.temp_ifname)
+        ns.link("set", index=index, ifname=pod.attachment.ifname, address=pod.plan.mac)
+        ns.addr("add", index=index, address=address, prefixlen=int(prefix))
+        ns.link("set", index=index, state="up")
+        ns.link("set", index=_index(ns, "lo"), state="up")
+        if pod.plan.gateway:
+            ns.route("add", dst="0.0.0.0/0", gateway=pod.plan.gateway)
+
+
+def _disable_tx_checksum(ifname: str) -> None:
+    ethtool = IoctlEthtool(ifname)
+    try:
+        ethtool.set_offload_flag("tx-checksumming", 0)
+    finally:
+        ethtool.close()
+
+
+def _index(ipr: IPRoute | NetNS, ifname: str) -> int:
+    found = ipr.link_lookup(ifname=ifname)
+    if not found:
+        raise NetlinkError(errno.ENODEV, f"no interface {ifname}")
+    return int(found[0])
+
+
+def remove_host_interface(host_ifname: str) -> bool:
+    """Delete the veth pair by its host end; False if it was already gone."""
+    with IPRoute() as ipr:
+        found = ipr.link_lookup(ifname=host_ifname)
+        if not found:
+            return False
+        try:
+            ipr.link("del", index=found[0])
+        except NetlinkError as exc:
+            if exc.code != errno.ENODEV:
+                raise
+            return False
+        return True
+
+
+def host_interface_exists(host_ifname: str) -> bool:
+    with IPRoute() as ipr:
+        return bool(ipr.link_lookup(ifname=host_ifname))
+
+
+def check_pod_interface(pod: PodInterface) -> list[str]:
+    """What differs from what ADD made (empty: all good)."""
+    problems = []
+    if not host_interface_exists(pod.attachment.host_ifname):
+        problems.append(f"host interface {pod.attachment.host_ifname} is missing")
+    if not netns_exists(pod.netns):
+        return [*problems, f"network namespace {pod.netns} does not exist"]
+    address, _, prefix = pod.plan.cidr.partition("/")
+    with NetNS(pod.netns) as ns:
+        found = ns.link_lookup(ifname=pod.attachment.ifname)
+        if not found:
+            return [*problems, f"interface {pod.attachment.ifname} is missing in {pod.netns}"]
+        link = ns.get_links(found[0])[0]
+        mac = str(link.get_attr("IFLA_ADDRESS"))
+        if mac.lower() != pod.plan.mac.lower():
+            problems.append(f"{pod.attachment.ifname} has MAC {mac}, expected {pod.plan.mac}")
+        addresses = {(a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in ns.get_addr(index=found[0], family=2)}
+        if (address, int(prefix)) not in addresses:
+            problems.append(f"{pod.attachment.ifname} lacks address {pod.plan.cidr}")
+    return problems

@@ -78,10 +78,10 @@ def _log_level(value: Any) -> str:
     return level
 
 
-def _absolute_path(value: Any) -> Path:
+def _socket_path(value: Any) -> Path:
     path = Path(_text(value))
-    if not path.is_absolute() or len(str(path).encode()) > 107:
-        raise ValueError("must be an absolute path of at most 107 bytes (the unix socket limit)")
+    if len(str(path).encode()) > 107:
+        raise ValueError("must be a path of at most 107 bytes (the unix socket limit)")
     return path
 
 
@@ -126,7 +126,12 @@ OPTIONS: tuple[Option, ...] = (
         "Answer API errors as Contiv did (500, text/plain) for scripts that parse old netctl output.",
         flag=True,
     ),
-    Option("cni_socket", _absolute_path, lambda: Path("/run/contiv/contiv-cni.sock"), "Unix socket of the CNI server (with --datapath ovs)."),
+    Option(
+        "cni_socket",
+        _socket_path,
+        lambda: Path("/run/contiv/contiv-cni.sock"),
+        "Unix socket of the CNI server (with --datapath ovs); relative = under --data-dir.",
+    ),
     Option("kubeconfig", _readable_file, lambda: None, "Kubeconfig for reading pod labels on CNI ADD; unset = no Kubernetes."),
 )
 
@@ -169,6 +174,11 @@ class Config:
     def api_url(self) -> str:
         host = self.node_ip
         return f"http://[{host}]:{self.api_port}" if ":" in host else f"http://{host}:{self.api_port}"
+
+    @property
+    def cni_socket_path(self) -> Path:
+        """The CNI socket; a relative --cni-socket lives under the data dir (one per node on a test host)."""
+        return self.cni_socket if self.cni_socket.is_absolute() else self.data_dir / self.cni_socket
 
     def store_config(self) -> StoreConfig:
         """The embedded store's settings; raises ConfigError for unsafe combinations."""

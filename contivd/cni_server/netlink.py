@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
 from dataclasses import dataclass
 
 from pyroute2 import IPRoute, NetlinkError, NetNS
@@ -127,7 +128,7 @@ def check_pod_interface(pod: PodInterface) -> list[str]:
         mac = str(link.get_attr("IFLA_ADDRESS"))
         if mac.lower() != pod.plan.mac.lower():
             problems.append(f"{pod.attachment.ifname} has MAC {mac}, expected {pod.plan.mac}")
-        addresses = {(a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in ns.get_addr(index=found[0], family=2)}
+        addresses = {(a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in ns.get_addr(index=found[0], family=socket.AF_INET)}
         if (address, int(prefix)) not in addresses:
             problems.append(f"{pod.attachment.ifname} lacks address {pod.plan.cidr}")
     return problems

@@ -80,14 +80,15 @@ def k8s_pod(request: Request) -> tuple[str, str] | None:
 
 
 def resolve_target(request: Request, pod_labels: Mapping[str, str]) -> Target:
-    """First of: CNI_ARGS, runtimeConfig labels, the pod's labels, the network config, defaults."""
+    """First of: CNI_ARGS, runtimeConfig labels, the pod's labels, the network config, defaults.
+    A key given empty in an earlier source means the default (e.g. `io.contiv.net-group=`: no group)."""
     sources: list[Mapping[str, str]] = [request.args, runtime_labels(request.config), pod_labels]
     config = request.config
 
     def pick(label: str, config_key: str, default: str) -> str:
         for source in sources:
-            if source.get(label):
-                return source[label]
+            if label in source:
+                return source[label] or default
         value = config.get(config_key)
         return value if isinstance(value, str) and value else default
 

@@ -1,7 +1,10 @@
 """The pod's veth pair through netlink (pyroute2): create and address, check, remove.
 
 Blocking functions: the server calls them through `trio.to_thread.run_sync`. Every netlink
-socket and namespace handle is closed before returning. The pod end is created in the node's
+socket and namespace handle is closed before returning. Work inside a pod's namespace runs on
+a fresh thread that enters it with setns(2) and ends with the work: pyroute2's NetNS forks a
+helper process instead, and a fork from contivd's threads can inherit a lock another thread
+holds (trio's signal wake-up) and hang. The pod end is created in the node's
 namespace under a temporary name, has TX checksum offload turned off there (offload settings
 move with the device; with the userspace datapath the frames are forwarded as they are and a
 receiver would drop TCP segments whose checksum was left to a NIC), and is then moved into the
@@ -10,19 +13,54 @@ pod's namespace, renamed and addressed. Removing the host end removes the pair.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import socket
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from pyroute2 import IPRoute, NetlinkError, NetNS
+from pyroute2 import IPRoute, NetlinkError
 from pyroute2.ethtool.ioctl import IoctlEthtool
 
 from .resolve import Addressing, Attachment
 
+T = TypeVar("T")
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
 
 class NetnsMissingError(Exception):
     """The pod's network namespace path does not exist (or is not a namespace)."""
+
+
+def in_netns(path: str, work: Callable[[], T]) -> T:
+    """`work()` on a new thread inside the network namespace at `path`; its result or exception."""
+    outcome: dict[str, Any] = {}
+
+    def enter_and_work() -> None:
+        try:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError as exc:
+                raise NetnsMissingError(f"network namespace {path}: {exc.strerror}") from None
+            try:
+                if _libc.setns(fd, CLONE_NEWNET) != 0:
+                    raise NetnsMissingError(f"network namespace {path}: {os.strerror(ctypes.get_errno())}")
+            finally:
+                os.close(fd)
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=enter_and_work, name=f"netns {path}")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -56,7 +94,7 @@ def create_pod_interface(pod: PodInterface) -> str:
                 ipr.link("set", index=_index(ipr, temp), net_ns_fd=fd)
             finally:
                 os.close(fd)
-            _configure_pod_end(pod)
+            in_netns(pod.netns, lambda: _configure_pod_end(pod))
             host_index = _index(ipr, host)
             ipr.link("set", index=host_index, state="up")
             return str(ipr.get_links(host_index)[0].get_attr("IFLA_ADDRESS"))
@@ -66,8 +104,9 @@ def create_pod_interface(pod: PodInterface) -> str:
 
 
 def _configure_pod_end(pod: PodInterface) -> None:
+    """Inside the pod's namespace: rename, MAC, address, up, default route."""
     address, _, prefix = pod.plan.cidr.partition("/")
-    with NetNS(pod.netns) as ns:
+    with IPRoute() as ns:
         index = _index(ns, pod.attachment.temp_ifname)
         ns.link("set", index=index, ifname=pod.attachment.ifname, address=pod.plan.mac)
         ns.addr("add", index=index, address=address, prefixlen=int(prefix))
@@ -85,7 +124,7 @@ def _disable_tx_checksum(ifname: str) -> None:
         ethtool.close()
 
 
-def _index(ipr: IPRoute | NetNS, ifname: str) -> int:
+def _index(ipr: IPRoute, ifname: str) -> int:
     found = ipr.link_lookup(ifname=ifname)
     if not found:
         raise NetlinkError(errno.ENODEV, f"no interface {ifname}")
@@ -119,11 +158,16 @@ def check_pod_interface(pod: PodInterface) -> list[str]:
         problems.append(f"host interface {pod.attachment.host_ifname} is missing")
     if not netns_exists(pod.netns):
         return [*problems, f"network namespace {pod.netns} does not exist"]
+    return problems + in_netns(pod.netns, lambda: _check_pod_end(pod))
+
+
+def _check_pod_end(pod: PodInterface) -> list[str]:
+    problems = []
     address, _, prefix = pod.plan.cidr.partition("/")
-    with NetNS(pod.netns) as ns:
+    with IPRoute() as ns:
         found = ns.link_lookup(ifname=pod.attachment.ifname)
         if not found:
-            return [*problems, f"interface {pod.attachment.ifname} is missing in {pod.netns}"]
+            return [f"interface {pod.attachment.ifname} is missing in {pod.netns}"]
         link = ns.get_links(found[0])[0]
         mac = str(link.get_attr("IFLA_ADDRESS"))
         if mac.lower() != pod.plan.mac.lower():

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 SUPPORTED_VERSIONS = ("1.0.0", "1.1.0")
@@ -52,16 +51,27 @@ class CniError(Exception):
         return error
 
 
-@dataclass(frozen=True)
 class Request:
-    """One plugin invocation as the runtime made it; what travels to contivd."""
+    """One plugin invocation as the runtime made it; what travels to contivd.
 
-    command: str
-    config: dict[str, Any]
-    container_id: str = ""
-    netns: str = ""
-    ifname: str = ""
-    args: dict[str, str] = field(default_factory=dict)
+    A plain class: importing dataclasses (and with it inspect) would cost the plugin ~6 ms."""
+
+    __slots__ = ("command", "config", "container_id", "netns", "ifname", "args")
+
+    def __init__(self, command: str, config: dict[str, Any], container_id: str = "", netns: str = "", ifname: str = "", args: dict[str, str] | None = None):
+        self.command, self.config, self.container_id = command, config, container_id
+        self.netns, self.ifname, self.args = netns, ifname, args or {}
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.command, self.config, self.container_id, self.netns, self.ifname, self.args)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Request) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Request{self._fields()!r}"
 
     @property
     def cni_version(self) -> str:

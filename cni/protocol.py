@@ -58,7 +58,9 @@ class Request:
 
     __slots__ = ("command", "config", "container_id", "netns", "ifname", "args")
 
-    def __init__(self, command: str, config: dict[str, Any], container_id: str = "", netns: str = "", ifname: str = "", args: dict[str, str] | None = None):
+    def __init__(
+        self, command: str, config: dict[str, Any], container_id: str = "", netns: str = "", ifname: str = "", args: dict[str, str] | None = None
+    ):
         self.command, self.config, self.container_id = command, config, container_id
         self.netns, self.ifname, self.args = netns, ifname, args or {}
 

@@ -77,30 +77,34 @@ def netns_exists(path: str) -> bool:
         return False
 
 
-def create_pod_interface(pod: PodInterface) -> str:
-    """Build the veth pair and configure the pod end; returns the host end's MAC.
-
-    On failure the pair is removed again before the exception propagates."""
-    host, temp = pod.attachment.host_ifname, pod.attachment.temp_ifname
+def create_veth(attachment: Attachment, netns: str) -> str:
+    """The veth pair with its pod end (still under its temporary name) in `netns` and the host
+    end up; returns the host end's MAC. On failure the pair is removed before the exception
+    propagates. Needs no address yet, so it runs while the leader allocates one."""
+    host, temp = attachment.host_ifname, attachment.temp_ifname
     with IPRoute() as ipr:
         ipr.link("add", ifname=host, kind="veth", peer={"ifname": temp})
         try:
             _disable_tx_checksum(temp)
             try:
-                fd = os.open(pod.netns, os.O_RDONLY)
+                fd = os.open(netns, os.O_RDONLY)
             except OSError as exc:
-                raise NetnsMissingError(f"network namespace {pod.netns}: {exc.strerror}") from None
+                raise NetnsMissingError(f"network namespace {netns}: {exc.strerror}") from None
             try:
                 ipr.link("set", index=_index(ipr, temp), net_ns_fd=fd)
             finally:
                 os.close(fd)
-            in_netns(pod.netns, lambda: _configure_pod_end(pod))
             host_index = _index(ipr, host)
             ipr.link("set", index=host_index, state="up")
             return str(ipr.get_links(host_index)[0].get_attr("IFLA_ADDRESS"))
         except BaseException:
             remove_host_interface(host)
             raise
+
+
+def configure_pod_end(pod: PodInterface) -> None:
+    """Rename, address and route the pod end inside its namespace (after create_veth)."""
+    in_netns(pod.netns, lambda: _configure_pod_end(pod))
 
 
 def _configure_pod_end(pod: PodInterface) -> None:

@@ -48,7 +48,7 @@ from ..api.routes import ROUTES
 from ..netmaster import layout
 from ..ovs import OvsError
 from . import k8s
-from .netlink import NetnsMissingError, PodInterface, check_pod_interface, create_pod_interface, netns_exists, remove_host_interface
+from .netlink import NetnsMissingError, PodInterface, check_pod_interface, configure_pod_end, create_veth, netns_exists, remove_host_interface
 from .resolve import (
     Attachment,
     Target,
@@ -71,6 +71,26 @@ ROUTE = {route.name: route for route in ROUTES}
 READ_TIMEOUT_SECONDS = 10.0  # the plugin sends its request at once
 
 Observer = Callable[[str, float, bool], None]  # (command, seconds, succeeded): e.g. a latency histogram
+
+
+async def _together(*steps: Callable[[], Awaitable[Any]]) -> list[Any]:
+    """Run the steps concurrently and return their results in order; if any failed, raise the
+    first failure once all have finished (no ExceptionGroup: callers map single errors to codes)."""
+    results: list[Any] = [None] * len(steps)
+    failures: list[BaseException] = []
+
+    async def run(index: int, step: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            results[index] = await step()
+        except Exception as exc:  # noqa: BLE001 - re-raised below
+            failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for index, step in enumerate(steps):
+            nursery.start_soon(run, index, step)
+    if failures:
+        raise failures[0]
+    return results
 
 
 class SocketInUseError(Exception):
@@ -238,19 +258,30 @@ class CniServer:
         target = resolve_target(request, pod_labels)
         if await self._endpoints_of(attachment):
             raise CniError(ALREADY_ADDED, f"container {attachment.container_id} already has interface {attachment.ifname}; DEL it first")
-        undo: list[Callable[[], Awaitable[Any]]] = []
+        created = create_request(target, attachment, self.context.node_name, pod[1] if pod else "")
+        endpoint_id = layout.ep_id(target.tenant, target.network, attachment.endpoint_name)
+        # Every undo step is idempotent, so all are armed before anything starts: a step that
+        # fails or is cancelled half-way leaves nothing behind. Reverse order: port, veth, endpoint.
+        undo: list[Callable[[], Awaitable[Any]]] = [
+            lambda: self._api("delete_endpoint", {key: created[key] for key in ("TenantName", "NetworkName", "EndpointID")}, target),
+            lambda: trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname),
+            lambda: self.agent.detach_endpoint(endpoint_id),
+        ]
         try:
-            answer = await self._api("create_endpoint", create_request(target, attachment, self.context.node_name, pod[1] if pod else ""), target)
+            # The leader allocates the address while the veth pair is built and moved.
+            answer, host_mac = await _together(
+                lambda: self._api("create_endpoint", created, target),
+                lambda: trio.to_thread.run_sync(create_veth, attachment, request.netns),
+            )
             endpoint = answer["EndpointConfig"]
-            undo.append(lambda: self._api("delete_endpoint", delete_request(endpoint), target))
-            network = await self.context.store.get(layout.NETS_PREFIX + endpoint["netID"])
+            network = await self.context.store.get(layout.NETS_PREFIX + endpoint["netID"])  # also syncs the store for the agent
             if network is None:
                 raise CniError(INTERNAL_ERROR, f"network {endpoint['netID']} vanished while adding")
             plan = addressing(endpoint, network.value)
-            host_mac = await trio.to_thread.run_sync(create_pod_interface, PodInterface(attachment, request.netns, plan))
-            undo.append(lambda: trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname))
-            undo.append(lambda: self.agent.detach_endpoint(endpoint["id"]))  # before attaching: a failed attach may leave a port
-            await self.agent.attach_endpoint(attachment.host_ifname, endpoint["id"])
+            await _together(
+                lambda: trio.to_thread.run_sync(configure_pod_end, PodInterface(attachment, request.netns, plan)),
+                lambda: self.agent.attach_endpoint(attachment.host_ifname, endpoint["id"]),
+            )
             labels = endpoint_labels(request, pod_labels)
             if labels:
                 update = {"Tenant": target.tenant, "Network": target.network, "EndpointID": attachment.endpoint_name, "Labels": labels}
@@ -269,9 +300,11 @@ class CniServer:
     async def _delete(self, attachment: Attachment) -> dict[str, Any]:
         """Remove whatever exists of the attachment; nothing at all is fine (DEL is idempotent)."""
         endpoints = await self._endpoints_of(attachment)
-        for endpoint in endpoints:
-            await self.agent.detach_endpoint(endpoint["id"])
-        await trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname)
+        # The endpoint goes last: while it exists a retried DEL still finds the port to remove.
+        await _together(
+            lambda: trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname),
+            *(lambda e=endpoint: self.agent.detach_endpoint(e["id"]) for endpoint in endpoints),
+        )
         for endpoint in endpoints:
             network, _, tenant = str(endpoint["netID"]).rpartition(".")
             await self._api("delete_endpoint", delete_request(endpoint), Target(tenant, network, ""))

@@ -1,16 +1,21 @@
 """Driving the `contiv` CNI plugin as a container runtime does, and checking what a node holds.
 
-The plugin runs as a process with the CNI environment and the network config on stdin; pod
-namespaces are `ip netns` namespaces given by path (/var/run/netns/<name>). Each node's CNI
+The plugin runs as the executable packaging builds (packaging/build-cni-plugin.sh, for this
+interpreter), with the CNI environment and the network config on stdin; pod namespaces are
+`ip netns` namespaces given by path (/var/run/netns/<name>). Each node's CNI
 socket lives in its data dir (`--cni-socket cni.sock`), so parallel runs never share one.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +25,15 @@ from tests.nodes import Node, sh
 
 ROOT = Path(__file__).resolve().parents[2]
 SOCKET_NAME = "cni.sock"
+
+
+@functools.cache
+def plugin_executable() -> Path:
+    """The `contiv` plugin as installed: built once per process, removed at exit."""
+    directory = Path(tempfile.mkdtemp(prefix="contiv-cni-"))
+    atexit.register(shutil.rmtree, directory, True)
+    subprocess.run(["bash", str(ROOT / "packaging" / "build-cni-plugin.sh"), str(directory / "contiv"), sys.executable], check=True, timeout=60)
+    return directory / "contiv"
 
 
 def socket_of(node: Node) -> Path:
@@ -46,7 +60,6 @@ def run_plugin(
     """One plugin invocation. `config` is JSON-encoded unless it is already bytes; `drop` removes env vars."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": str(ROOT),
         "CNI_COMMAND": command,
         "CNI_CONTAINERID": container,
         "CNI_NETNS": netns,
@@ -57,7 +70,7 @@ def run_plugin(
     for name in drop:
         env.pop(name, None)
     stdin = config if isinstance(config, bytes) else json.dumps(config).encode()
-    done = subprocess.run([sys.executable, "-m", "cni"], input=stdin, env=env, capture_output=True, timeout=150)
+    done = subprocess.run([str(plugin_executable())], input=stdin, env=env, capture_output=True, timeout=150)
     text = done.stdout.decode().strip()
     return Outcome(done.returncode, json.loads(text) if text else None)
 

@@ -88,8 +88,9 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 await nursery.start(agent.run)
             context = ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent)
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
+                cni_server = CniServer(context, agent, config.cni_socket_path, config.kubeconfig)
                 try:
-                    await nursery.start(CniServer(context, agent, config.cni_socket_path, config.kubeconfig).run)
+                    await nursery.start(cni_server.run)
                 except SocketInUseError as exc:  # keep serving the pods this node has; the live socket's owner answers CNI
                     log.error("CNI server not started: %s", exc)
             app = create_app(context)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.cni.fake_kube import kubeconfig
-from tests.cni.harness import ROOT, Holdings, Pod, create_network, holdings, netconf, run_plugin
+from tests.cni.harness import ROOT, Holdings, Pod, create_network, holdings, netconf, run_plugin, socket_of
 from tests.nodes import Node, reaches, sh, wait_until
 
 pytestmark = [
@@ -243,3 +243,16 @@ def test_pod_labels_from_kubernetes_choose_network_group_and_labels(node: Node, 
     assert missing.code == 3 and "shop/nope" in missing.output["msg"], missing.output
     for pod in (labelled, overridden):
         assert pod.delete(node).status == 0
+
+
+def test_a_second_node_does_not_take_over_a_live_socket(node: Node, tmp_path: Path) -> None:
+    second = Node(tmp_path, name="node2")
+    try:
+        second.create_namespace()
+        second.start("--cni-socket", str(socket_of(node)))
+        wait_until(lambda: "CNI server not started" in second.log_text(), 40, "the second node to refuse the socket", second)
+        assert "is served by another process" in second.log_text()
+        wait_until(lambda: second.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 40, "the node to keep running without a CNI server", second)
+        assert run_plugin("STATUS", netconf(node, cniVersion="1.1.0")).status == 0, "the first node still answers on its socket"
+    finally:
+        second.stop()

@@ -4,11 +4,11 @@ Blocking functions: the server calls them through `trio.to_thread.run_sync`. Eve
 socket and namespace handle is closed before returning. Work inside a pod's namespace runs on
 a fresh thread that enters it with setns(2) and ends with the work: pyroute2's NetNS forks a
 helper process instead, and a fork from contivd's threads can inherit a lock another thread
-holds (trio's signal wake-up) and hang. The pod end is created in the node's
-namespace under a temporary name, has TX checksum offload turned off there (offload settings
-move with the device; with the userspace datapath the frames are forwarded as they are and a
-receiver would drop TCP segments whose checksum was left to a NIC), and is then moved into the
-pod's namespace, renamed and addressed. Removing the host end removes the pair.
+holds (trio's signal wake-up) and hang. The pod end is created directly in the pod's
+namespace under a temporary name, then (inside it) gets TX checksum offload turned off (with
+the userspace datapath frames are forwarded as they are and a receiver would drop TCP
+segments whose checksum was left to a NIC), is renamed and addressed. Removing the host end
+removes the pair.
 """
 
 from __future__ import annotations
@@ -78,38 +78,40 @@ def netns_exists(path: str) -> bool:
 
 
 def create_veth(attachment: Attachment, netns: str) -> str:
-    """The veth pair with its pod end (still under its temporary name) in `netns` and the host
-    end up; returns the host end's MAC. On failure the pair is removed before the exception
-    propagates. Needs no address yet, so it runs while the leader allocates one."""
-    host, temp = attachment.host_ifname, attachment.temp_ifname
-    with IPRoute() as ipr:
-        ipr.link("add", ifname=host, kind="veth", peer={"ifname": temp})
-        try:
-            _disable_tx_checksum(temp)
+    """The veth pair, its pod end (under its temporary name) created straight in `netns` and
+    the host end up; returns the host end's MAC. Creating the peer inside the namespace costs
+    ~2 ms where moving it there afterwards waits ~20 ms for the kernel. On failure the pair is
+    removed before the exception propagates. Needs no address yet, so it runs while the
+    leader allocates one."""
+    host = attachment.host_ifname
+    try:
+        fd = os.open(netns, os.O_RDONLY)
+    except OSError as exc:
+        raise NetnsMissingError(f"network namespace {netns}: {exc.strerror}") from None
+    try:
+        with IPRoute() as ipr:
+            ipr.link("add", ifname=host, kind="veth", peer={"ifname": attachment.temp_ifname, "net_ns_fd": fd})
             try:
-                fd = os.open(netns, os.O_RDONLY)
-            except OSError as exc:
-                raise NetnsMissingError(f"network namespace {netns}: {exc.strerror}") from None
-            try:
-                ipr.link("set", index=_index(ipr, temp), net_ns_fd=fd)
-            finally:
-                os.close(fd)
-            host_index = _index(ipr, host)
-            ipr.link("set", index=host_index, state="up")
-            return str(ipr.get_links(host_index)[0].get_attr("IFLA_ADDRESS"))
-        except BaseException:
-            remove_host_interface(host)
-            raise
+                host_index = _index(ipr, host)
+                ipr.link("set", index=host_index, state="up")
+                return str(ipr.get_links(host_index)[0].get_attr("IFLA_ADDRESS"))
+            except BaseException:
+                remove_host_interface(host)
+                raise
+    finally:
+        os.close(fd)
 
 
 def configure_pod_end(pod: PodInterface) -> None:
-    """Rename, address and route the pod end inside its namespace (after create_veth)."""
+    """TX checksum offload off, rename, address and route the pod end inside its namespace
+    (after create_veth)."""
     in_netns(pod.netns, lambda: _configure_pod_end(pod))
 
 
 def _configure_pod_end(pod: PodInterface) -> None:
     """Inside the pod's namespace: rename, MAC, address, up, default route."""
     address, _, prefix = pod.plan.cidr.partition("/")
+    _disable_tx_checksum(pod.attachment.temp_ifname)  # the ioctl socket is made in this thread's (the pod's) namespace
     with IPRoute() as ns:
         index = _index(ns, pod.attachment.temp_ifname)
         ns.link("set", index=index, ifname=pod.attachment.ifname, address=pod.plan.mac)

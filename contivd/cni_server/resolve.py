@@ -152,8 +152,11 @@ def stale_endpoints(states: Iterable[Mapping[str, Any]], valid: set[tuple[str, s
 
 
 def valid_attachments(config: Mapping[str, Any]) -> set[tuple[str, str]]:
-    """GC's `cni.dev/valid-attachments`: [{"containerID": ..., "ifname": ...}]."""
-    listed = config.get("cni.dev/valid-attachments", [])
+    """GC's `cni.dev/valid-attachments`: [{"containerID": ..., "ifname": ...}]. Required: without
+    it every CNI endpoint of the node would look stale."""
+    if "cni.dev/valid-attachments" not in config:
+        raise CniError(INVALID_NETWORK_CONFIG, "GC needs cni.dev/valid-attachments (an empty list removes every CNI endpoint of this node)")
+    listed = config["cni.dev/valid-attachments"]
     if not isinstance(listed, list) or not all(isinstance(a, Mapping) for a in listed):
         raise CniError(INVALID_NETWORK_CONFIG, "cni.dev/valid-attachments must be a list of {containerID, ifname} objects")
     return {(str(a.get("containerID", "")), str(a.get("ifname", ""))) for a in listed}
@@ -186,6 +189,18 @@ def add_result(cni_version: str, attachment: Attachment, netns: str, plan: Addre
         ip["gateway"] = plan.gateway
         result["routes"] = [{"dst": "0.0.0.0/0", "gw": plan.gateway}]
     return result
+
+
+def check_previous_result(config: Mapping[str, Any], plan: Addressing) -> list[str]:
+    """CHECK: the prevResult the runtime passes must list the address the endpoint has."""
+    previous = config.get("prevResult")
+    if not isinstance(previous, Mapping):
+        return []
+    ips = previous.get("ips")
+    listed = {ip.get("address") for ip in ips if isinstance(ip, Mapping)} if isinstance(ips, list) else set()
+    if plan.cidr not in listed:
+        return [f"prevResult lists {', '.join(sorted(str(a) for a in listed)) or 'no address'}, the endpoint has {plan.cidr}"]
+    return []
 
 
 def error_for_answer(status: int, body: Any, target: Target) -> CniError:

@@ -55,6 +55,7 @@ from .resolve import (
     add_result,
     addressing,
     attachment_of,
+    check_previous_result,
     create_request,
     delete_request,
     endpoint_labels,
@@ -320,7 +321,7 @@ class CniServer:
         if network is None:
             raise CniError(CHECK_FAILED, f"network {endpoint['netID']} of the endpoint no longer exists")
         pod = PodInterface(attachment, request.netns, addressing(endpoint, network.value))
-        problems = await trio.to_thread.run_sync(check_pod_interface, pod)
+        problems = check_previous_result(request.config, pod.plan) + await trio.to_thread.run_sync(check_pod_interface, pod)
         if problems:
             raise CniError(CHECK_FAILED, "; ".join(problems))
         return {}

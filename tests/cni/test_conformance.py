@@ -128,6 +128,8 @@ def test_add_check_del_and_two_pods_talk(node: Node, pods: list[Pod], baseline: 
 
     checked = run_plugin("CHECK", netconf(node, network="pods", prevResult=result), container=first.container, netns=first.netns)
     assert (checked.status, checked.output) == (0, None), checked.output
+    stale = {**result, "ips": [{"address": "198.18.0.99/24", "interface": 1}]}
+    assert run_plugin("CHECK", netconf(node, prevResult=stale), container=first.container, netns=first.netns).code == 103
     again = first.add(node, network="pods")
     assert again.code == 102 and again.status == 1, again.output
     assert run_plugin("CHECK", netconf(node), container=first.container, netns=first.netns).status == 0, (

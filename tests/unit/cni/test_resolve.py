@@ -16,6 +16,7 @@ from contivd.cni_server.resolve import (
     Attachment,
     Target,
     add_result,
+    check_previous_result,
     error_for_answer,
     resolve_target,
     stale_endpoints,
@@ -91,8 +92,19 @@ def test_gc_keeps_listed_attachments_and_other_nodes_and_non_cni_endpoints() -> 
     ]
     valid = valid_attachments({"cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]})
     assert [s["endpointID"] for s in stale_endpoints(states, valid, "n1")] == ["drop-eth0", "drop-eth1"]
-    with pytest.raises(CniError):
-        valid_attachments({"cni.dev/valid-attachments": "keep"})
+    for bad in ({"cni.dev/valid-attachments": "keep"}, {}):
+        with pytest.raises(CniError) as caught:
+            valid_attachments(bad)
+        assert caught.value.code == 7
+
+
+def test_check_compares_the_previous_result_when_given() -> None:
+    plan = Addressing("m", "198.18.0.5/24", "")
+    assert check_previous_result({}, plan) == []
+    assert check_previous_result({"prevResult": {"ips": [{"address": "198.18.0.5/24"}]}}, plan) == []
+    assert check_previous_result({"prevResult": {"ips": [{"address": "198.18.0.6/24"}]}}, plan) == [
+        "prevResult lists 198.18.0.6/24, the endpoint has 198.18.0.5/24"
+    ]
 
 
 def test_socket_is_private_replaces_a_stale_one_and_refuses_a_live_one(tmp_path: Path) -> None:

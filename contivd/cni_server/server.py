@@ -191,10 +191,13 @@ class CniServer:
             command, version = request.command, request.cni_version
             answer = answer_line(await self.handle(request))
             ok = True
-        except CniError as exc:
-            answer, ok = answer_line(error=exc, cni_version=version), False
-            self._last_error = f"{command}: {exc.msg}"
-            log.warning("CNI %s failed: %s (code %d)", command, exc.msg, exc.code)
+        except Exception as exc:  # noqa: BLE001 - one bad request must not take the server down
+            error = exc if isinstance(exc, CniError) else CniError(INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}")
+            if not isinstance(exc, CniError):
+                log.exception("CNI %s: unexpected failure", command)
+            answer, ok = answer_line(error=error, cni_version=version), False
+            self._last_error = f"{command}: {error.msg}"
+            log.warning("CNI %s failed: %s (code %d)", command, error.msg, error.code)
         finally:
             self._in_flight -= 1
         if not ok:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -258,3 +259,14 @@ def test_a_second_node_does_not_take_over_a_live_socket(node: Node, tmp_path: Pa
         assert run_plugin("STATUS", netconf(node, cniVersion="1.1.0")).status == 0, "the first node still answers on its socket"
     finally:
         second.stop()
+
+
+def test_garbage_on_the_socket_gets_an_error_and_the_server_carries_on(node: Node) -> None:
+    for garbage in (b"\xff\xfe not json\n", b'{"protocol": 1, "command": "ADD", "config": []}\n', b"\n"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(30)
+            sock.connect(str(socket_of(node)))
+            sock.sendall(garbage)
+            answer = json.loads(sock.makefile("rb").readline())
+        assert answer["error"]["code"] in (6, 7), answer
+    assert run_plugin("STATUS", netconf(node, cniVersion="1.1.0")).status == 0

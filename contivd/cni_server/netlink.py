@@ -36,6 +36,10 @@ class NetnsMissingError(Exception):
     """The pod's network namespace path does not exist (or is not a namespace)."""
 
 
+class PodInterfaceError(Exception):
+    """The pod's namespace cannot take the interface as asked (e.g. the name is taken)."""
+
+
 def in_netns(path: str, work: Callable[[], T]) -> T:
     """`work()` on a new thread inside the network namespace at `path`; its result or exception."""
     outcome: dict[str, Any] = {}
@@ -113,6 +117,8 @@ def _configure_pod_end(pod: PodInterface) -> None:
     address, _, prefix = pod.plan.cidr.partition("/")
     _disable_tx_checksum(pod.attachment.temp_ifname)  # the ioctl socket is made in this thread's (the pod's) namespace
     with IPRoute() as ns:
+        if ns.link_lookup(ifname=pod.attachment.ifname):
+            raise PodInterfaceError(f"an interface named {pod.attachment.ifname} already exists in {pod.netns}")
         index = _index(ns, pod.attachment.temp_ifname)
         ns.link("set", index=index, ifname=pod.attachment.ifname, address=pod.plan.mac)
         ns.addr("add", index=index, address=address, prefixlen=int(prefix))

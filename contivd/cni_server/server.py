@@ -48,7 +48,16 @@ from ..api.routes import ROUTES
 from ..netmaster import layout
 from ..ovs import OvsError
 from . import k8s
-from .netlink import NetnsMissingError, PodInterface, check_pod_interface, configure_pod_end, create_veth, netns_exists, remove_host_interface
+from .netlink import (
+    NetnsMissingError,
+    PodInterface,
+    PodInterfaceError,
+    check_pod_interface,
+    configure_pod_end,
+    create_veth,
+    netns_exists,
+    remove_host_interface,
+)
 from .resolve import (
     Attachment,
     Target,
@@ -222,6 +231,8 @@ class CniServer:
                 return await self._check(request)
         except NetnsMissingError as exc:
             raise CniError(UNKNOWN_CONTAINER, str(exc)) from None
+        except PodInterfaceError as exc:
+            raise CniError(INTERNAL_ERROR, str(exc)) from None
         except NetlinkError as exc:
             raise CniError(INTERNAL_ERROR, f"netlink: {exc}") from None
         except OvsError as exc:

@@ -176,7 +176,7 @@ def test_failure_half_way_undoes_everything(node: Node, pods: list[Pod], baselin
     pod = new_pod(pods)
     sh("ip", "-n", pod.name, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1")  # the rename into eth0 will fail
     out = pod.add(node, network="pods")
-    assert out.status == 1 and out.code == 100 and "netlink" in out.output["msg"], out.output
+    assert out.status == 1 and out.code == 100 and f"eth0 already exists in {pod.netns}" in out.output["msg"], out.output
     # the endpoint had been created and its address allocated; the baseline fixture checks both are gone
 
 

@@ -115,10 +115,10 @@ def configure_pod_end(pod: PodInterface) -> None:
 def _configure_pod_end(pod: PodInterface) -> None:
     """Inside the pod's namespace: rename, MAC, address, up, default route."""
     address, _, prefix = pod.plan.cidr.partition("/")
-    _disable_tx_checksum(pod.attachment.temp_ifname)  # the ioctl socket is made in this thread's (the pod's) namespace
     with IPRoute() as ns:
         if ns.link_lookup(ifname=pod.attachment.ifname):
             raise PodInterfaceError(f"an interface named {pod.attachment.ifname} already exists in {pod.netns}")
+        _disable_tx_checksum(pod.attachment.temp_ifname)  # the ioctl socket is made in this thread's (the pod's) namespace
         index = _index(ns, pod.attachment.temp_ifname)
         ns.link("set", index=index, ifname=pod.attachment.ifname, address=pod.plan.mac)
         ns.addr("add", index=index, address=address, prefixlen=int(prefix))

@@ -323,6 +323,7 @@ class CniServer:
         for endpoint in endpoints:
             network, _, tenant = str(endpoint["netID"]).rpartition(".")
             await self._api("delete_endpoint", delete_request(endpoint), Target(tenant, network, ""))
+            log.info("CNI DEL %s %s: %s freed", attachment.container_id, attachment.ifname, endpoint["ipAddress"])
         return {}
 
     async def _check(self, request: Request) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -63,7 +64,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="30 pods instead of 100: well under two minutes")
     count = 30 if parser.parse_args().quick else 100
-    node = Node(Path(tempfile.mkdtemp(prefix="cni-bench-")))
+    root = Path(tempfile.mkdtemp(prefix="cni-bench-"))
+    node = Node(root)
     pods: list[Pod] = []
     try:
         node.create_namespace()
@@ -89,6 +91,7 @@ def main() -> None:
         for pod in pods:
             pod.remove()
         node.stop()
+        shutil.rmtree(root, ignore_errors=True)
     figures = {
         "pods": count,
         "plugin_startup_p50_ms": ms(percentile(startup, 0.5)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +35,10 @@ NETWORKS = ("pods", "tiny", "labelled")
 KUBE_PORT = 18443  # inside the node's own namespace: nothing else listens there
 
 
+def start_args(node: Node) -> tuple[str, ...]:
+    return ("--cni-socket", "cni.sock", "--kubeconfig", str(node.data / "kubeconfig"))
+
+
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     root = tmp_path_factory.mktemp("cni")
@@ -54,7 +59,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
             cwd=ROOT,
         )
         assert kube.stdout is not None and kube.stdout.readline().strip() == "ready"
-        n.start("--cni-socket", "cni.sock", "--kubeconfig", str(n.data / "kubeconfig"))
+        n.start(*start_args(n))
         wait_until(lambda: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 40, "the node's API", n)
         create_network(n, "pods", "198.18.0.0/24", "198.18.0.254")
         create_network(n, "tiny", "198.18.1.0/30")
@@ -270,3 +275,18 @@ def test_garbage_on_the_socket_gets_an_error_and_the_server_carries_on(node: Nod
             answer = json.loads(sock.makefile("rb").readline())
         assert answer["error"]["code"] in (6, 7), answer
     assert run_plugin("STATUS", netconf(node, cniVersion="1.1.0")).status == 0
+
+
+def test_check_and_del_work_across_a_contivd_restart(node: Node, pods: list[Pod], baseline: Holdings) -> None:
+    pod = new_pod(pods)
+    assert pod.add(node, network="pods").status == 0
+    assert node.proc is not None
+    node.proc.send_signal(signal.SIGTERM)
+    assert node.proc.wait(timeout=20) == 0
+    node.log.close()
+    node.start(*start_args(node))
+    wait_until(lambda: run_plugin("STATUS", netconf(node, cniVersion="1.1.0")).status == 0, 40, "the restarted node's CNI server", node)
+    assert run_plugin("CHECK", netconf(node), container=pod.container, netns=pod.netns).status == 0, (
+        "names derive from the container: nothing local to lose"
+    )
+    assert pod.delete(node).status == 0

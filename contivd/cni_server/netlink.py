@@ -158,6 +158,11 @@ def remove_host_interface(host_ifname: str) -> bool:
         return True
 
 
+def host_interface_names() -> list[str]:
+    with IPRoute() as ipr:
+        return [str(link.get_attr("IFLA_IFNAME")) for link in ipr.get_links()]
+
+
 def host_interface_exists(host_ifname: str) -> bool:
     with IPRoute() as ipr:
         return bool(ipr.link_lookup(ifname=host_ifname))

@@ -151,6 +151,17 @@ def stale_endpoints(states: Iterable[Mapping[str, Any]], valid: set[tuple[str, s
     return stale
 
 
+def stray_host_interfaces(links: Iterable[str], keep: Iterable[Attachment]) -> list[str]:
+    """GC: host veth ends named like ours (`cv` + 12 hex digits) that belong to no attachment
+    in `keep` (an ADD that died before its endpoint existed leaves one behind)."""
+    kept = {attachment.host_ifname for attachment in keep}
+    return sorted(name for name in links if _is_host_ifname(name) and name not in kept)
+
+
+def _is_host_ifname(name: str) -> bool:
+    return len(name) == 14 and name.startswith("cv") and all(c in "0123456789abcdef" for c in name[2:])
+
+
 def valid_attachments(config: Mapping[str, Any]) -> set[tuple[str, str]]:
     """GC's `cni.dev/valid-attachments`: [{"containerID": ..., "ifname": ...}]. Required: without
     it every CNI endpoint of the node would look stale."""

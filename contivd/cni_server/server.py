@@ -55,6 +55,7 @@ from .netlink import (
     check_pod_interface,
     configure_pod_end,
     create_veth,
+    host_interface_names,
     netns_exists,
     remove_host_interface,
 )
@@ -73,6 +74,7 @@ from .resolve import (
     k8s_pod,
     resolve_target,
     stale_endpoints,
+    stray_host_interfaces,
     valid_attachments,
 )
 
@@ -153,6 +155,7 @@ class CniServer:
         self.observe = observe
         self.dispatcher = Dispatcher(context)
         self._locks: dict[str, tuple[trio.Lock, int]] = {}
+        self._adding: set[Attachment] = set()  # ADDs under way: GC leaves their veths alone
         self._requests = self._failures = self._in_flight = 0
         self._last_error = ""
 
@@ -277,6 +280,7 @@ class CniServer:
         endpoint_id = layout.ep_id(target.tenant, target.network, attachment.endpoint_name)
         # Every undo step is idempotent, so all are armed before anything starts: a step that
         # fails or is cancelled half-way leaves nothing behind. Reverse order: port, veth, endpoint.
+        self._adding.add(attachment)
         undo: list[Callable[[], Awaitable[Any]]] = [
             lambda: self._api("delete_endpoint", {key: created[key] for key in ("TenantName", "NetworkName", "EndpointID")}, target),
             lambda: trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname),
@@ -311,6 +315,8 @@ class CniServer:
                     except Exception as exc:  # noqa: BLE001 - keep undoing the rest
                         log.warning("CNI ADD %s: undo step failed: %s", attachment.container_id, exc)
             raise
+        finally:
+            self._adding.discard(attachment)
 
     async def _delete(self, attachment: Attachment) -> dict[str, Any]:
         """Remove whatever exists of the attachment; nothing at all is fine (DEL is idempotent)."""
@@ -350,6 +356,12 @@ class CniServer:
             async with self._container_lock(attachment.container_id):
                 log.info("CNI GC: removing %s", endpoint["id"])
                 await self._delete(attachment)
+        # Listed before the in-flight ADDs are read: a veth made after the listing is not in it.
+        links = await trio.to_thread.run_sync(host_interface_names)
+        keep = {Attachment(container, ifname) for container, ifname in valid} | self._adding
+        for name in stray_host_interfaces(links, keep):
+            log.info("CNI GC: removing stray veth %s", name)
+            await trio.to_thread.run_sync(remove_host_interface, name)
         return {}
 
     async def _endpoints_of(self, attachment: Attachment) -> list[dict[str, Any]]:

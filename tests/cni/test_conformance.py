@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from contivd.cni_server.resolve import Attachment
 from tests.cni.fake_kube import kubeconfig
 from tests.cni.harness import ROOT, Holdings, Pod, create_network, holdings, netconf, run_plugin, socket_of
 from tests.nodes import Node, reaches, sh, wait_until
@@ -231,6 +233,11 @@ def test_status_and_gc_keep_only_valid_attachments(node: Node, pods: list[Pod], 
     assert run_plugin("CHECK", netconf(node), container=kept.container, netns=kept.netns).status == 0
     assert run_plugin("CHECK", netconf(node), container=dropped.container, netns=dropped.netns).code == 103
     assert dropped.exec("ip", "link", "show", "eth0").returncode != 0, "GC removed the dropped pod's interface"
+    stray = Attachment(uuid.uuid4().hex, "eth0").host_ifname  # as an ADD that died before its endpoint existed leaves it
+    sh("ip", "-n", node.ns, "link", "add", stray, "type", "veth", "peer", "name", f"cp{stray[2:]}")
+    assert run_plugin("GC", netconf(node, cniVersion="1.1.0", **{"cni.dev/valid-attachments": valid})).status == 0
+    assert stray not in holdings(node, NETWORKS).veths, "GC removed the stray veth"
+    assert run_plugin("CHECK", netconf(node), container=kept.container, netns=kept.netns).status == 0, "and kept the valid pod"
     assert kept.delete(node).status == 0
 
 

@@ -20,6 +20,7 @@ from contivd.cni_server.resolve import (
     error_for_answer,
     resolve_target,
     stale_endpoints,
+    stray_host_interfaces,
     valid_attachments,
 )
 from contivd.cni_server.server import SocketInUseError, bind_socket
@@ -96,6 +97,12 @@ def test_gc_keeps_listed_attachments_and_other_nodes_and_non_cni_endpoints() -> 
         with pytest.raises(CniError) as caught:
             valid_attachments(bad)
         assert caught.value.code == 7
+
+
+def test_gc_finds_stray_host_veths_by_our_naming_only() -> None:
+    kept, stray = Attachment("keep", "eth0"), Attachment("gone", "eth0")
+    links = ["lo", "ctl0", "vx0ac80001", "cvphy", kept.host_ifname, stray.host_ifname, "cvZZZZZZZZZZZZ"]
+    assert stray_host_interfaces(links, {kept}) == [stray.host_ifname]
 
 
 def test_check_compares_the_previous_result_when_given() -> None:

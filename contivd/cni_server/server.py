@@ -71,6 +71,7 @@ from .resolve import (
     endpoint_labels,
     error_for_answer,
     find_endpoints,
+    is_ours,
     k8s_pod,
     resolve_target,
     stale_endpoints,
@@ -356,9 +357,12 @@ class CniServer:
             async with self._container_lock(attachment.container_id):
                 log.info("CNI GC: removing %s", endpoint["id"])
                 await self._delete(attachment)
-        # Listed before the in-flight ADDs are read: a veth made after the listing is not in it.
+        # Listed before the ADDs under way and the endpoints are read: a veth made after the
+        # listing is not in it, one made before belongs to an ADD still running or finished.
         links = await trio.to_thread.run_sync(host_interface_names)
         keep = {Attachment(container, ifname) for container, ifname in valid} | self._adding
+        await self.context.store.sync()
+        keep |= {attachment_of(kv.value) for kv in self.context.store.list_nowait(layout.EPS_PREFIX) if is_ours(kv.value, self.context.node_name)}
         for name in stray_host_interfaces(links, keep):
             log.info("CNI GC: removing stray veth %s", name)
             await trio.to_thread.run_sync(remove_host_interface, name)

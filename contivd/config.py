@@ -103,6 +103,20 @@ def _log_level(value: Any) -> str:
     return level
 
 
+def _socket_path(value: Any) -> Path:
+    path = Path(_text(value))
+    if len(str(path).encode()) > 107:
+        raise ValueError("must be a path of at most 107 bytes (the unix socket limit)")
+    return path
+
+
+def _readable_file(value: Any) -> Path:
+    path = Path(_text(value))
+    if not path.is_file() or not os.access(path, os.R_OK):
+        raise ValueError("must be a readable file")
+    return path
+
+
 @dataclass(frozen=True)
 class Option:
     name: str
@@ -148,6 +162,13 @@ OPTIONS: tuple[Option, ...] = (
         flag=True,
     ),
     Option("log_format", _choice("text", "json"), lambda: "text", "text (one line per event) or json (one JSON object per line, for log shippers)."),
+    Option(
+        "cni_socket",
+        _socket_path,
+        lambda: Path("/run/contiv/contiv-cni.sock"),
+        "Unix socket of the CNI server (with --datapath ovs); relative = under --data-dir.",
+    ),
+    Option("kubeconfig", _readable_file, lambda: None, "Kubeconfig for reading pod labels on CNI ADD; unset = no Kubernetes."),
 )
 
 
@@ -172,6 +193,8 @@ class Config:
     log_level: str
     contiv_error_compat: bool
     log_format: str
+    cni_socket: Path
+    kubeconfig: Path | None
 
     @property
     def api_host(self) -> str:
@@ -199,6 +222,11 @@ class Config:
         host, port = self.node_ip, self.agent_listen.rpartition(":")[2]
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
+    @property
+    def cni_socket_path(self) -> Path:
+        """The CNI socket; a relative --cni-socket lives under the data dir (one per node on a test host)."""
+        return self.cni_socket if self.cni_socket.is_absolute() else self.data_dir / self.cni_socket
+
     def store_config(self) -> StoreConfig:
         """The embedded store's settings; raises ConfigError for unsafe combinations."""
         try:
@@ -215,6 +243,8 @@ class Config:
         """The effective configuration with the secret masked, for logs and check-config."""
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         shown["data_dir"] = str(self.data_dir)
+        shown["cni_socket"] = str(self.cni_socket)
+        shown["kubeconfig"] = str(self.kubeconfig) if self.kubeconfig else None
         shown["peers"] = list(self.peers)
         shown["vlan_uplinks"] = list(self.vlan_uplinks)
         if self.cluster_secret:

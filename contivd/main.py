@@ -1,6 +1,7 @@
 """Composition root: the one place that builds contivd's services and owns their nursery.
 
-Start order: store member → netmaster → node registration → REST API. The Raft leader is the
+Start order: store member → netmaster → node registration → node agent and CNI server (with
+`--datapath ovs`) → REST API. The Raft leader is the
 netmaster: when this node gains leadership it creates Contiv's default objects if missing.
 SIGTERM or SIGINT stops the API gracefully, then the store (journal flushed, sockets closed).
 """
@@ -24,8 +25,9 @@ from .agent.api import create_agent_app
 from .agent.service import Agent, AgentSettings, AgentStatistics
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .api.forwarder import ForwardingClient
+from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError
-from .metrics import StoreSummaries
+from .metrics import StoreSummaries, observe_cni
 from .model import ModelError
 from .netmaster.service import Netmaster
 from .nodes import NodeInfo, keep_registered
@@ -104,6 +106,12 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
                 log.info("agent API listening on %s", ", ".join(agent_bound))
             context = ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent)
+            if agent is not None:  # pods need the datapath: the CNI server runs with the agent
+                cni_server = CniServer(context, agent, config.cni_socket_path, config.kubeconfig, observe=observe_cni)
+                try:
+                    await nursery.start(cni_server.run)
+                except SocketInUseError as exc:  # keep serving the pods this node has; the live socket's owner answers CNI
+                    log.error("CNI server not started: %s", exc)
             app = create_app(context)
             api_stopped = trio.Event()
 

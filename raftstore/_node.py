@@ -7,9 +7,11 @@ Callbacks must never block the tick thread.
 
 from __future__ import annotations
 
+import _socket
 import gzip
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +28,11 @@ from ._config import StoreConfig
 from ._crypto import AeadEncryptor
 from ._errors import StoreConfigError, StoreError
 from ._fsm import StateMachine
+
+# PySyncObj's win_inet_pton module replaces socket.inet_ntop on every OS with a Windows-only
+# version that always fails; libraries that format addresses with it (pyroute2) then hand out
+# raw bytes. Put the C implementation back.
+socket.inet_ntop = _socket.inet_ntop
 
 log = logging.getLogger("raftstore")
 

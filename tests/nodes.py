@@ -69,7 +69,7 @@ class Node:
         args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", self.name,
                 "--datapath", "ovs", "--ovs", "managed", "--data-dir", str(self.data),
                 "--api-listen", f"{self.host}:{self.api}", "--raft-listen", self.raft_address,
-                "--openflow-listen", f"127.0.0.1:{self.of}", "--agent-listen", f"{self.host}:{self.agent}", *extra]  # fmt: skip
+                "--openflow-listen", f"127.0.0.1:{self.of}", "--agent-listen", f"{self.host}:{self.agent}", "--cni-socket", "cni.sock", *extra]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
         self.data.mkdir(parents=True, exist_ok=True)
         self.log = open(self.data / "contivd.log", "ab")

@@ -252,7 +252,7 @@ class OvsdbappBridge:
 
     async def list_ports(self) -> list[PortInfo]:
         names = await self._call(f"bridge {self.name}", lambda: _run(self._api.list_ports(self.name)))
-        return await self._wait_ofports(list(names))
+        return await self._wait_ofports(list(names), skip_vanished=True)
 
     async def set_ingress_policing(self, name: str, rate_kbps: int, burst_kb: int) -> None:
         if rate_kbps < 0 or burst_kb < 0:
@@ -273,12 +273,14 @@ class OvsdbappBridge:
     def _port_exists(self, name: str) -> bool:
         return bool(_run(self._api.db_find("Port", ("name", "=", name), columns=["name"])))
 
-    async def _wait_ofports(self, names: list[str]) -> list[PortInfo]:
-        """Read the ports, polling until vswitchd has assigned every ofport (or refused one)."""
+    async def _wait_ofports(self, names: list[str], skip_vanished: bool = False) -> list[PortInfo]:
+        """Read the ports, polling until vswitchd has assigned every ofport (or refused one).
+        `skip_vanished`: a listing leaves out ports deleted since their names were read (a
+        concurrent CNI DEL) instead of failing."""
         where = f"bridge {self.name} ports {', '.join(names)}" if names else f"bridge {self.name}"
         with trio.move_on_after(self._ovsdb.timeout_s):
             while True:
-                infos = await self._call(where, lambda: self._read_ports(names))
+                infos = await self._call(where, lambda: self._read_ports(names, skip_vanished))
                 if all(info.ofport != 0 for info in infos):
                     failed = [info for info in infos if info.ofport < 0]
                     if failed:
@@ -291,14 +293,16 @@ class OvsdbappBridge:
             "(is it running? its log says why a datapath or device could not be opened)"
         )
 
-    def _read_ports(self, names: list[str]) -> list[PortInfo]:
+    def _read_ports(self, names: list[str], skip_vanished: bool = False) -> list[PortInfo]:
         if not names:
             return []
         columns = ["name", "ofport", "type", "options", "ingress_policing_rate", "ingress_policing_burst"]
         ifaces = {row["name"]: row for row in _run(self._api.db_list("Interface", names, columns=columns, if_exists=True))}
         ports = {row["name"]: row for row in _run(self._api.db_list("Port", names, columns=["name", "external_ids"], if_exists=True))}
-        missing = sorted(set(names) - set(ifaces) - set(ports))
-        if missing:
+        missing = sorted(set(names) - (set(ifaces) & set(ports)))
+        if missing and skip_vanished:
+            names = [name for name in names if name not in missing]
+        elif missing:
             raise OvsError(f"bridge {self.name}: no such port(s) {', '.join(missing)}")
         return [
             PortInfo(

@@ -1,0 +1,7 @@
+"""`python -m cni`: the plugin executable."""
+
+import sys
+
+from cni.plugin import main
+
+sys.exit(main())

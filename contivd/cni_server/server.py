@@ -1,0 +1,387 @@
+"""contivd's CNI server: the unix socket the `contiv` plugin talks to, and the ADD/DEL/CHECK/GC/STATUS work.
+
+Owns the socket file (directory 0700, socket 0600; a stale socket is replaced, a live one
+refused), one lock per container (a runtime may run several calls for one container at
+once; different containers proceed in parallel), and the undo of a half-done ADD. Endpoints
+are created and deleted through the node's own API dispatcher, so a follower reaches the
+leader exactly as a `/plugin/createEndpoint` call would. Netlink work runs in threads
+(netlink.py); the bridge port goes through the node agent. Not responsible for: addresses
+(the leader's IPAM), flows (the agent), the network config file (packaging).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import stat
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+from pyroute2 import NetlinkError
+
+from cni.protocol import (
+    ALREADY_ADDED,
+    CHECK_FAILED,
+    INTERNAL_ERROR,
+    IO_FAILURE,
+    MAX_MESSAGE_BYTES,
+    PLUGIN_NOT_AVAILABLE,
+    TRY_AGAIN_LATER,
+    UNKNOWN_CONTAINER,
+    CniError,
+    Request,
+    answer_line,
+    request_from_line,
+    version_result,
+)
+
+from ..agent.service import Agent
+from ..api.app import ApiContext, Dispatcher, Incoming
+from ..api.routes import ROUTES
+from ..netmaster import layout
+from ..ovs import OvsError
+from . import k8s
+from .netlink import (
+    NetnsMissingError,
+    PodInterface,
+    PodInterfaceError,
+    check_pod_interface,
+    configure_pod_end,
+    create_veth,
+    host_interface_names,
+    netns_exists,
+    remove_host_interface,
+)
+from .resolve import (
+    Attachment,
+    Target,
+    add_result,
+    addressing,
+    attachment_of,
+    check_previous_result,
+    create_request,
+    delete_request,
+    endpoint_labels,
+    error_for_answer,
+    find_endpoints,
+    is_ours,
+    k8s_pod,
+    resolve_target,
+    stale_endpoints,
+    stray_host_interfaces,
+    valid_attachments,
+)
+
+log = logging.getLogger("contivd.cni")
+ROUTE = {route.name: route for route in ROUTES}
+READ_TIMEOUT_SECONDS = 10.0  # the plugin sends its request at once
+
+Observer = Callable[[str, float, bool], None]  # (command, seconds, succeeded): e.g. a latency histogram
+
+
+async def _together(*steps: Callable[[], Awaitable[Any]]) -> list[Any]:
+    """Run the steps concurrently and return their results in order; if any failed, raise the
+    first failure once all have finished (no ExceptionGroup: callers map single errors to codes)."""
+    results: list[Any] = [None] * len(steps)
+    failures: list[BaseException] = []
+
+    async def run(index: int, step: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            results[index] = await step()
+        except Exception as exc:  # noqa: BLE001 - re-raised below
+            failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for index, step in enumerate(steps):
+            nursery.start_soon(run, index, step)
+    if failures:
+        raise failures[0]
+    return results
+
+
+class SocketInUseError(Exception):
+    """Another process answers on the CNI socket path."""
+
+
+@dataclass(frozen=True)
+class CniStatistics:
+    socket: str
+    requests: int
+    failures: int
+    in_flight: int
+    last_error: str
+
+
+def bind_socket(path: Path) -> socket.socket:
+    """A listening unix socket at `path` (0600, parent 0700); replaces a stale socket file,
+    refuses a live one or anything that is not a socket."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise SocketInUseError(f"{path} exists and is not a socket; remove it or choose another --cni-socket")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except ConnectionRefusedError:
+            path.unlink()  # nobody listens: a stale socket from a previous run
+        else:
+            raise SocketInUseError(f"{path} is served by another process (a running contivd?)")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        os.chmod(path, 0o600)
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class CniServer:
+    def __init__(self, context: ApiContext, agent: Agent, socket_path: Path, kubeconfig: Path | None = None, observe: Observer | None = None):
+        self.context = context
+        self.agent = agent
+        self.socket_path = socket_path
+        self.kubeconfig = kubeconfig
+        self.observe = observe
+        self.dispatcher = Dispatcher(context)
+        self._locks: dict[str, tuple[trio.Lock, int]] = {}
+        self._adding: set[Attachment] = set()  # ADDs under way: GC leaves their veths alone
+        self._requests = self._failures = self._in_flight = 0
+        self._last_error = ""
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        sock = bind_socket(self.socket_path)
+        inode = os.stat(self.socket_path).st_ino
+        try:
+            listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+            log.info("CNI server listening on %s", self.socket_path)
+            task_status.started()
+            await trio.serve_listeners(self._serve_connection, [listener])
+        finally:
+            sock.close()
+            try:
+                if os.stat(self.socket_path).st_ino == inode:  # not a successor's socket
+                    self.socket_path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def statistics(self) -> CniStatistics:
+        return CniStatistics(str(self.socket_path), self._requests, self._failures, self._in_flight, self._last_error)
+
+    async def _serve_connection(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            data = b""
+            with trio.move_on_after(READ_TIMEOUT_SECONDS):
+                while not data.endswith(b"\n") and len(data) <= MAX_MESSAGE_BYTES:
+                    chunk = await stream.receive_some(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            answer = await self.handle_line(data)
+            try:
+                await stream.send_all(answer)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                log.warning("CNI: the plugin went away before the answer")
+
+    async def handle_line(self, line: bytes) -> bytes:
+        """One request line → one answer line; every failure becomes a CNI error object."""
+        started, command, version = time.monotonic(), "?", "1.1.0"
+        self._requests += 1
+        self._in_flight += 1
+        try:
+            request = request_from_line(line)
+            command, version = request.command, request.cni_version
+            answer = answer_line(await self.handle(request))
+            ok = True
+        except Exception as exc:  # noqa: BLE001 - one bad request must not take the server down
+            error = exc if isinstance(exc, CniError) else CniError(INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}")
+            if not isinstance(exc, CniError):
+                log.exception("CNI %s: unexpected failure", command)
+            answer, ok = answer_line(error=error, cni_version=version), False
+            self._last_error = f"{command}: {error.msg}"
+            log.warning("CNI %s failed: %s (code %d)", command, error.msg, error.code)
+        finally:
+            self._in_flight -= 1
+        if not ok:
+            self._failures += 1
+        if self.observe is not None:
+            self.observe(command, time.monotonic() - started, ok)
+        return answer
+
+    async def handle(self, request: Request) -> dict[str, Any]:
+        try:
+            if request.command == "VERSION":
+                return version_result(request.cni_version)
+            if request.command == "STATUS":
+                return self._status()
+            if request.command == "GC":
+                return await self._gc(request)
+            async with self._container_lock(request.container_id):
+                if request.command == "ADD":
+                    return await self._add(request)
+                if request.command == "DEL":
+                    return await self._delete(Attachment(request.container_id, request.ifname))
+                return await self._check(request)
+        except NetnsMissingError as exc:
+            raise CniError(UNKNOWN_CONTAINER, str(exc)) from None
+        except PodInterfaceError as exc:
+            raise CniError(INTERNAL_ERROR, str(exc)) from None
+        except NetlinkError as exc:
+            raise CniError(INTERNAL_ERROR, f"netlink: {exc}") from None
+        except OvsError as exc:
+            raise CniError(TRY_AGAIN_LATER, f"Open vSwitch: {exc}") from None
+        except OSError as exc:
+            raise CniError(IO_FAILURE, f"{type(exc).__name__}: {exc}") from None
+
+    @asynccontextmanager
+    async def _container_lock(self, container_id: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(container_id, (trio.Lock(), 0))
+        self._locks[container_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[container_id]
+            if users == 1:
+                del self._locks[container_id]
+            else:
+                self._locks[container_id] = (lock, users - 1)
+
+    def _require_agent_ready(self, code: int) -> None:
+        stats = self.agent.statistics()
+        if not (stats.first_sync_done and stats.switch_connected):
+            raise CniError(code, "the node agent is not ready yet (its switch has not connected and synced)", stats.last_error)
+
+    def _status(self) -> dict[str, Any]:
+        self._require_agent_ready(PLUGIN_NOT_AVAILABLE)
+        return {}
+
+    async def _add(self, request: Request) -> dict[str, Any]:
+        self._require_agent_ready(TRY_AGAIN_LATER)
+        if not netns_exists(request.netns):
+            raise CniError(UNKNOWN_CONTAINER, f"network namespace {request.netns} does not exist")
+        attachment = Attachment(request.container_id, request.ifname)
+        pod = k8s_pod(request)
+        pod_labels = await trio.to_thread.run_sync(k8s.pod_labels, self.kubeconfig, *pod) if pod and self.kubeconfig else {}
+        target = resolve_target(request, pod_labels)
+        if await self._endpoints_of(attachment):
+            raise CniError(ALREADY_ADDED, f"container {attachment.container_id} already has interface {attachment.ifname}; DEL it first")
+        created = create_request(target, attachment, self.context.node_name, pod[1] if pod else "")
+        endpoint_id = layout.ep_id(target.tenant, target.network, attachment.endpoint_name)
+        # Every undo step is idempotent, so all are armed before anything starts: a step that
+        # fails or is cancelled half-way leaves nothing behind. Reverse order: port, veth, endpoint.
+        self._adding.add(attachment)
+        undo: list[Callable[[], Awaitable[Any]]] = [
+            lambda: self._api("delete_endpoint", {key: created[key] for key in ("TenantName", "NetworkName", "EndpointID")}, target),
+            lambda: trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname),
+            lambda: self.agent.detach_endpoint(endpoint_id),
+        ]
+        try:
+            # The leader allocates the address while the veth pair is built and moved.
+            answer, host_mac = await _together(
+                lambda: self._api("create_endpoint", created, target),
+                lambda: trio.to_thread.run_sync(create_veth, attachment, request.netns),
+            )
+            endpoint = answer["EndpointConfig"]
+            network = await self.context.store.get(layout.NETS_PREFIX + endpoint["netID"])  # also syncs the store for the agent
+            if network is None:
+                raise CniError(INTERNAL_ERROR, f"network {endpoint['netID']} vanished while adding")
+            plan = addressing(endpoint, network.value)
+            await _together(
+                lambda: trio.to_thread.run_sync(configure_pod_end, PodInterface(attachment, request.netns, plan)),
+                lambda: self.agent.attach_endpoint(attachment.host_ifname, endpoint["id"]),
+            )
+            labels = endpoint_labels(request, pod_labels)
+            if labels:
+                update = {"Tenant": target.tenant, "Network": target.network, "EndpointID": attachment.endpoint_name, "Labels": labels}
+                await self._api("update_endpoint", {**update, "ContainerID": attachment.container_id, "Event": "start"}, target)
+            log.info("CNI ADD %s %s: %s on %s", attachment.container_id, attachment.ifname, plan.cidr, endpoint["netID"])
+            return add_result(request.cni_version, attachment, request.netns, plan, host_mac)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                for step in reversed(undo):
+                    try:
+                        await step()
+                    except Exception as exc:  # noqa: BLE001 - keep undoing the rest
+                        log.warning("CNI ADD %s: undo step failed: %s", attachment.container_id, exc)
+            raise
+        finally:
+            self._adding.discard(attachment)
+
+    async def _delete(self, attachment: Attachment) -> dict[str, Any]:
+        """Remove whatever exists of the attachment; nothing at all is fine (DEL is idempotent)."""
+        endpoints = await self._endpoints_of(attachment)
+        # The endpoint goes last: while it exists a retried DEL still finds the port to remove.
+        await _together(
+            lambda: trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname),
+            *(lambda e=endpoint: self.agent.detach_endpoint(e["id"]) for endpoint in endpoints),
+        )
+        for endpoint in endpoints:
+            network, _, tenant = str(endpoint["netID"]).rpartition(".")
+            await self._api("delete_endpoint", delete_request(endpoint), Target(tenant, network, ""))
+            log.info("CNI DEL %s %s: %s freed", attachment.container_id, attachment.ifname, endpoint["ipAddress"])
+        return {}
+
+    async def _check(self, request: Request) -> dict[str, Any]:
+        attachment = Attachment(request.container_id, request.ifname)
+        endpoints = await self._endpoints_of(attachment)
+        if not endpoints:
+            raise CniError(CHECK_FAILED, f"container {attachment.container_id} has no endpoint for {attachment.ifname}")
+        endpoint = endpoints[0]
+        network = self.context.store.get_nowait(layout.NETS_PREFIX + endpoint["netID"])
+        if network is None:
+            raise CniError(CHECK_FAILED, f"network {endpoint['netID']} of the endpoint no longer exists")
+        pod = PodInterface(attachment, request.netns, addressing(endpoint, network.value))
+        problems = check_previous_result(request.config, pod.plan) + await trio.to_thread.run_sync(check_pod_interface, pod)
+        if problems:
+            raise CniError(CHECK_FAILED, "; ".join(problems))
+        return {}
+
+    async def _gc(self, request: Request) -> dict[str, Any]:
+        valid = valid_attachments(request.config)
+        await self.context.store.sync()
+        states = [kv.value for kv in self.context.store.list_nowait(layout.EPS_PREFIX)]
+        for endpoint in stale_endpoints(states, valid, self.context.node_name):
+            attachment = attachment_of(endpoint)
+            async with self._container_lock(attachment.container_id):
+                log.info("CNI GC: removing %s", endpoint["id"])
+                await self._delete(attachment)
+        # Listed before the ADDs under way and the endpoints are read: a veth made after the
+        # listing is not in it, one made before belongs to an ADD still running or finished.
+        links = await trio.to_thread.run_sync(host_interface_names)
+        keep = {Attachment(container, ifname) for container, ifname in valid} | self._adding
+        await self.context.store.sync()
+        keep |= {attachment_of(kv.value) for kv in self.context.store.list_nowait(layout.EPS_PREFIX) if is_ours(kv.value, self.context.node_name)}
+        for name in stray_host_interfaces(links, keep):
+            log.info("CNI GC: removing stray veth %s", name)
+            await trio.to_thread.run_sync(remove_host_interface, name)
+        return {}
+
+    async def _endpoints_of(self, attachment: Attachment) -> list[dict[str, Any]]:
+        await self.context.store.sync()
+        states = [kv.value for kv in self.context.store.list_nowait(layout.EPS_PREFIX)]
+        return [dict(s) for s in find_endpoints(states, attachment, self.context.node_name)]
+
+    async def _api(self, name: str, body: dict[str, Any], target: Target) -> Any:
+        """A `/plugin/*` call through this node's dispatcher (forwarded to the leader when needed)."""
+        route = ROUTE[name]
+        incoming = Incoming("POST", route.path, {"content-type": "application/json"}, "<local>", json.dumps(body).encode())
+        status, _, raw = await self.dispatcher.dispatch(route, {}, incoming)
+        try:
+            answer = json.loads(raw) if raw.strip() else None
+        except ValueError:
+            answer = raw.decode(errors="replace").strip()
+        if status != 200:
+            raise error_for_answer(status, answer, target)
+        return answer

@@ -1,0 +1,145 @@
+"""Driving the `contiv` CNI plugin as a container runtime does, and checking what a node holds.
+
+The plugin runs as the executable packaging builds (packaging/build-cni-plugin.sh, for this
+interpreter), with the CNI environment and the network config on stdin; pod namespaces are
+`ip netns` namespaces given by path (/var/run/netns/<name>). Each node's CNI
+socket lives in its data dir (`--cni-socket cni.sock`), so parallel runs never share one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.nodes import Node, sh
+
+ROOT = Path(__file__).resolve().parents[2]
+SOCKET_NAME = "cni.sock"
+
+
+@functools.cache
+def plugin_executable() -> Path:
+    """The `contiv` plugin as installed: built once per process, removed at exit."""
+    directory = Path(tempfile.mkdtemp(prefix="contiv-cni-"))
+    atexit.register(shutil.rmtree, directory, True)
+    subprocess.run(["bash", str(ROOT / "packaging" / "build-cni-plugin.sh"), str(directory / "contiv"), sys.executable], check=True, timeout=60)
+    return directory / "contiv"
+
+
+def socket_of(node: Node) -> Path:
+    return node.data / SOCKET_NAME
+
+
+def netconf(node: Node, **extra: Any) -> dict[str, Any]:
+    return {"cniVersion": "1.0.0", "name": "contiv", "type": "contiv", "socket": str(socket_of(node)), **extra}
+
+
+@dataclass
+class Outcome:
+    status: int
+    output: Any  # the parsed JSON printed on stdout, or None when nothing was printed
+
+    @property
+    def code(self) -> int:
+        return int(self.output["code"]) if isinstance(self.output, dict) and "code" in self.output else 0
+
+
+def run_plugin(
+    command: str, config: Any, *, container: str = "", netns: str = "", ifname: str = "eth0", args: str = "", drop: tuple[str, ...] = ()
+) -> Outcome:
+    """One plugin invocation. `config` is JSON-encoded unless it is already bytes; `drop` removes env vars."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": container,
+        "CNI_NETNS": netns,
+        "CNI_IFNAME": ifname,
+        "CNI_ARGS": args,
+        "CNI_PATH": "/opt/cni/bin",
+    }
+    for name in drop:
+        env.pop(name, None)
+    stdin = config if isinstance(config, bytes) else json.dumps(config).encode()
+    done = subprocess.run([str(plugin_executable())], input=stdin, env=env, capture_output=True, timeout=150)
+    text = done.stdout.decode().strip()
+    return Outcome(done.returncode, json.loads(text) if text else None)
+
+
+@dataclass
+class Pod:
+    """A pod's network namespace, as a runtime creates it before calling ADD."""
+
+    name: str = field(default_factory=lambda: f"cdt-{uuid.uuid4().hex[:6]}-c")
+    container: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def netns(self) -> str:
+        return f"/var/run/netns/{self.name}"
+
+    def create(self) -> Pod:
+        sh("ip", "netns", "add", self.name)
+        return self
+
+    def remove(self) -> None:
+        sh("ip", "netns", "del", self.name, check=False)
+
+    def add(self, node: Node, **config: Any) -> Outcome:
+        return run_plugin("ADD", netconf(node, **config), container=self.container, netns=self.netns)
+
+    def delete(self, node: Node, **config: Any) -> Outcome:
+        return run_plugin("DEL", netconf(node, **config), container=self.container, netns=self.netns)
+
+    def exec(self, *command: str) -> subprocess.CompletedProcess[str]:
+        return sh("ip", "netns", "exec", self.name, *command, check=False)
+
+
+@dataclass(frozen=True)
+class Holdings:
+    """What a node holds that CNI calls create: veths, bridge ports, endpoints, allocated addresses."""
+
+    veths: frozenset[str]
+    ports: frozenset[str]
+    endpoints: frozenset[str]
+    allocated: tuple[tuple[str, str], ...]
+
+
+GETS = (
+    "import httpx,json,sys; h={'Authorization': 'Bearer '+sys.argv[2]} if sys.argv[2] else {};"
+    " print(json.dumps([httpx.get(sys.argv[1] + p, headers=h, timeout=10).json() for p in sys.argv[3:]]))"
+)
+
+
+def api_gets(node: Node, *paths: str) -> list[Any]:
+    """Several GETs on the node's API in one process (Node.api_call starts one per call)."""
+    out = sh("ip", "netns", "exec", node.ns, sys.executable, "-c", GETS, f"http://{node.host}:{node.api}", node.token, *paths)
+    answers: list[Any] = json.loads(out.stdout)
+    return answers
+
+
+def holdings(node: Node, networks: tuple[str, ...]) -> Holdings:
+    links = sh("ip", "-n", node.ns, "-o", "link", "show").stdout
+    veths = frozenset(line.split(":")[1].strip().split("@")[0] for line in links.splitlines() if line.split(":")[1].strip().startswith(("cv", "cp")))
+    db = f"--db=unix:{node.data / 'ovs' / 'db.sock'}"
+    listed = sh("ip", "netns", "exec", node.ns, "ovs-vsctl", db, "list-ports", "contivVxlanBridge").stdout.split()
+    debug, *inspects = api_gets(node, "/debug/ofnet", *(f"/api/v1/inspect/networks/default:{network}/" for network in networks))
+    endpoints = frozenset(ep for ep, state in debug["EndpointDb"].items() if state["homingHost"] == node.name)
+    allocated = tuple((network, inspect["Oper"].get("allocatedIPAddresses", "")) for network, inspect in zip(networks, inspects, strict=True))
+    return Holdings(veths, frozenset(p for p in listed if not p.startswith("vx")), endpoints, allocated)
+
+
+def create_network(node: Node, name: str, subnet: str, gateway: str = "") -> None:
+    body = {"tenantName": "default", "networkName": name, "encap": "vxlan", "subnet": subnet}
+    if gateway:
+        body["gateway"] = gateway
+    status, answer = node.api_call("POST", f"/api/v1/networks/default:{name}/", body)
+    assert status == 200, answer

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 ETH_IPV4 = 0x0800
 ETH_ARP = 0x0806
@@ -97,6 +98,8 @@ SET_FIELDS: dict[str, FieldDef] = {
     "ip_dscp": FieldDef(6, "dec", "ip_dscp"),
 }
 
+_FIELD_ORDER = {name: index for index, name in enumerate(MATCH_FIELDS)}  # a match's canonical field order
+
 Match = tuple[tuple[str, int, int | None], ...]
 MatchValue = int | tuple[int, int]
 """An exact value, or ``(value, mask)``."""
@@ -125,7 +128,7 @@ def make_match(fields: MatchArg) -> Match:
     for name, (req, allowed) in _PREREQ.items():
         if name in out and out.get(req, (None,))[0] not in allowed:
             raise PipelineError(f"match field {name} needs {req} in {[hex(a) for a in allowed]}")
-    return tuple((name, *out[name]) for name in MATCH_FIELDS if name in out)
+    return tuple((name, *out[name]) for name in sorted(out, key=_FIELD_ORDER.__getitem__))
 
 
 @dataclass(frozen=True, order=True)
@@ -231,9 +234,11 @@ class Flow:
         return (self.table, self.priority, self.match)
 
     def __lt__(self, other: Flow) -> bool:
-        return self._order() < other._order()
+        return self._order < other._order
 
+    @cached_property
     def _order(self) -> tuple[object, ...]:
+        """Computed once per flow: sorting a bridge's flows compares each many times."""
         return (self.key, self.cookie, repr(self.actions), repr(self.write_metadata), repr(self.goto))
 
 

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 VXLAN_BRIDGE = "contivVxlanBridge"
 VLAN_BRIDGE = "contivVlanBridge"
 
-OFPORT_POLL_S = 0.02
+OFPORT_POLL_S = 0.005  # vswitchd assigns an ofport within a few ms; a CNI ADD waits on it
 T = TypeVar("T")
 
 

@@ -48,7 +48,18 @@ def test_binary_runs_version_run_and_ctl(built: tuple[Path, Path], tmp_path: Pat
     native = subprocess.run([str(binary), "check-config", "--data-dir", str(tmp_path)], env=env, capture_output=True, text=True, timeout=60)
     assert native.returncode == 0 and str(tmp_path) in native.stdout
     api, raft = free_ports(2)
-    args = [str(binary), "run", "--data-dir", str(tmp_path / "data"), "--api-listen", f"127.0.0.1:{api}", "--raft-listen", f"127.0.0.1:{raft}"]
+    args = [
+        str(binary),
+        "run",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--api-listen",
+        f"127.0.0.1:{api}",
+        "--raft-listen",
+        f"127.0.0.1:{raft}",
+        "--datapath",
+        "none",
+    ]  # the executable, not the datapath, is under test (tests/agent runs that)
     log = open(tmp_path / "run.log", "wb")
     proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -80,14 +91,16 @@ def deb_field(deb: Path, field: str) -> str:
 def test_deb_contents_and_relations(built: tuple[Path, Path]) -> None:
     _, deb = built
     listing = subprocess.run(["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True, check=True).stdout
-    for path in ("./usr/bin/contivd", "./etc/contivd/contivd.toml", "./lib/systemd/system/contivd.service", "./usr/share/doc/contivd/copyright"):
+    packaged = ("./usr/bin/contivd", "./etc/contivd/contivd.toml", "./lib/systemd/system/contivd.service", "./usr/share/doc/contivd/copyright",
+                "./opt/cni/bin/contiv", "./etc/cni/net.d/10-contiv.conflist")  # fmt: skip
+    for path in packaged:
         assert path in listing, path
     assert "-rw-r----- root/root" in next(line for line in listing.splitlines() if line.endswith("./etc/contivd/contivd.toml"))
     assert "openvswitch-switch" in deb_field(deb, "Recommends") and "iproute2" in deb_field(deb, "Depends")
     control = subprocess.run(["dpkg-deb", "--ctrl-tarfile", str(deb)], capture_output=True, check=True).stdout
     with tarfile.open(fileobj=io.BytesIO(control)) as tar:
         files = {m.name.lstrip("./"): tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
-    assert files["conffiles"].split()[0] == "/etc/contivd/contivd.toml"
+    assert files["conffiles"].split() == ["/etc/contivd/contivd.toml", "/etc/cni/net.d/10-contiv.conflist"]
     assert "deb-systemd-helper enable 'contivd.service'" in files["postinst"]
     assert "deb-systemd-invoke stop 'contivd.service'" in files["prerm"]
     before_purge, purge = files["postrm"].split('if [ "$1" = "purge" ]')

@@ -113,6 +113,19 @@ def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
             dirty.clear()
             os.fdatasync(resizable._ResizableFile__f.fileno())
 
+    raw_write = resizable.write
+
+    def write(offset: int, data: bytes) -> None:
+        # pwrite, not a store into the mmap: on ext4 a page dirtied through the mapping makes
+        # the next fdatasync commit the filesystem journal too (page_mkwrite updates the inode),
+        # 0.8 ms against 0.16 ms here. The mapping shares the page cache, so PySyncObj's reads
+        # through it see these bytes. Growing the file (size doubles) stays PySyncObj's.
+        mapping = resizable._ResizableFile__mm
+        if offset + len(data) > mapping.size():
+            raw_write(offset, data)
+        else:
+            os.pwrite(resizable._ResizableFile__f.fileno(), data, offset)
+
     def add(command: bytes, idx: int, term: int) -> None:
         raw_add(command, idx, term)
         dirty.set()
@@ -147,6 +160,7 @@ def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
         os.replace(path + ".tmp", path)
         _fsync_path(os.path.dirname(path) or ".")
 
+    resizable.write = write
     journal.add = add
     journal.deleteEntriesFrom = delete_entries_from
     journal.deleteEntriesTo = delete_entries_to

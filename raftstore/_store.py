@@ -113,6 +113,7 @@ class Store:
         self._token = token
         self._changed = trio.Event()
         self._change_pending = False
+        self._open_watches = 0
         self._leadership_changed = trio.Event()
         self._leader_since = math.inf
         self._closed = False
@@ -133,7 +134,10 @@ class Store:
             pass  # the loop is gone; nobody is waiting any more
 
     def _on_applied(self) -> None:  # tick thread
-        if not self._change_pending:
+        # Waking the trio loop costs a socket write and a thread switch per applied entry;
+        # only watches wait for it. A watch counts itself before its first read, so an entry
+        # applied before that is in what it reads, and one applied after it is announced.
+        if self._open_watches and not self._change_pending:
             self._change_pending = True
             self._call_soon(self._fire_changed)
 
@@ -339,20 +343,24 @@ class Store:
         """
         validate_prefix(prefix)
         node = self.node
-        next_revision = start_revision if start_revision is not None else node.read(lambda f: f.revision) + 1
-        while True:
-            changed = self._changed
-            records, current = node.read(lambda f: (f.events_since(next_revision, prefix), f.revision))
-            if records is None:
-                raws, current = node.read(lambda f: ([_raw(k, e) for k, e in f.range(prefix)], f.revision))
-                kvs = tuple(_decode(r) for r in raws)
-                yield Event(EventType.RESYNC, prefix, None, None, current, kvs)
-            else:
-                for record in records:
-                    yield _event(record)
-            next_revision = max(next_revision, current + 1)
-            if current < next_revision:
-                await changed.wait()
+        self._open_watches += 1
+        try:
+            next_revision = start_revision if start_revision is not None else node.read(lambda f: f.revision) + 1
+            while True:
+                changed = self._changed
+                records, current = node.read(lambda f: (f.events_since(next_revision, prefix), f.revision))
+                if records is None:
+                    raws, current = node.read(lambda f: ([_raw(k, e) for k, e in f.range(prefix)], f.revision))
+                    kvs = tuple(_decode(r) for r in raws)
+                    yield Event(EventType.RESYNC, prefix, None, None, current, kvs)
+                else:
+                    for record in records:
+                        yield _event(record)
+                next_revision = max(next_revision, current + 1)
+                if current < next_revision:
+                    await changed.wait()
+        finally:
+            self._open_watches -= 1
 
     # ---- leases ------------------------------------------------------------------------------
 

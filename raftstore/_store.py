@@ -124,6 +124,7 @@ class Store:
         self._outbox_ready = trio.Event()
         self._inflight = trio.Semaphore(MAX_INFLIGHT_ENTRIES)
         self._slots: deque[_Slot] = deque()
+        self._last_entry_commands = 1
 
     # ---- wiring from the tick thread ---------------------------------------------------------
 
@@ -168,11 +169,17 @@ class Store:
 
     async def _submit_once(self, text: str) -> tuple[Any, int]:
         waiter = _Waiter()
-        # Always through the proposer loop: sending a lone proposal directly whenever the
-        # window had room saved ~50 µs sequentially but split concurrent bursts into
-        # single-command entries (16 writers on 3 voters: 5 000/s → 3 000/s).
-        self._outbox.append((text, waiter))
-        self._outbox_ready.set()
+        if not self._outbox and self._inflight.value == MAX_INFLIGHT_ENTRIES and self._last_entry_commands == 1:
+            # Sequential writing (nothing queued or in flight, and the last entry carried one
+            # command): propose at once, without a hop through the proposer task (~0.1 ms on
+            # 3 voters). Concurrent writers keep going through it so their proposals batch up;
+            # sending directly whenever the window merely had room split concurrent bursts into
+            # single-command entries (16 writers on 3 voters: 5 000/s → 3 000/s).
+            self._inflight.acquire_nowait()
+            self._send_entry([(text, waiter)])
+        else:
+            self._outbox.append((text, waiter))
+            self._outbox_ready.set()
         await waiter.done.wait()
         return waiter.result, waiter.reason
 
@@ -199,6 +206,7 @@ class Store:
     def _send_entry(self, batch: builtins.list[tuple[str, _Waiter]]) -> None:
         """Propose one log entry for `batch`; the caller holds a window slot for it."""
         text = batch[0][0] if len(batch) == 1 else _commands.encode_batch([t for t, _ in batch])
+        self._last_entry_commands = len(batch)
         slot = _Slot(self._inflight)
         self._slots.append(slot)
         self.node.submit(text, lambda result, reason: self._call_soon(self._finish_entry, batch, slot, result, reason))

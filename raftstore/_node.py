@@ -106,7 +106,7 @@ class _JournalFlusher:
         self._written = 0  # generation: journal writes so far
         self._synced = 0  # every write up to this generation is on disk
         self._wanted = 0  # generation the helper is syncing; > _synced while it works
-        self._error: OSError | None = None
+        self._error: Exception | None = None
         self._helper: threading.Thread | None = None
 
     def wrote(self) -> None:
@@ -148,7 +148,7 @@ class _JournalFlusher:
                 target = self._wanted
             try:
                 os.fdatasync(self._fileno())
-            except OSError as exc:
+            except Exception as exc:  # never die with a sync pending: flush() would wait forever
                 with self._cond:
                     self._error, self._wanted = exc, self._synced
                     self._cond.notify_all()

@@ -93,3 +93,14 @@ def test_small_messages_travel_uncompressed_large_ones_compressed() -> None:
 def test_compressed_small_messages_from_older_members_still_decode() -> None:
     message = pickle.dumps({"type": "next_node_idx", "next_node_idx": 7}, 2)
     assert _CompressLargeMessagesOnly.decompress(zlib.compress(message, 3)) == message
+
+
+def test_a_helper_that_cannot_sync_reports_instead_of_hanging() -> None:
+    def closed_journal() -> int:
+        raise ValueError("I/O operation on closed file")
+
+    flusher = _JournalFlusher(closed_journal)
+    flusher.wrote()
+    flusher.start()
+    with pytest.raises(ValueError, match="closed file"):
+        flusher.flush()

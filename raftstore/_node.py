@@ -435,7 +435,7 @@ class RaftNode:
         self._thread.join()
         try:
             self._flush()  # also waits out a helper fdatasync, so the journal is not closed under it
-        except OSError:
+        except Exception:
             log.exception("final journal flush failed")
         self._syncobj.destroy()
 

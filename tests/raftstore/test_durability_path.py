@@ -1,0 +1,106 @@
+"""The write path under PySyncObj: journal flushing and the raft message codec."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from raftstore._node import COMPRESS_ABOVE, _CompressLargeMessagesOnly, _JournalFlusher
+
+
+@pytest.fixture
+def journal_fd(tmp_path: Path) -> Iterator[int]:
+    fd = os.open(tmp_path / "journal", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _counting_fdatasync(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    return calls
+
+
+def test_flush_syncs_only_what_was_written(journal_fd: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting_fdatasync(monkeypatch)
+    flusher = _JournalFlusher(lambda: journal_fd)
+    flusher.flush()
+    assert calls == []
+    os.pwrite(journal_fd, b"entry", 0)
+    flusher.wrote()
+    flusher.flush()
+    flusher.flush()
+    assert calls == [journal_fd]
+
+
+def test_a_flush_started_early_is_awaited_not_repeated(journal_fd: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting_fdatasync(monkeypatch)
+    flusher = _JournalFlusher(lambda: journal_fd)
+    flusher.wrote()
+    flusher.start()  # the helper thread syncs generation 1
+    flusher.flush()  # waits for it
+    assert calls == [journal_fd]
+    flusher.wrote()
+    flusher.start()
+    flusher.wrote()  # written while the helper may be syncing: not covered by its sync
+    flusher.flush()
+    assert calls == [journal_fd] * 3  # the helper's two, then one inline for the last write
+
+
+def test_a_failed_sync_marks_nothing_durable(journal_fd: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    failing = [True]
+    real = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        if failing[0]:
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    flusher = _JournalFlusher(lambda: journal_fd)
+    flusher.wrote()
+    flusher.start()  # fails on the helper thread
+    with pytest.raises(OSError, match="Input/output"):
+        flusher.flush()
+    with pytest.raises(OSError, match="Input/output"):
+        flusher.flush()  # still dirty: tried again inline, fails again
+    failing[0] = False
+    flusher.flush()  # now it reaches the disk
+
+
+def test_small_messages_travel_uncompressed_large_ones_compressed() -> None:
+    small = pickle.dumps({"type": "append_entries", "entries": [(b"x" * 200, 5, 1)]}, 2)
+    large = pickle.dumps({"type": "append_entries", "entries": [(b"x" * (2 * COMPRESS_ABOVE), 5, 1)]}, 2)
+    assert _CompressLargeMessagesOnly.compress(small, 3) == small
+    assert len(_CompressLargeMessagesOnly.compress(large, 3)) < len(large)
+    for message in (small, large):
+        assert _CompressLargeMessagesOnly.decompress(_CompressLargeMessagesOnly.compress(message, 3)) == message
+
+
+def test_compressed_small_messages_from_older_members_still_decode() -> None:
+    message = pickle.dumps({"type": "next_node_idx", "next_node_idx": 7}, 2)
+    assert _CompressLargeMessagesOnly.decompress(zlib.compress(message, 3)) == message
+
+
+def test_a_helper_that_cannot_sync_reports_instead_of_hanging() -> None:
+    def closed_journal() -> int:
+        raise ValueError("I/O operation on closed file")
+
+    flusher = _JournalFlusher(closed_journal)
+    flusher.wrote()
+    flusher.start()
+    with pytest.raises(ValueError, match="closed file"):
+        flusher.flush()

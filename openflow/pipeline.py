@@ -98,6 +98,10 @@ PIPELINE: tuple[TableSpec, ...] = (
 )  # fmt: skip
 
 
+_BUILT: dict[tuple[object, ...], Flow] = {}
+_BUILT_MAX = 200_000  # flows kept for reuse; cleared when full (a bridge holds far fewer)
+
+
 @dataclass(frozen=True)
 class Table:
     """A declared table with its id; the only way flows are made."""
@@ -120,7 +124,22 @@ class Table:
         write_metadata: tuple[int, int] | None = None,
         goto: str | None = None,
     ) -> Flow:
-        """Build a flow in this table, checked against the spec (PipelineError naming the table)."""
+        """Build a flow in this table, checked against the spec (PipelineError naming the table).
+
+        Flows are immutable and a bridge's flows barely change between syncs, so each distinct
+        flow is built and checked once and then shared (the agent recomputes every flow of the
+        bridge on each change)."""
+        key = (self.id, priority, tuple(match.items()), cookie, actions, write_metadata, goto)
+        built = _BUILT.get(key)
+        if built is None:
+            if len(_BUILT) >= _BUILT_MAX:
+                _BUILT.clear()
+            built = _BUILT[key] = self._build(priority, match, cookie, actions, write_metadata, goto)
+        return built
+
+    def _build(
+        self, priority: int, match: MatchArg, cookie: int, actions: tuple[Action, ...], write_metadata: tuple[int, int] | None, goto: str | None
+    ) -> Flow:
         where = f"table {self.name}"
         extra = set(match) - self.spec.match
         if extra:

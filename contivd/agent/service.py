@@ -74,6 +74,7 @@ class Agent:
         self.settings = settings
         self.datapaths: dict[Encap, BridgeDatapath] = {}
         self._changed = trio.Event()
+        self._urgent = False  # someone waits for the next sync (_sync_now)
         self._synced = trio.Event()
         self._started = self._syncs = self._failures = 0
         self._last_sync_unix = self._last_sync_seconds = 0.0
@@ -116,10 +117,11 @@ class Agent:
     async def _datapath_of(self, endpoint_id: str) -> BridgeDatapath:
         if not self.datapaths:
             raise OvsError("the node agent has not set up its bridges yet")
-        endpoint = await self.store.get(layout.ep_state(endpoint_id))
+        await self.store.sync()  # one log barrier: the endpoint was just created, maybe on the leader
+        endpoint = self.store.get_nowait(layout.ep_state(endpoint_id))
         if endpoint is None:
             raise OvsError(f"endpoint {endpoint_id} does not exist")
-        network = await self.store.get(f"{layout.NETS_PREFIX}{endpoint.value.get('netID', '')}")
+        network = self.store.get_nowait(f"{layout.NETS_PREFIX}{endpoint.value.get('netID', '')}")
         encap = network.value.get("pktTagType") if network is not None else None
         datapath = self.datapaths.get(encap)  # type: ignore[arg-type]
         if datapath is None:
@@ -129,8 +131,10 @@ class Agent:
         return datapath
 
     async def _sync_now(self) -> None:
-        """Ask for a sync and wait until one that started after this call has finished."""
+        """Ask for a sync and wait until one that started after this call has finished; the
+        waiting caller (a pod being attached) skips the debounce meant for bursts of events."""
         wanted = self._started + 1
+        self._urgent = True
         self._changed.set()
         while self._syncs < wanted:
             await self._synced.wait()
@@ -201,8 +205,9 @@ class Agent:
         backoff = 0.0
         while True:
             await self._changed.wait()
-            await trio.sleep(DEBOUNCE_SECONDS)
-            self._changed = trio.Event()
+            if not self._urgent:
+                await trio.sleep(DEBOUNCE_SECONDS)
+            self._changed, self._urgent = trio.Event(), False
             self._started += 1
             started = time.monotonic()
             try:

@@ -297,8 +297,10 @@ class OvsdbappBridge:
         if not names:
             return []
         columns = ["name", "ofport", "type", "options", "ingress_policing_rate", "ingress_policing_burst"]
-        ifaces = {row["name"]: row for row in _run(self._api.db_list("Interface", names, columns=columns, if_exists=True))}
-        ports = {row["name"]: row for row in _run(self._api.db_list("Port", names, columns=["name", "external_ids"], if_exists=True))}
+        # Whole tables, filtered here: ovsdbapp looks each named record up by a scan of its table.
+        wanted = set(names)
+        ifaces = {row["name"]: row for row in _run(self._api.db_list("Interface", columns=columns)) if row["name"] in wanted}
+        ports = {row["name"]: row for row in _run(self._api.db_list("Port", columns=["name", "external_ids"])) if row["name"] in wanted}
         missing = sorted(set(names) - (set(ifaces) & set(ports)))
         if missing and skip_vanished:
             names = [name for name in names if name not in missing]

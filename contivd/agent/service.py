@@ -97,8 +97,20 @@ class Agent:
         Returns the ofport."""
         datapath = await self._datapath_of(endpoint_id)
         ofport = await datapath.bridge.ensure_port(PortSpec(ifname, PortKind.SYSTEM, external_ids={ENDPOINT_ID: endpoint_id}))
-        await self._sync_now()
+        await self.sync_now()
         return ofport
+
+    async def add_endpoint_port(self, ifname: str, endpoint_id: str, encap: str) -> int:
+        """The first half of attach_endpoint for a caller that knows the network's encapsulation
+        before the endpoint exists (the CNI server, while the leader allocates the address): the
+        port waits on the bridge and gets its flows from the first sync that sees the endpoint.
+        Returns the ofport."""
+        datapath = next((d for kind, d in self.datapaths.items() if kind == encap), None)
+        if datapath is None:
+            raise OvsError(
+                f"endpoint {endpoint_id}: its network is a {encap} network and this node runs no {encap} bridge (see --net-mode and --vlan-uplinks)"
+            )
+        return await datapath.bridge.ensure_port(PortSpec(ifname, PortKind.SYSTEM, external_ids={ENDPOINT_ID: endpoint_id}))
 
     async def detach_endpoint(self, endpoint_id: str) -> list[str]:
         """Remove every bridge port of `endpoint_id` (none is fine: DEL is idempotent); returns their names."""
@@ -111,7 +123,7 @@ class Agent:
                     await datapath.bridge.remove_port(port.name)
                     names.append(port.name)
         if names:
-            await self._sync_now()
+            await self.sync_now()
         return names
 
     async def _datapath_of(self, endpoint_id: str) -> BridgeDatapath:
@@ -130,7 +142,7 @@ class Agent:
             )
         return datapath
 
-    async def _sync_now(self) -> None:
+    async def sync_now(self) -> None:
         """Ask for a sync and wait until one that started after this call has finished; the
         waiting caller (a pod being attached) skips the debounce meant for bursts of events."""
         wanted = self._started + 1

@@ -288,20 +288,29 @@ class CniServer:
             lambda: self.agent.detach_endpoint(endpoint_id),
         ]
         try:
-            # The leader allocates the address while the veth pair is built and moved.
-            answer, host_mac = await _together(
-                lambda: self._api("create_endpoint", created, target),
-                lambda: trio.to_thread.run_sync(create_veth, attachment, request.netns),
-            )
+            # The leader allocates the address while the veth pair is built and its host end put
+            # on the bridge (the network's encapsulation, read locally, names the bridge).
+            known = self.context.store.get_nowait(layout.net_state(target.tenant, target.network))
+            encap = str(known.value.get("pktTagType", "")) if known is not None else ""
+
+            async def veth_and_port() -> str:
+                mac = await trio.to_thread.run_sync(create_veth, attachment, request.netns)
+                if encap:
+                    await self.agent.add_endpoint_port(attachment.host_ifname, endpoint_id, encap)
+                return str(mac)
+
+            answer, host_mac = await _together(lambda: self._api("create_endpoint", created, target), veth_and_port)
             endpoint = answer["EndpointConfig"]
             network = await self.context.store.get(layout.NETS_PREFIX + endpoint["netID"])  # also syncs the store for the agent
             if network is None:
                 raise CniError(INTERNAL_ERROR, f"network {endpoint['netID']} vanished while adding")
             plan = addressing(endpoint, network.value)
-            await _together(
-                lambda: trio.to_thread.run_sync(configure_pod_end, PodInterface(attachment, request.netns, plan)),
-                lambda: self.agent.attach_endpoint(attachment.host_ifname, endpoint["id"]),
+            flows: Callable[[], Awaitable[Any]] = (
+                self.agent.sync_now
+                if encap == network.value.get("pktTagType")
+                else lambda: self.agent.attach_endpoint(attachment.host_ifname, endpoint["id"])
             )
+            await _together(lambda: trio.to_thread.run_sync(configure_pod_end, PodInterface(attachment, request.netns, plan)), flows)
             labels = endpoint_labels(request, pod_labels)
             if labels:
                 update = {"Tenant": target.tenant, "Network": target.network, "EndpointID": attachment.endpoint_name, "Labels": labels}

@@ -99,22 +99,14 @@ def status_page_ms(url: str) -> float | None:
         if page_answer.status_code != 200 or "html" not in page_answer.headers.get("content-type", ""):
             return None
         from playwright.sync_api import sync_playwright
+
+        from benchmarks.status_bench import first_renders_ms
     except (ImportError, httpx.HTTPError):
         return None
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
         try:
-            samples = []
-            for _ in range(3):
-                page = browser.new_page()
-                started = time.perf_counter()
-                page.goto(url + "/")
-                page.wait_for_selector(
-                    'body[data-ready="true"]', state="attached", timeout=30_000
-                )  # the page's CSP forbids eval: no wait_for_function
-                samples.append(time.perf_counter() - started)
-                page.close()
-            return round(statistics.median(samples) * 1000, 1)
+            return round(statistics.median(first_renders_ms(browser, url)), 1)
         finally:
             browser.close()
 

@@ -74,7 +74,7 @@ class Agent:
         self.settings = settings
         self.datapaths: dict[Encap, BridgeDatapath] = {}
         self._changed = trio.Event()
-        self._urgent = False  # someone waits for the next sync (_sync_now)
+        self._urgent = False  # someone waits for the next sync (sync_now)
         self._synced = trio.Event()
         self._started = self._syncs = self._failures = 0
         self._last_sync_unix = self._last_sync_seconds = 0.0
@@ -82,10 +82,6 @@ class Agent:
         self._last_error = ""
         self._problems: tuple[str, ...] = ()
         self.db_socket = ""
-
-    def poke(self) -> None:
-        """Something changed (a port was attached): recompute soon."""
-        self._changed.set()
 
     async def wait_synced(self) -> None:
         """Wait for the next completed sync (tests, readiness)."""
@@ -95,8 +91,7 @@ class Agent:
         """Put a pod's host-side interface on its network's bridge as `endpoint_id`'s port and
         return once a sync that knows the port has been pushed (its flows are on the switch).
         Returns the ofport."""
-        datapath = await self._datapath_of(endpoint_id)
-        ofport = await datapath.bridge.ensure_port(PortSpec(ifname, PortKind.SYSTEM, external_ids={ENDPOINT_ID: endpoint_id}))
+        ofport = await self.add_endpoint_port(ifname, endpoint_id, await self._encap_of(endpoint_id))
         await self.sync_now()
         return ofport
 
@@ -105,6 +100,8 @@ class Agent:
         before the endpoint exists (the CNI server, while the leader allocates the address): the
         port waits on the bridge and gets its flows from the first sync that sees the endpoint.
         Returns the ofport."""
+        if not self.datapaths:
+            raise OvsError("the node agent has not set up its bridges yet")
         datapath = next((d for kind, d in self.datapaths.items() if kind == encap), None)
         if datapath is None:
             raise OvsError(
@@ -126,21 +123,17 @@ class Agent:
             await self.sync_now()
         return names
 
-    async def _datapath_of(self, endpoint_id: str) -> BridgeDatapath:
-        if not self.datapaths:
-            raise OvsError("the node agent has not set up its bridges yet")
-        await self.store.sync()  # one log barrier: the endpoint was just created, maybe on the leader
+    async def _encap_of(self, endpoint_id: str) -> str:
+        """The encapsulation of the endpoint's network, read after one log barrier (the
+        endpoint was just created, maybe on the leader)."""
+        await self.store.sync()
         endpoint = self.store.get_nowait(layout.ep_state(endpoint_id))
         if endpoint is None:
             raise OvsError(f"endpoint {endpoint_id} does not exist")
         network = self.store.get_nowait(f"{layout.NETS_PREFIX}{endpoint.value.get('netID', '')}")
-        encap = network.value.get("pktTagType") if network is not None else None
-        datapath = self.datapaths.get(encap)  # type: ignore[arg-type]
-        if datapath is None:
-            raise OvsError(
-                f"endpoint {endpoint_id}: its network is a {encap} network and this node runs no {encap} bridge (see --net-mode and --vlan-uplinks)"
-            )
-        return datapath
+        if network is None:
+            raise OvsError(f"endpoint {endpoint_id}: its network {endpoint.value.get('netID')!r} does not exist")
+        return str(network.value.get("pktTagType", ""))
 
     async def sync_now(self) -> None:
         """Ask for a sync and wait until one that started after this call has finished; the

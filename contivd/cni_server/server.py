@@ -297,7 +297,7 @@ class CniServer:
                 mac = await trio.to_thread.run_sync(create_veth, attachment, request.netns)
                 if encap:
                     await self.agent.add_endpoint_port(attachment.host_ifname, endpoint_id, encap)
-                return str(mac)
+                return mac
 
             answer, host_mac = await _together(lambda: self._api("create_endpoint", created, target), veth_and_port)
             endpoint = answer["EndpointConfig"]
@@ -305,11 +305,15 @@ class CniServer:
             if network is None:
                 raise CniError(INTERNAL_ERROR, f"network {endpoint['netID']} vanished while adding")
             plan = addressing(endpoint, network.value)
-            flows: Callable[[], Awaitable[Any]] = (
-                self.agent.sync_now
-                if encap == network.value.get("pktTagType")
-                else lambda: self.agent.attach_endpoint(attachment.host_ifname, endpoint["id"])
-            )
+
+            async def flows() -> None:
+                if encap == network.value.get("pktTagType"):
+                    await self.agent.sync_now()
+                    return
+                if encap:  # the network changed under us: the port went to the other bridge
+                    await self.agent.detach_endpoint(endpoint_id)
+                await self.agent.attach_endpoint(attachment.host_ifname, endpoint["id"])
+
             await _together(lambda: trio.to_thread.run_sync(configure_pod_end, PodInterface(attachment, request.netns, plan)), flows)
             labels = endpoint_labels(request, pod_labels)
             if labels:

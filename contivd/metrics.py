@@ -13,10 +13,9 @@ in prometheus-client's global registry) and every app registry exports it.
 from __future__ import annotations
 
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
@@ -56,9 +55,7 @@ class StoreSummary:
 
 def summarize(store: Store, revision: int) -> StoreSummary:
     per_node = Counter(str(kv.value.get("homingHost", "")) for kv in store.list_nowait(layout.EPS_PREFIX))
-    groups: dict[str, list[Any]] = defaultdict(list)
-    for kv in store.list_nowait(layout.EPGS_PREFIX):
-        groups[layout.net_id(kv.value["tenantName"], kv.value["networkName"])].append(kv.value)
+    groups = ipam.groups_by_network(kv.value for kv in store.list_nowait(layout.EPGS_PREFIX))
     usage = {kv.value["id"]: ipam.address_usage(kv.value, groups[kv.value["id"]]) for kv in store.list_nowait(layout.NETS_PREFIX)}
     return StoreSummary(revision, dict(per_node), usage)
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import base64
 import copy
+from collections import defaultdict
+from collections.abc import Iterable
 from ipaddress import IPv4Address, IPv6Address, IPv6Network
 from typing import Any
 
 from fastpath import Bitset, IPPool
 
 from ..model import ConflictError, ValidationError, parse_pool, parse_subnet, parse_subnet6
+from . import layout
 
 State = dict[str, Any]
 
@@ -275,6 +278,14 @@ def _set_bits_in(bits: Bitset, lo: int, hi: int) -> int:
     inside.clear_range(0, lo)
     inside.clear_range(hi + 1, inside.nbits)
     return inside.count()
+
+
+def groups_by_network(groups: Iterable[State]) -> defaultdict[str, list[State]]:
+    """EPG states keyed by their network's id (`<net>.<tenant>`), for address_usage."""
+    found: defaultdict[str, list[State]] = defaultdict(list)
+    for group in groups:
+        found[layout.net_id(group["tenantName"], group["networkName"])].append(group)
+    return found
 
 
 def address_usage(network: State, epgs: list[State]) -> tuple[int, int]:

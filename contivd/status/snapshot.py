@@ -9,7 +9,6 @@ from each node's report (`node_report`, served by every node at /status/api/node
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from ipaddress import IPv4Network
@@ -44,9 +43,7 @@ def store_model(entries: Mapping[str, Any]) -> dict[str, Any]:
     networks = [value for _, value in _under(entries, layout.NETS_PREFIX)]
     groups = [value for _, value in _under(entries, layout.EPGS_PREFIX)]
     group_objects = dict(_under(entries, layout.model_prefix("endpointGroup")))
-    groups_by_network: dict[str, list[Any]] = defaultdict(list)
-    for group in groups:
-        groups_by_network[layout.net_id(group["tenantName"], group["networkName"])].append(group)
+    groups_by_network = ipam.groups_by_network(groups)
     subnets = {net["id"]: IPv4Network(f"{net['subnetIP']}/{net['subnetLen']}") for net in networks}
 
     network_rows = []

@@ -123,7 +123,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
 
             bound = await nursery.start(serve_api)
             log.info("API listening on %s", ", ".join(bound))
-            nursery.start_soon(_report_status, store, agent, notifier, config)
+            nursery.start_soon(_report_status, store, agent, context.summaries, notifier, config)
             async for signum in signals:
                 if signum == signal.SIGHUP:
                     _reload_log_level(reload)
@@ -140,7 +140,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
     log.info("contivd stopped")
 
 
-async def _report_status(store: Store, agent: Agent | None, notifier: Notifier, config: Config) -> None:
+async def _report_status(store: Store, agent: Agent | None, summaries: StoreSummaries, notifier: Notifier, config: Config) -> None:
     """READY=1 once the node is usable (API up — the caller starts this after binding —, a
     leader known, the agent's first reconcile done), then keep STATUS= current."""
     async for change in store.leadership_changes():
@@ -151,7 +151,6 @@ async def _report_status(store: Store, agent: Agent | None, notifier: Notifier, 
         notifier.notify("STATUS=waiting for the node agent's first reconcile")
         while not agent.statistics().first_sync_done:
             await agent.wait_synced()
-    summaries = StoreSummaries(store)
 
     def status() -> str:
         here = summaries.current().endpoints_per_node.get(config.node_name, 0)

@@ -150,9 +150,9 @@ def _table_name(table_id: int) -> str:
 class Metrics:
     """One app's registry: request histograms, the CNI histogram and the state collector."""
 
-    def __init__(self, store: Store, agent: Agent | None):
+    def __init__(self, store: Store, agent: Agent | None, summaries: StoreSummaries):
         self.registry = CollectorRegistry(auto_describe=False)
-        self.summaries = StoreSummaries(store)
+        self.summaries = summaries
         self.requests = Histogram(
             "contivd_api_request_seconds",
             "REST API requests answered by this node, by route template, method and status",

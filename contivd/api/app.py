@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 import trio
@@ -24,7 +24,7 @@ from raftstore import Store
 
 from .. import __version__
 from ..agent.service import Agent
-from ..metrics import Metrics
+from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
 from ..netmaster import layout
 from ..netmaster.service import Netmaster
@@ -52,6 +52,12 @@ class ApiContext:
     http: ForwardingClient
     contiv_error_compat: bool = False
     agent: Agent | None = None  # None when the node runs without a datapath (--datapath none)
+    # The store summary (endpoints per node, IPAM usage) the metrics and systemd's STATUS=
+    # line both read: one cache, so a changed store is summarised once, not once per reader.
+    summaries: StoreSummaries = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.summaries = StoreSummaries(self.store)
 
 
 def _parse_json(body: bytes) -> Any:
@@ -312,7 +318,7 @@ def create_app(ctx: ApiContext) -> OpsEndpoints:
     """The ASGI application: health, readiness and metrics, then the plugin fast path, in front of the Quart app."""
     app = QuartTrio("contivd")
     app.url_map.strict_slashes = False
-    metrics = Metrics(ctx.store, ctx.agent)
+    metrics = Metrics(ctx.store, ctx.agent, ctx.summaries)
     dispatcher = Dispatcher(ctx, metrics)
 
     def authorized(scope: dict[str, Any]) -> bool:

@@ -49,7 +49,8 @@ def bearer_ok(secret: str, authorization: str) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), secret.encode())
 
 
-def is_loopback(address: str | None) -> bool:
+def _is_loopback_peer(address: str | None) -> bool:
+    """A peer address (never resolved: a name is not a loopback peer) on loopback or a unix socket."""
     try:
         return address is not None and ipaddress.ip_address(address.split("%")[0]).is_loopback
     except ValueError:
@@ -69,5 +70,5 @@ def authenticate(secret: str | None, method: str, path: str, body: bytes, header
         if not secret or not bearer_ok(secret, authorization):
             raise UnauthorizedError("invalid bearer token")
         return
-    if not is_loopback(remote):
+    if not _is_loopback_peer(remote):
         raise UnauthorizedError("requests from other hosts must be signed by a cluster node or carry the cluster secret as a bearer token")

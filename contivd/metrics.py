@@ -25,7 +25,8 @@ from openflow import TABLES
 from raftstore import Store
 
 from .agent.service import Agent
-from .netmaster import ipam, layout
+from .netmaster import ipam
+from .state import keys as layout
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

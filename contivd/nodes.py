@@ -15,7 +15,7 @@ import trio
 
 from raftstore import LeaseNotFoundError, Store, UnavailableError
 
-from .netmaster import layout
+from .state import keys as layout
 
 log = logging.getLogger("contivd.nodes")
 NODE_TTL_SECONDS = 15.0

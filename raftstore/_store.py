@@ -347,6 +347,17 @@ class Store:
 
     # ---- watches -----------------------------------------------------------------------------
 
+    def changes_nowait(self, prefix: str, start_revision: int) -> tuple[builtins.list[Event], int]:
+        """This member's changes under `prefix` from `start_revision` on, and its applied
+        revision, read atomically without waiting. If the history no longer reaches back that
+        far, the one event is RESYNC carrying the full current state under the prefix."""
+        validate_prefix(prefix)
+        records, current = self.node.read(lambda f: (f.events_since(start_revision, prefix), f.revision))
+        if records is not None:
+            return [_event(record) for record in records], current
+        raws, current = self.node.read(lambda f: ([_raw(k, e) for k, e in f.range(prefix)], f.revision))
+        return [Event(EventType.RESYNC, prefix, None, None, current, tuple(_decode(r) for r in raws))], current
+
     async def watch(self, prefix: str, *, start_revision: int | None = None) -> AsyncIterator[Event]:
         """Changes under `prefix` in commit order, forever.
 
@@ -355,20 +366,14 @@ class Store:
         under the prefix; events after it continue from there.
         """
         validate_prefix(prefix)
-        node = self.node
         self._open_watches += 1
         try:
-            next_revision = start_revision if start_revision is not None else node.read(lambda f: f.revision) + 1
+            next_revision = start_revision if start_revision is not None else self.revision + 1
             while True:
                 changed = self._changed
-                records, current = node.read(lambda f: (f.events_since(next_revision, prefix), f.revision))
-                if records is None:
-                    raws, current = node.read(lambda f: ([_raw(k, e) for k, e in f.range(prefix)], f.revision))
-                    kvs = tuple(_decode(r) for r in raws)
-                    yield Event(EventType.RESYNC, prefix, None, None, current, kvs)
-                else:
-                    for record in records:
-                        yield _event(record)
+                events, current = self.changes_nowait(prefix, next_revision)
+                for event in events:
+                    yield event
                 next_revision = max(next_revision, current + 1)
                 if current < next_revision:
                     await changed.wait()

@@ -20,8 +20,8 @@ from openflow.fields import ROUND_MASK, Category, cookie
 
 from ..api import auth
 from ..api.errors import UnauthorizedError
-from ..netmaster import layout
 from ..ovs import OvsError
+from ..state import keys as layout
 from .datapath import BridgeDatapath
 from .service import Agent
 

@@ -25,8 +25,8 @@ from openflow import (
 )
 from openflow.inputs import Encap
 
-from ..netmaster import layout
 from ..nodes import NodeInfo
+from ..state import keys as layout
 
 
 @dataclass(frozen=True)

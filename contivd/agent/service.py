@@ -20,9 +20,9 @@ from openflow import Controller, OpenFlowError, SwitchConnected
 from openflow.inputs import Encap
 from raftstore import Store, StoreError
 
-from ..netmaster import layout
 from ..nodes import registered_nodes
 from ..ovs import ManagedOvs, OvsError, PortKind, PortSpec, kernel_datapath_available, open_ovsdb, system_db_socket
+from ..state import keys as layout
 from .datapath import ENDPOINT_ID, BridgeDatapath, bridge_spec
 
 log = logging.getLogger("contivd.agent")

@@ -24,11 +24,12 @@ from raftstore import Store
 
 from .. import __version__
 from ..agent.service import Agent
+from ..http.control import HOPS_HEADER, REVISION_HEADER, TYPED_ERRORS_HEADER
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
-from ..netmaster import layout
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
+from ..state import keys as layout
 from . import auth
 from .errors import BadRequestError, UnauthorizedError, answer_for
 from .forwarder import ForwardingClient
@@ -36,7 +37,6 @@ from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document
 
 log = logging.getLogger("contivd.api")
-HOPS_HEADER = "X-Contivd-Hops"
 FORWARD_TIMEOUT_SECONDS = 15.0
 
 
@@ -58,6 +58,15 @@ class ApiContext:
 
     def __post_init__(self) -> None:
         self.summaries = StoreSummaries(self.store)
+
+
+@dataclass(frozen=True)
+class AtRevision:
+    """A handler's answer to a write, with the store revision that holds it: sent as a header
+    so a forwarding node can wait for its own state to reach it instead of syncing the log."""
+
+    value: Any
+    revision: int
 
 
 def _parse_json(body: bytes) -> Any:
@@ -119,13 +128,14 @@ class Handlers:
         return await self._plugin(body, self.nm.release_address)
 
     async def create_endpoint(self, body: bytes) -> Any:
-        return await self._plugin(body, self.nm.create_endpoint)
+        answer, revision = await self._plugin(body, self.nm.create_endpoint_at)
+        return AtRevision(answer, revision)
 
     async def delete_endpoint(self, body: bytes) -> Any:
-        return await self._plugin(body, self.nm.delete_endpoint)
+        return AtRevision(await self._plugin(body, self.nm.delete_endpoint), self.ctx.store.revision)
 
     async def update_endpoint(self, body: bytes) -> Any:
-        return await self._plugin(body, self.nm.update_endpoint)
+        return AtRevision(await self._plugin(body, self.nm.update_endpoint), self.ctx.store.revision)
 
     async def version(self, body: bytes) -> Any:
         return {"GitCommit": "", "Version": __version__, "BuildTime": ""}
@@ -244,6 +254,8 @@ class Dispatcher:
         if url is None or hops >= 2:
             return _error_answer(_no_leader())
         headers = {"Content-Type": req.headers.get("content-type", "application/json"), HOPS_HEADER: str(hops + 1)}
+        if TYPED_ERRORS_HEADER.lower() in req.headers:
+            headers[TYPED_ERRORS_HEADER] = req.headers[TYPED_ERRORS_HEADER.lower()]
         if self.ctx.secret:
             headers[auth.SIGNATURE_HEADER] = auth.sign(self.ctx.secret, route.method, req.path, req.body)
         try:
@@ -251,7 +263,7 @@ class Dispatcher:
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
             log.warning("forwarding %s %s to the leader at %s failed: %s", route.method, req.path, url, exc)
             return _error_answer(_no_leader(f"the leader at {url} did not answer: {exc}"))
-        passthrough = {k: v for k, v in answer_headers.items() if k in ("content-type", "retry-after")}
+        passthrough = {k: v for k, v in answer_headers.items() if k in ("content-type", "retry-after", REVISION_HEADER.lower())}
         return status, passthrough, body
 
     async def dispatch(self, route: Route, params: Mapping[str, str], req: Incoming) -> Answer:
@@ -267,9 +279,13 @@ class Dispatcher:
             self.authenticate(req)
             if route.write and not self.ctx.store.is_leader():
                 return await self.forward(route, req)
-            return _answer(await getattr(self.handlers, route.name)(req.body, **params))
+            value = await getattr(self.handlers, route.name)(req.body, **params)
+            if isinstance(value, AtRevision):
+                return _answer(value.value, headers={REVISION_HEADER.lower(): str(value.revision)})
+            return _answer(value)
         except Exception as exc:  # noqa: BLE001 - every error becomes an answer
-            return _error_answer(exc, self.ctx.contiv_error_compat)
+            typed = req.headers.get(TYPED_ERRORS_HEADER.lower()) == "typed"  # a node's RemoteControlPlane
+            return _error_answer(exc, self.ctx.contiv_error_compat and not typed)
 
 
 class PluginFastPath:

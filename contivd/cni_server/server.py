@@ -45,8 +45,8 @@ from cni.protocol import (
 from ..agent.service import Agent
 from ..api.app import ApiContext, Dispatcher, Incoming
 from ..api.routes import ROUTES
-from ..netmaster import layout
 from ..ovs import OvsError
+from ..state import keys as layout
 from . import k8s
 from .netlink import (
     NetnsMissingError,

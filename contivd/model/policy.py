@@ -89,6 +89,27 @@ class PolicyRule:
             "Action": self.action,
         }
 
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> PolicyRule:
+        """The rule back from its stored value (`to_json`'s inverse)."""
+
+        def prefix(text: str) -> IPv4Network | None:
+            return IPv4Network(text, strict=False) if text else None
+
+        return cls(
+            rule_id=str(value["RuleId"]),
+            priority=int(value["Priority"]),
+            action=str(value["Action"]),
+            src_endpoint_group=int(value.get("SrcEndpointGroup", 0)),
+            dst_endpoint_group=int(value.get("DstEndpointGroup", 0)),
+            src_ip_addr=prefix(str(value.get("SrcIpAddr", "") or "")),
+            dst_ip_addr=prefix(str(value.get("DstIpAddr", "") or "")),
+            ip_protocol=int(value.get("IpProtocol", 0)),
+            src_port=int(value.get("SrcPort", 0)),
+            dst_port=int(value.get("DstPort", 0)),
+            tcp_flags=str(value.get("TcpFlags", "") or ""),
+        )
+
 
 @dataclass(frozen=True)
 class _Direction:

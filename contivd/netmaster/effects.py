@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..model import VLAN, VXLAN, Attachment, ConflictError, NotFoundError, Remotes, compile_attachment, parse_tag_ranges
-from . import ipam, layout, resources, services
+from ..state import keys as layout
+from . import ipam, resources, services
 from .view import View, Writes
 
 Obj = Mapping[str, Any]

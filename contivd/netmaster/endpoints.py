@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..model import NotFoundError, ValidationError
-from . import ipam, layout, services
+from ..state import keys as layout
+from . import ipam, services
 from .view import Reads, Writes
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from fastpath import Bitset, IPPool
 
 from ..model import ConflictError, ValidationError, parse_pool, parse_subnet, parse_subnet6
-from . import layout
+from ..state import keys as layout
 
 State = dict[str, Any]
 

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..model import EndpointOper
-from . import ipam, layout
+from ..state import keys as layout
+from . import ipam
 from .view import View
 
 

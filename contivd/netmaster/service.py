@@ -27,7 +27,8 @@ from ..model import (
     render,
     validate,
 )
-from . import effects, endpoints, layout, oper
+from ..state import keys as layout
+from . import effects, endpoints, oper
 from .view import Reads, View, Writes
 
 log = logging.getLogger("contivd.netmaster")
@@ -169,8 +170,13 @@ class Netmaster:
     # ---- endpoints (batched per network) ---------------------------------------------------
 
     async def create_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        state = await self._batched(request, lambda reads, writes: endpoints.create_endpoint(reads, writes, request, self.node_name))
-        return {"EndpointConfig": state}
+        return (await self.create_endpoint_at(request))[0]
+
+    async def create_endpoint_at(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
+        """create_endpoint's answer and the store revision that holds it (a caller that
+        programs the datapath waits for its local state to reach that revision)."""
+        state, revision = await self._batched_at(request, lambda reads, writes: endpoints.create_endpoint(reads, writes, request, self.node_name))
+        return {"EndpointConfig": state}, revision
 
     async def delete_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
         state = await self._batched(request, lambda reads, writes: endpoints.delete_endpoint(reads, writes, request))
@@ -194,6 +200,12 @@ class Netmaster:
     async def _batched(
         self, request: Mapping[str, Any], plan: Callable[[Reads, Writes], T], tenant_field: str = "TenantName", net_field: str = "NetworkName"
     ) -> T:
+        return (await self._batched_at(request, plan, tenant_field, net_field))[0]
+
+    async def _batched_at(
+        self, request: Mapping[str, Any], plan: Callable[[Reads, Writes], T], tenant_field: str = "TenantName", net_field: str = "NetworkName"
+    ) -> tuple[T, int]:
+        """Run `plan` in this network's next batch; its result and the revision it committed at."""
         batch_key = f"{request.get(tenant_field, '')}:{request.get(net_field, '')}"
         batch = self._batches.setdefault(batch_key, _Batch())
         slot: dict[str, Any] = {}
@@ -206,7 +218,7 @@ class Netmaster:
             self._batches.pop(batch_key, None)
         if "error" in slot:
             raise slot["error"]
-        return slot["result"]  # type: ignore[no-any-return]
+        return slot["result"], slot["revision"]
 
     async def _commit_batch(self, work: list[tuple[Callable[[Reads, Writes], Any], dict[str, Any]]]) -> None:
         try:
@@ -223,9 +235,13 @@ class Netmaster:
                         reads.restore(checkpoint)
                         writes.reset(saved_writes)
                         outcomes.append(("error", exc))
-                if not writes or (await self.store.txn(reads.guards(), writes.ops())).succeeded:
+                committed = self.store.revision if not writes else None
+                if committed is None:
+                    result = await self.store.txn(reads.guards(), writes.ops())
+                    committed = result.revision if result.succeeded else None
+                if committed is not None:
                     for (_, slot), (kind, value) in zip(work, outcomes, strict=True):
-                        slot[kind] = value
+                        slot[kind], slot["revision"] = value, committed
                     return
             error: Exception = ConflictRetryError("endpoint state kept changing during the write; retry")
         except Exception as exc:  # store unavailable, invalid input …: every waiter learns it

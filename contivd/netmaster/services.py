@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import ipam, layout
+from ..state import keys as layout
+from . import ipam
 from .view import Reads, Writes
 
 

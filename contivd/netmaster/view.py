@@ -15,7 +15,8 @@ from typing import Any
 
 from raftstore import Compare, Delete, DeletePrefix, KeyValue, Op, Put, Store, mod_revision_is
 
-from . import layout, resources
+from ..state import keys as layout
+from . import resources
 
 
 class Reads:

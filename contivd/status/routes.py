@@ -31,8 +31,8 @@ from ..api import auth
 from ..api.app import ApiContext, Dispatcher, Incoming
 from ..api.errors import UnauthorizedError, answer_for
 from ..api.forwarder import ForwardingClient
-from ..netmaster import layout
 from ..nodes import registered_nodes
+from ..state import keys as layout
 from .snapshot import cluster_model, node_report, store_model
 
 log = logging.getLogger("contivd.status")

@@ -17,8 +17,9 @@ from typing import Any
 from raftstore import StoreStatistics
 
 from ..agent.service import AgentStatistics
-from ..netmaster import ipam, layout
+from ..netmaster import ipam
 from ..nodes import NodeInfo
+from ..state import keys as layout
 from .policy_matrix import GroupRef, policy_matrix, rule_from_state
 
 ENDPOINT_COLUMNS = ("name", "container", "ip", "mac", "node", "network", "group", "labels")

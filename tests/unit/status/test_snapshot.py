@@ -7,8 +7,9 @@ from dataclasses import replace
 from typing import Any
 
 from contivd.agent.service import AgentStatistics
-from contivd.netmaster import ipam, layout
+from contivd.netmaster import ipam
 from contivd.nodes import NodeInfo
+from contivd.state import keys as layout
 from contivd.status.snapshot import ENDPOINT_COLUMNS, cluster_model, node_health, node_report, store_model
 from raftstore import StoreStatistics
 

@@ -1,4 +1,4 @@
-"""Where things live in the store: Contiv's `/contiv.io/...` hierarchy (contiv-api.md §6)."""
+"""The store's key layout: Contiv's `/contiv.io/...` hierarchy (contiv-api.md §6). The only place keys are spelled."""
 
 from __future__ import annotations
 

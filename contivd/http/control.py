@@ -1,0 +1,104 @@
+"""The ControlPlane on a follower: the same typed requests, forwarded to the leader's REST API.
+
+Answers come back as the same records and the same exceptions `LocalControlPlane` raises: the
+leader is asked for typed JSON errors (`TYPED_ERRORS_HEADER`, whatever its Contiv error
+compatibility setting) and each status maps back to one exception class, the inverse of
+`errors.answer_for`. `LeaderRouter` picks the local or the remote implementation per call, so
+a leader change between two calls is followed without the caller noticing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import trio
+
+from raftstore import Store, UnavailableError
+
+from ..api import auth
+from ..api.forwarder import ForwardingClient
+from ..model import ConflictError, ModelError, NotFoundError, ValidationError
+from ..netmaster.control import Committed, ControlPlane, CreateEndpoint, DeleteEndpoint, LocalControlPlane, UpdateEndpoint
+from ..nodes import leader_api_url
+from ..state import EndpointState
+
+log = logging.getLogger("contivd.control")
+TYPED_ERRORS_HEADER = "X-Contivd-Errors"  # "typed": JSON errors with their 4xx status even under --contiv-error-compat
+REVISION_HEADER = "X-Contivd-Revision"  # the store revision that holds a write's result
+HOPS_HEADER = "X-Contivd-Hops"
+
+
+def error_from_answer(status: int, message: str) -> Exception:
+    """The exception the leader raised, from its typed error answer."""
+    if status == 400:
+        return ValidationError("body", message)
+    if status == 404:
+        return NotFoundError(message)
+    if status == 409:
+        return ConflictError(message)
+    if status == 503:
+        return UnavailableError(message)
+    return ModelError(f"the leader answered {status}: {message}")
+
+
+class RemoteControlPlane:
+    """Forwards to whichever node the registry names as the Raft leader (signed with the secret)."""
+
+    def __init__(self, store: Store, http: ForwardingClient, secret: str | None):
+        self.store = store
+        self.http = http
+        self.secret = secret
+
+    async def _post(self, path: str, body: dict[str, Any]) -> tuple[Any, int]:
+        url = leader_api_url(self.store)
+        if url is None:
+            raise UnavailableError("no leader is known yet (election in progress or no quorum)")
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", TYPED_ERRORS_HEADER: "typed", HOPS_HEADER: "1"}
+        if self.secret:
+            headers[auth.SIGNATURE_HEADER] = auth.sign(self.secret, "POST", path, data)
+        try:
+            status, answer_headers, raw = await self.http.request("POST", url, path, headers, data)
+        except (OSError, ConnectionError, trio.TooSlowError) as exc:
+            raise UnavailableError(f"the leader at {url} did not answer: {exc}") from None
+        try:
+            answer = json.loads(raw) if raw.strip() else None
+        except ValueError:
+            answer = raw.decode(errors="replace").strip()
+        if status != 200:
+            message = answer.get("error", "") if isinstance(answer, dict) else str(answer)
+            raise error_from_answer(status, message)
+        return answer, int(answer_headers.get(REVISION_HEADER.lower(), "0") or 0)
+
+    async def create_endpoint(self, request: CreateEndpoint) -> Committed:
+        answer, revision = await self._post("/plugin/createEndpoint", request.to_json())
+        return Committed(EndpointState.from_json(answer["EndpointConfig"]), revision)
+
+    async def delete_endpoint(self, request: DeleteEndpoint) -> int:
+        return (await self._post("/plugin/deleteEndpoint", request.to_json()))[1]
+
+    async def update_endpoint(self, request: UpdateEndpoint) -> int:
+        return (await self._post("/plugin/updateEndpoint", request.to_json()))[1]
+
+
+class LeaderRouter:
+    """The local control plane while this member leads Raft, the remote one otherwise."""
+
+    def __init__(self, store: Store, local: LocalControlPlane, remote: RemoteControlPlane):
+        self.store = store
+        self.local = local
+        self.remote = remote
+
+    def _pick(self) -> ControlPlane:
+        return self.local if self.store.is_leader() else self.remote
+
+    async def create_endpoint(self, request: CreateEndpoint) -> Committed:
+        return await self._pick().create_endpoint(request)
+
+    async def delete_endpoint(self, request: DeleteEndpoint) -> int:
+        return await self._pick().delete_endpoint(request)
+
+    async def update_endpoint(self, request: UpdateEndpoint) -> int:
+        return await self._pick().update_endpoint(request)

@@ -1,0 +1,15 @@
+"""contivd.state: the one owner of the store's layout (`keys`) and format (`records`), and the
+typed snapshot of it every node reader uses (`snapshot`). Nothing else spells a key or parses a
+stored value; the netmaster writes through `keys` and produces what `records` parse."""
+
+from . import keys as keys
+from .records import EndpointGroupState as EndpointGroupState
+from .records import EndpointState as EndpointState
+from .records import NetworkState as NetworkState
+from .records import NodeRecord as NodeRecord
+from .records import Provider as Provider
+from .records import RecordError as RecordError
+from .records import ServiceLBState as ServiceLBState
+from .snapshot import Change as Change
+from .snapshot import StateCache as StateCache
+from .snapshot import StateSnapshot as StateSnapshot

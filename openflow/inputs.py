@@ -166,7 +166,7 @@ class TunnelPort:
     remote_ip: int
 
 
-_TCP_FLAGS = {  # Contiv's TcpFlags strings -> (value, mask) (ofnetPolicy.go)
+TCP_FLAGS = {  # Contiv's TcpFlags strings -> (value, mask) (ofnetPolicy.go)
     "": None,
     "syn": (0x02, 0x02),
     "ack": (0x10, 0x10),
@@ -214,8 +214,8 @@ class PolicyRuleSpec:
             raise InputError(f"{what}: Priority {priority} out of range")
         proto = int(rule.get("IpProtocol", 0))
         flags_text = str(rule.get("TcpFlags", "") or "")
-        if flags_text not in _TCP_FLAGS:
-            raise InputError(f"{what}: TcpFlags {flags_text!r} is not one of {sorted(_TCP_FLAGS)}")
+        if flags_text not in TCP_FLAGS:
+            raise InputError(f"{what}: TcpFlags {flags_text!r} is not one of {sorted(TCP_FLAGS)}")
         ports = proto in (IP_TCP, IP_UDP)  # ofnet ignores ports of other protocols
         return cls(
             str(rule["RuleId"]),
@@ -228,7 +228,7 @@ class PolicyRuleSpec:
             proto,
             int(rule.get("SrcPort", 0)) if ports else 0,
             int(rule.get("DstPort", 0)) if ports else 0,
-            _TCP_FLAGS[flags_text] if proto == IP_TCP else None,
+            TCP_FLAGS[flags_text] if proto == IP_TCP else None,
         )
 
 

@@ -21,7 +21,6 @@ from openflow.fields import ROUND_MASK, Category, cookie
 from ..api import auth
 from ..api.errors import UnauthorizedError
 from ..ovs import OvsError
-from ..state import keys as layout
 from .datapath import BridgeDatapath
 from .service import Agent
 
@@ -67,7 +66,7 @@ def driver_state(agent: Agent) -> dict[str, Any]:
 
 async def service_stats(agent: Agent) -> dict[str, Any]:
     """Packets and bytes through each serviceLB's DNAT flows, summed over this node's bridges."""
-    services = [kv.key[len(layout.SERVICE_LB_PREFIX) :] for kv in agent.store.list_nowait(layout.SERVICE_LB_PREFIX) if kv.value.get("ipaddress")]
+    services = [name for name, lb in agent.cache.catch_up().services.items() if lb.ip_address]
     stats: dict[str, Any] = {}
     for service in services:
         totals = {"flows": 0, "packets": 0, "bytes": 0}

@@ -9,16 +9,14 @@ its own pusher, so a reconnect of one never disturbs the other.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from openflow import desired
 from openflow.inputs import Encap
 
-from ..nodes import NodeInfo
 from ..ovs import VLAN_BRIDGE, VXLAN_BRIDGE, BridgeSpec, OvsBridge, PortInfo, PortKind, PortSpec
-from .inputs import node_inputs
+from ..state import StateSnapshot
+from .inputs import InputsBuilder, vtep_peers
 from .push import Pusher
 
 ENDPOINT_ID = "contivd-endpoint"  # external_ids key naming the endpoint a port belongs to
@@ -45,16 +43,36 @@ class SyncResult:
     ports: int
     tunnels: int
     uplinks: int
+    full: bool
+
+
+@dataclass(frozen=True)
+class AttachedPort:
+    """What the agent knows of an endpoint's port without asking OVSDB."""
+
+    name: str
+    ofport: int
+    policing: tuple[int, int] = (0, 0)  # ingress rate kbit/s, burst kB as set in OVSDB
 
 
 class BridgeDatapath:
-    """The desired state of one bridge: ports (tunnels, uplinks, policing) in OVSDB, flows over OpenFlow."""
+    """The desired state of one bridge: ports (tunnels, uplinks, policing) in OVSDB, flows over OpenFlow.
 
-    def __init__(self, encap: Encap, bridge: OvsBridge, uplinks: Sequence[str] = ()):
+    The endpoint ports on the bridge are known in memory (`ports`): filled from OVSDB by every
+    full sync and kept up to date by `add_port`/`remove_ports`, so an incremental sync (one pod
+    attached) reads nothing from OVSDB and converts, builds and sends only what changed.
+    """
+
+    def __init__(self, encap: Encap, bridge: OvsBridge, node: str, uplinks: Sequence[str] = ()):
         self.encap = encap
         self.bridge = bridge
         self.uplink_names = tuple(uplinks)
         self.pusher = Pusher()
+        self.builder = InputsBuilder(node, encap)
+        self.node = node
+        self.ports: dict[str, AttachedPort] | None = None  # None until a full sync listed the bridge
+        self._tunnels: dict[str, int] = {}
+        self._uplinks: list[int] = []
         self.last: SyncResult | None = None
 
     @property
@@ -65,37 +83,54 @@ class BridgeDatapath:
     def connected(self) -> bool:
         return self.pusher.connection is not None and not self.pusher.connection.closed
 
-    async def sync(self, node: str, states: Mapping[str, Any], nodes: Sequence[NodeInfo]) -> SyncResult | None:
-        """One reconcile; None when no switch is connected to push to. Raises OvsError/OpenFlowError."""
+    async def add_port(self, ifname: str, endpoint_id: str) -> int:
+        ofport = await self.bridge.ensure_port(PortSpec(ifname, PortKind.SYSTEM, external_ids={ENDPOINT_ID: endpoint_id}))
+        if self.ports is not None:
+            self.ports[endpoint_id] = AttachedPort(ifname, ofport)
+        return ofport
+
+    async def remove_ports(self, endpoint_id: str) -> list[str]:
+        """Remove the endpoint's ports (none is fine); returns their names."""
+        known = self.ports.get(endpoint_id) if self.ports is not None else None
+        if known is not None:
+            names = [known.name]
+        else:  # not listed yet (or added by an earlier run): ask OVSDB
+            names = [p.name for p in await self.bridge.list_ports() if p.external_ids.get(ENDPOINT_ID) == endpoint_id]
+        for name in names:
+            await self.bridge.remove_port(name)
+        if self.ports is not None:
+            self.ports.pop(endpoint_id, None)
+        return names
+
+    async def sync(self, snapshot: StateSnapshot, full: bool) -> SyncResult | None:
+        """One reconcile; None when no switch is connected to push to. A full one re-reads the
+        bridge's ports from OVSDB and sets up tunnels/uplinks first. Raises OvsError/OpenFlowError."""
         if not self.connected:
             return None
-        listed = await self.bridge.list_ports()  # one OVSDB read per sync serves every kind of port
-        tunnels: dict[str, int] = {}
-        uplinks: list[int] = []
-        if self.encap == "vxlan":
-            peers = {n.vtep_ip for n in nodes if n.name != node and n.vtep_ip}
-            tunnels = await self._ensure_tunnels(listed, peers)
-        else:
-            uplinks = await self._ensure_uplinks(listed)
-        attached = {p.external_ids[ENDPOINT_ID]: p for p in listed if ENDPOINT_ID in p.external_ids and p.ofport > 0}
-        built = node_inputs(
-            node=node,
-            encap=self.encap,
-            states=states,
-            ports={endpoint: port.ofport for endpoint, port in attached.items()},
-            tunnels=tunnels,
-            nodes=nodes,
-            uplinks=uplinks,
-            round=self.pusher.round,
-        )
-        await self.pusher.push(desired(built.inputs))
+        full = full or self.ports is None
+        if full:
+            listed = await self.bridge.list_ports()  # one OVSDB read serves every kind of port
+            if self.encap == "vxlan":
+                self._tunnels = await self._ensure_tunnels(listed, vtep_peers(snapshot.nodes, self.node))
+            else:
+                self._uplinks = await self._ensure_uplinks(listed)
+            self.ports = {
+                p.external_ids[ENDPOINT_ID]: AttachedPort(p.name, p.ofport, (p.ingress_policing_rate_kbps, p.ingress_policing_burst_kb))
+                for p in listed
+                if ENDPOINT_ID in p.external_ids and p.ofport > 0
+            }
+        ports = self.ports
+        assert ports is not None
+        built = self.builder.build(snapshot, {endpoint: port.ofport for endpoint, port in ports.items()}, self._tunnels, self._uplinks, self.pusher.round)
+        await self.pusher.push(built.inputs)
         for local in built.inputs.local_ports:  # netprofile bandwidth: OVSDB ingress policing
-            port = attached[local.endpoint_id]
-            if (port.ingress_policing_rate_kbps, port.ingress_policing_burst_kb) != (local.bandwidth_kbps, local.burst_kb):
-                await self.bridge.set_ingress_policing(port.name, local.bandwidth_kbps, local.burst_kb)
-        self.last = SyncResult(built.problems, len(built.inputs.local_ports), len(tunnels), len(uplinks))
+            port = ports[local.endpoint_id]
+            wanted = (local.bandwidth_kbps, local.burst_kb)
+            if port.policing != wanted:
+                await self.bridge.set_ingress_policing(port.name, *wanted)
+                ports[local.endpoint_id] = AttachedPort(port.name, port.ofport, wanted)
+        self.last = SyncResult(built.problems, len(built.inputs.local_ports), len(self._tunnels), len(self._uplinks), full)
         return self.last
-
     async def _ensure_tunnels(self, listed: list[PortInfo], vteps: set[str]) -> dict[str, int]:
         """One VXLAN port per peer VTEP; ports of departed peers are removed."""
         existing = {p.external_ids.get(TUNNEL_PEER): p for p in listed if p.kind is PortKind.VXLAN}

@@ -1,10 +1,15 @@
-"""Store state + this node's OVS ports → `openflow.NodeInputs`, as a pure function.
+"""Typed store records + this node's OVS ports → `openflow.NodeInputs` (the adapter between them).
 
-The netmaster writes Contiv's state layout (contivd.netmaster.layout); the flow builders
-take frozen inputs with `from_state` constructors (openflow.inputs). This module decides
-which endpoints are local (homed on this node *and* attached to a port here), which are
-remote (and behind which VTEP, from the node registry), and which objects cannot be used:
-those are skipped and reported, never allowed to stop the rest of the node's flows.
+`openflow/` knows nothing of Contiv's store: this module turns `contivd.state` records into the
+flow builders' frozen inputs. It decides which endpoints are local (homed on this node *and*
+attached to a port here), which are remote (and behind which VTEP, from the node registry), and
+which objects cannot be used: those are skipped and reported, never allowed to stop the rest
+of the node's flows.
+
+`InputsBuilder` remembers the input it made for each object together with the records it was
+made from; when those records are the same objects again (the snapshot replaces a record only
+when its value changes), the previous input object is reused. A sync after one pod's attach
+therefore converts one endpoint, and the flow engine recognises every other input by identity.
 """
 
 from __future__ import annotations
@@ -14,19 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from openflow import (
-    InputError,
-    LocalPort,
-    NodeInputs,
-    PolicyRuleSpec,
-    RemoteEndpoint,
-    ServiceSpec,
-    TunnelPort,
-)
-from openflow.inputs import Encap
+from openflow import InputError, LocalPort, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec, TunnelPort
+from openflow.flow import IP_TCP, IP_UDP
+from openflow.inputs import TCP_FLAGS, Encap, NetworkRef, ServicePort, bandwidth_kbps, ipv4, mac
 
-from ..nodes import NodeInfo
-from ..state import keys as layout
+from ..model import PolicyRule
+from ..state import EndpointGroupState, EndpointState, NetworkState, NodeRecord, ServiceLBState, StateSnapshot
 
 
 @dataclass(frozen=True)
@@ -36,74 +34,179 @@ class Built:
     """One line per skipped object: what the status page and logs show."""
 
 
-def _under(states: Mapping[str, Any], prefix: str) -> list[tuple[str, Any]]:
-    return sorted((key, value) for key, value in states.items() if key.startswith(prefix))
+def network_ref(net: NetworkState) -> NetworkRef:
+    encap = net.pkt_tag_type
+    if encap not in ("vxlan", "vlan"):
+        raise InputError(f"network {net.id}: pktTagType {encap!r} is not vxlan/vlan")
+    if not 1 <= net.pkt_tag <= 4094 or (encap == "vxlan" and not 1 <= net.ext_pkt_tag < 1 << 24):
+        raise InputError(f"network {net.id}: pktTag {net.pkt_tag} / extPktTag {net.ext_pkt_tag} out of range")
+    gateway = ipv4(net.gateway, f"network {net.id} gateway") if net.gateway else 0
+    return NetworkRef(net.id, encap, net.pkt_tag, net.ext_pkt_tag, gateway)  # type: ignore[arg-type]
 
 
-def node_inputs(
-    *,
-    node: str,
-    encap: Encap,
-    states: Mapping[str, Any],
-    ports: Mapping[str, int],
-    tunnels: Mapping[str, int],
-    nodes: Sequence[NodeInfo],
-    uplinks: Sequence[int] = (),
-    round: int = 0,
-) -> Built:
-    """Inputs for this node's `encap` bridge.
-
-    states: store key → value for everything under /contiv.io/state/.
-    ports: endpoint id → ofport of the ports attached here (from OVSDB external_ids).
-    tunnels: remote VTEP IP → ofport of the VXLAN port towards it.
-    """
-    problems: list[str] = []
-    vteps = {n.name: n.vtep_ip for n in nodes}
-    networks = {value["id"]: value for _, value in _under(states, layout.NETS_PREFIX)}
-    groups = {key[len(layout.EPGS_PREFIX) :]: value for key, value in _under(states, layout.EPGS_PREFIX)}
-    local: list[LocalPort] = []
-    remote: list[RemoteEndpoint] = []
-    for _, ep in _under(states, layout.EPS_PREFIX):
-        net = networks.get(ep.get("netID"))
-        if net is None or net.get("pktTagType") != encap:
-            continue
-        try:
-            if ep.get("homingHost") == node:
-                if ep["id"] in ports:
-                    group = groups.get(ep.get("endpointGroupKey", "")) if ep.get("endpointGroupKey") else None
-                    local.append(LocalPort.from_state(ep, net, group, ports[ep["id"]]))
-            else:
-                vtep = vteps.get(ep.get("homingHost", ""), "")
-                if encap == "vxlan" and not vtep:
-                    problems.append(f"endpoint {ep['id']}: node {ep.get('homingHost')!r} is not registered; no VTEP")
-                    continue
-                remote.append(RemoteEndpoint.from_state(ep, net, vtep))
-        except (InputError, KeyError) as exc:
-            problems.append(f"endpoint {ep.get('id', '?')}: {exc}")
-    rules: list[PolicyRuleSpec] = []
-    for key, rule in _under(states, layout.POLICY_RULE_PREFIX):
-        try:
-            rules.append(PolicyRuleSpec.from_state(rule))
-        except (InputError, KeyError) as exc:
-            problems.append(f"policy rule {key[len(layout.POLICY_RULE_PREFIX) :]}: {exc}")
-    services: list[ServiceSpec] = []
-    for key, lb in _under(states, layout.SERVICE_LB_PREFIX):
-        name = key[len(layout.SERVICE_LB_PREFIX) :]
-        if not lb.get("ipaddress"):
-            continue
-        try:
-            services.append(ServiceSpec.from_state(lb, states.get(f"{layout.PROVIDER_PREFIX}{name}")))
-        except (InputError, KeyError) as exc:
-            problems.append(f"service {name}: {exc}")
-    tunnel_ports = [TunnelPort(ofport, int(ipaddress.IPv4Address(ip))) for ip, ofport in sorted(tunnels.items())]
-    inputs = NodeInputs(
-        encap=encap,
-        local_ports=tuple(sorted(local)),
-        remote_endpoints=tuple(sorted(remote)),
-        tunnels=tuple(tunnel_ports),
-        uplinks=tuple(sorted(uplinks)),
-        rules=tuple(rules),
-        services=tuple(services),
-        round=round,
+def local_port(ep: EndpointState, net: NetworkState, group: EndpointGroupState | None, ofport: int) -> LocalPort:
+    what = f"endpoint {ep.id}"
+    if not 1 <= ofport < 0xFFFFFF00:
+        raise InputError(f"{what}: ofport {ofport} is not a usable port number")
+    dscp = group.dscp if group else 0
+    if not 0 <= dscp < 64:
+        raise InputError(f"{what}: DSCP {dscp} is not 0..63")
+    return LocalPort(
+        ofport,
+        ep.id,
+        ipv4(ep.ip_address, what),
+        mac(ep.mac_address, what),
+        network_ref(net),
+        ep.endpoint_group_id,
+        dscp,
+        bandwidth_kbps(group.bandwidth if group else "", what),
+        group.burst if group else 0,
     )
-    return Built(inputs, tuple(problems))
+
+
+def remote_endpoint(ep: EndpointState, net: NetworkState, vtep_ip: str) -> RemoteEndpoint:
+    what = f"endpoint {ep.id}"
+    network = network_ref(net)
+    if network.encap == "vxlan" and not vtep_ip:
+        raise InputError(f"{what}: a vxlan endpoint needs its node's VTEP IP")
+    return RemoteEndpoint(
+        ep.id, ipv4(ep.ip_address, what), mac(ep.mac_address, what), network, ep.endpoint_group_id, ipv4(vtep_ip, what) if vtep_ip else 0
+    )
+
+
+def rule_spec(rule: PolicyRule) -> PolicyRuleSpec:
+    what = f"policy rule {rule.rule_id}"
+    if rule.action not in ("allow", "deny"):
+        raise InputError(f"{what}: Action {rule.action!r} is not allow/deny")
+    if not 0 <= rule.priority <= 0xFFFF - 10:
+        raise InputError(f"{what}: Priority {rule.priority} out of range")
+    if rule.tcp_flags not in TCP_FLAGS:
+        raise InputError(f"{what}: TcpFlags {rule.tcp_flags!r} is not one of {sorted(TCP_FLAGS)}")
+    for address in (rule.src_ip_addr, rule.dst_ip_addr):
+        if address is not None and address.version != 4:
+            raise InputError(f"{what}: {address} is not an IPv4 prefix")
+    proto = rule.ip_protocol
+    ports = proto in (IP_TCP, IP_UDP)  # ofnet ignores ports of other protocols
+    return PolicyRuleSpec(
+        rule.rule_id,
+        rule.priority,
+        rule.action,  # type: ignore[arg-type]
+        rule.src_endpoint_group,
+        rule.dst_endpoint_group,
+        None if rule.src_ip_addr is None else (int(rule.src_ip_addr.network_address), rule.src_ip_addr.prefixlen),
+        None if rule.dst_ip_addr is None else (int(rule.dst_ip_addr.network_address), rule.dst_ip_addr.prefixlen),
+        proto,
+        rule.src_port if ports else 0,
+        rule.dst_port if ports else 0,
+        TCP_FLAGS[rule.tcp_flags] if proto == IP_TCP else None,
+    )
+
+
+def service_spec(lb: ServiceLBState, providers: Sequence[str] | None) -> ServiceSpec:
+    """From the serviceLB state; providers from the provider state when there is one (they agree)."""
+    what = f"service {lb.id}"
+    ports = []
+    for text in lb.ports:
+        parts = text.split(":")
+        if len(parts) != 3 or parts[2].upper() not in ("TCP", "UDP") or not (parts[0].isdigit() and parts[1].isdigit()):
+            raise InputError(f"{what}: port {text!r} is not Port:TargetPort:TCP|UDP")
+        ports.append(ServicePort(IP_TCP if parts[2].upper() == "TCP" else IP_UDP, int(parts[0]), int(parts[1])))
+    ips = list(providers) if providers is not None else [p.ip_address for _, p in lb.providers]
+    return ServiceSpec(lb.id, ipv4(lb.ip_address, what), tuple(sorted(set(ports))), tuple(sorted({ipv4(ip, what) for ip in ips})))
+
+
+class InputsBuilder:
+    """Builds one bridge's NodeInputs from the snapshot, converting only records that changed."""
+
+    def __init__(self, node: str, encap: Encap):
+        self.node = node
+        self.encap = encap
+        self._made: dict[str, tuple[tuple[Any, ...], Any]] = {}  # object id → (source records, input or error text)
+
+    def _convert(self, key: str, sources: tuple[Any, ...], make: Any) -> Any:
+        """The input for `key` made from `sources`; reused while every source is the same object."""
+        cached = self._made.get(key)
+        if cached is not None and len(cached[0]) == len(sources) and all(a is b for a, b in zip(cached[0], sources, strict=True)):
+            return cached[1]
+        try:
+            made: Any = make()
+        except (InputError, ValueError) as exc:
+            made = str(exc)
+        self._made[key] = (sources, made)
+        return made
+
+    def build(
+        self,
+        snapshot: StateSnapshot,
+        ports: Mapping[str, int],
+        tunnels: Mapping[str, int],
+        uplinks: Sequence[int] = (),
+        round: int = 0,
+    ) -> Built:
+        """ports: endpoint id → ofport attached here; tunnels: remote VTEP IP → VXLAN ofport."""
+        problems: list[str] = []
+        vteps = {n.name: n.vtep_ip for n in snapshot.nodes.values()}
+        local: list[LocalPort] = []
+        remote: list[RemoteEndpoint] = []
+        seen: set[str] = set()
+        for ep in snapshot.endpoints.values():
+            net = snapshot.networks.get(ep.net_id)
+            if net is None or net.pkt_tag_type != self.encap:
+                continue
+            key = f"ep:{ep.id}"
+            seen.add(key)
+            if ep.homing_host == self.node:
+                ofport = ports.get(ep.id)
+                if ofport is None:
+                    continue
+                group = snapshot.group_of(ep)
+                made = self._convert(key, (ep, net, group, ofport), lambda: local_port(ep, net, group, ofport))  # noqa: B023
+                if isinstance(made, LocalPort):
+                    local.append(made)
+                else:
+                    problems.append(made)
+            else:
+                vtep = vteps.get(ep.homing_host, "")
+                if self.encap == "vxlan" and not vtep:
+                    problems.append(f"endpoint {ep.id}: node {ep.homing_host!r} is not registered; no VTEP")
+                    continue
+                made = self._convert(key, (ep, net, vtep), lambda: remote_endpoint(ep, net, vtep))  # noqa: B023
+                if isinstance(made, RemoteEndpoint):
+                    remote.append(made)
+                else:
+                    problems.append(made)
+        rules: list[PolicyRuleSpec] = []
+        for rule in snapshot.rules.values():
+            key = f"rule:{rule.rule_id}"
+            seen.add(key)
+            made = self._convert(key, (rule,), lambda: rule_spec(rule))  # noqa: B023
+            (rules.append(made) if isinstance(made, PolicyRuleSpec) else problems.append(made))
+        services: list[ServiceSpec] = []
+        for name, lb in snapshot.services.items():
+            if not lb.ip_address:
+                continue
+            key = f"service:{name}"
+            seen.add(key)
+            provider = snapshot.providers.get(name)
+            made = self._convert(key, (lb, provider), lambda: service_spec(lb, provider))  # noqa: B023
+            (services.append(made) if isinstance(made, ServiceSpec) else problems.append(made))
+        for gone in self._made.keys() - seen:
+            del self._made[gone]
+        problems += [f"{key}: {why}" for key, why in sorted(snapshot.problems.items())]
+        tunnel_ports = [TunnelPort(ofport, int(ipaddress.IPv4Address(ip))) for ip, ofport in sorted(tunnels.items())]
+        inputs = NodeInputs(
+            encap=self.encap,
+            local_ports=tuple(local),
+            remote_endpoints=tuple(remote),
+            tunnels=tuple(tunnel_ports),
+            uplinks=tuple(sorted(uplinks)),
+            rules=tuple(rules),
+            services=tuple(services),
+            round=round,
+        )
+        return Built(inputs, tuple(problems))
+
+
+def vtep_peers(nodes: Mapping[str, NodeRecord], node: str) -> set[str]:
+    """The VTEP IPs of every other registered node (one VXLAN port each)."""
+    return {n.vtep_ip for n in nodes.values() if n.name != node and n.vtep_ip}

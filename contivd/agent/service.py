@@ -1,10 +1,13 @@
-"""The node agent service: store + OVS ports → flows on the local bridge, kept in sync.
+"""The node agent service: typed store state + OVS ports → flows on the local bridges, kept in sync.
 
-It runs (or uses) Open vSwitch, owns the OpenFlow listener its bridge connects to, and
-re-computes the desired flows whenever the store changes, the switch (re)connects, or the
-periodic resync fires (ports attached by the CNI server show up there). Failures are
-logged and kept in statistics(); the next change or resync retries. It never stops the
-daemon.
+It runs (or uses) Open vSwitch, owns the OpenFlow listener its bridges connect to, and syncs
+whenever the state snapshot changes, a port is attached or detached, a switch (re)connects, or
+the periodic audit fires. A sync is *incremental* (only the objects that changed are converted
+and only their flows sent, in one bundle) unless it must be *full*: after a (re)connect, when
+the node registry changed (tunnels), and on every audit, which also compares what the switch
+should hold with a from-scratch computation and reports any drift in statistics() and
+/metrics. Failures are logged and kept in statistics(); the next change retries. It never
+stops the daemon.
 """
 
 from __future__ import annotations
@@ -18,17 +21,16 @@ import trio
 
 from openflow import Controller, OpenFlowError, SwitchConnected
 from openflow.inputs import Encap
-from raftstore import Store, StoreError
+from raftstore import StoreError
 
-from ..nodes import registered_nodes
-from ..ovs import ManagedOvs, OvsError, PortKind, PortSpec, kernel_datapath_available, open_ovsdb, system_db_socket
-from ..state import keys as layout
-from .datapath import ENDPOINT_ID, BridgeDatapath, bridge_spec
+from ..ovs import ManagedOvs, OvsError, kernel_datapath_available, open_ovsdb, system_db_socket
+from ..state import StateCache
+from .datapath import BridgeDatapath, bridge_spec
 
 log = logging.getLogger("contivd.agent")
 
-RESYNC_SECONDS = 2.0
-DEBOUNCE_SECONDS = 0.01  # coalesce a burst of store events into one recomputation
+AUDIT_SECONDS = 10.0  # a full sync (ports re-read from OVSDB) and a drift check
+DEBOUNCE_SECONDS = 0.005  # coalesce a burst of store events into one sync (not when someone waits)
 MIN_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 0.1, 5.0  # between failed syncs, doubling
 
 
@@ -66,17 +68,28 @@ class AgentStatistics:
     last_sync_unix: float  # wall-clock end of the last successful sync (0: none yet)
     last_sync_seconds: float  # how long it took
     sync_failures: int
+    full_syncs: int = 0
+    incremental_syncs: int = 0
+    flow_mods: int = 0  # flow-mods sent since start
+    last_flow_mods: int = 0  # by the last push
+    drift: int = 0  # flows and groups the last audit found wrong in what the agent holds installed
+    audits: int = 0
 
 
 class Agent:
-    def __init__(self, store: Store, settings: AgentSettings):
-        self.store = store
+    def __init__(self, cache: StateCache, settings: AgentSettings):
+        self.cache = cache
         self.settings = settings
         self.datapaths: dict[Encap, BridgeDatapath] = {}
         self._changed = trio.Event()
-        self._urgent = False  # someone waits for the next sync (sync_now)
+        self._urgent = False  # someone waits for the next sync (wait_programmed)
+        self._full = True  # the next sync must be a full one
         self._synced = trio.Event()
+        self._port_epoch = 0  # bumped by every port added or removed
+        self._done = (0, 0)  # (snapshot revision, port epoch) the last successful sync covered
+        self._synced_revision = -1  # snapshot revision of the last sync (incremental ones start from it)
         self._started = self._syncs = self._failures = 0
+        self._full_syncs = self._incremental_syncs = self._audits = self._drift = 0
         self._last_sync_unix = self._last_sync_seconds = 0.0
         self._first_sync_done = False
         self._last_error = ""
@@ -87,19 +100,28 @@ class Agent:
         """Wait for the next completed sync (tests, readiness)."""
         await self._synced.wait()
 
-    async def attach_endpoint(self, ifname: str, endpoint_id: str) -> int:
-        """Put a pod's host-side interface on its network's bridge as `endpoint_id`'s port and
-        return once a sync that knows the port has been pushed (its flows are on the switch).
-        Returns the ofport."""
-        ofport = await self.add_endpoint_port(ifname, endpoint_id, await self._encap_of(endpoint_id))
-        await self.sync_now()
+    async def add_endpoint_port(self, ifname: str, endpoint_id: str, encap: str) -> int:
+        """Put a pod's host-side interface on the bridge of its network's encapsulation as
+        `endpoint_id`'s port; it gets its flows from the first sync that sees the endpoint
+        (`wait_programmed`). The caller may add it before the endpoint exists. Returns the ofport."""
+        datapath = self._datapath(encap, endpoint_id)
+        ofport = await datapath.add_port(ifname, endpoint_id)
+        self._port_epoch += 1
+        self._changed.set()
         return ofport
 
-    async def add_endpoint_port(self, ifname: str, endpoint_id: str, encap: str) -> int:
-        """The first half of attach_endpoint for a caller that knows the network's encapsulation
-        before the endpoint exists (the CNI server, while the leader allocates the address): the
-        port waits on the bridge and gets its flows from the first sync that sees the endpoint.
-        Returns the ofport."""
+    async def detach_endpoint(self, endpoint_id: str) -> list[str]:
+        """Remove every bridge port of `endpoint_id` (none is fine: DEL is idempotent) and wait
+        until its flows are gone; returns the ports' names."""
+        if not self.datapaths:
+            raise OvsError("the node agent has not set up its bridges yet")
+        names = [name for datapath in self.datapaths.values() for name in await datapath.remove_ports(endpoint_id)]
+        if names:
+            self._port_epoch += 1
+            await self.wait_programmed(0)
+        return names
+
+    def _datapath(self, encap: str, endpoint_id: str) -> BridgeDatapath:
         if not self.datapaths:
             raise OvsError("the node agent has not set up its bridges yet")
         datapath = next((d for kind, d in self.datapaths.items() if kind == encap), None)
@@ -107,42 +129,21 @@ class Agent:
             raise OvsError(
                 f"endpoint {endpoint_id}: its network is a {encap} network and this node runs no {encap} bridge (see --net-mode and --vlan-uplinks)"
             )
-        return await datapath.bridge.ensure_port(PortSpec(ifname, PortKind.SYSTEM, external_ids={ENDPOINT_ID: endpoint_id}))
+        return datapath
 
-    async def detach_endpoint(self, endpoint_id: str) -> list[str]:
-        """Remove every bridge port of `endpoint_id` (none is fine: DEL is idempotent); returns their names."""
-        if not self.datapaths:
-            raise OvsError("the node agent has not set up its bridges yet")
-        names = []
-        for datapath in self.datapaths.values():
-            for port in await datapath.bridge.list_ports():
-                if port.external_ids.get(ENDPOINT_ID) == endpoint_id:
-                    await datapath.bridge.remove_port(port.name)
-                    names.append(port.name)
-        if names:
-            await self.sync_now()
-        return names
-
-    async def _encap_of(self, endpoint_id: str) -> str:
-        """The encapsulation of the endpoint's network, read after one log barrier (the
-        endpoint was just created, maybe on the leader)."""
-        await self.store.sync()
-        endpoint = self.store.get_nowait(layout.ep_state(endpoint_id))
-        if endpoint is None:
-            raise OvsError(f"endpoint {endpoint_id} does not exist")
-        network = self.store.get_nowait(f"{layout.NETS_PREFIX}{endpoint.value.get('netID', '')}")
-        if network is None:
-            raise OvsError(f"endpoint {endpoint_id}: its network {endpoint.value.get('netID')!r} does not exist")
-        return str(network.value.get("pktTagType", ""))
-
-    async def sync_now(self) -> None:
-        """Ask for a sync and wait until one that started after this call has finished; the
-        waiting caller (a pod being attached) skips the debounce meant for bursts of events."""
-        wanted = self._started + 1
-        self._urgent = True
-        self._changed.set()
-        while self._syncs < wanted:
+    async def wait_programmed(self, revision: int) -> None:
+        """Until a sync has pushed the state at `revision` (at least) with every port added or
+        removed before this call; the waiting caller (a pod being attached) skips the debounce
+        meant for bursts of events. Raises OvsError/OpenFlowError if that sync failed."""
+        epoch = self._port_epoch
+        await self.cache.wait_revision(revision)  # a follower may not have applied the write yet
+        while self._done[0] < revision or self._done[1] < epoch:
+            self._urgent = True
+            self._changed.set()
+            failures = self._failures
             await self._synced.wait()
+            if self._failures > failures and self._last_error:
+                raise OvsError(f"programming the datapath failed: {self._last_error}")
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -167,23 +168,19 @@ class Agent:
                     bridge = ovsdb.bridge(bridge_spec(encap, datapath_type, f"tcp:{host}:{port}"))
                     await bridge.ensure_bridge()
                     uplinks = self.settings.vlan_uplinks if encap == "vlan" else ()
-                    self.datapaths[encap] = BridgeDatapath(encap, bridge, uplinks)
-                nursery.start_soon(self._watch_store)
+                    self.datapaths[encap] = BridgeDatapath(encap, bridge, self.settings.node_name, uplinks)
+                nursery.start_soon(self._follow_state)
                 nursery.start_soon(self._watch_switch, controller)
-                nursery.start_soon(self._resync_timer)
+                nursery.start_soon(self._audit_timer)
                 names = ", ".join(d.bridge.name for d in self.datapaths.values())
                 log.info("agent: bridges %s (%s datapath), OpenFlow on %s:%d", names, datapath_type, host, port)
                 task_status.started()
                 await self._sync_loop()
 
-    async def _watch_store(self) -> None:
+    async def _follow_state(self) -> None:
         while True:
-            try:
-                async for _ in self.store.watch(f"{layout.ROOT}/"):
-                    self._changed.set()
-            except StoreError as exc:
-                log.warning("agent: store watch failed, restarting it: %s", exc)
-                await trio.sleep(1)
+            await self.cache.wait_changed()
+            self._changed.set()
 
     async def _watch_switch(self, controller: Controller) -> None:
         by_id = {d.datapath_id: d for d in self.datapaths.values()}
@@ -199,11 +196,13 @@ class Agent:
                 log.info("agent: %s (switch %#x) connected; reconciling under round %d", datapath.bridge.name, event.datapath_id, round_)
             except OpenFlowError as exc:
                 log.warning("agent: reading the reconnected switch %s failed: %s", datapath.bridge.name, exc)
+            self._full = True
             self._changed.set()
 
-    async def _resync_timer(self) -> None:
+    async def _audit_timer(self) -> None:
         while True:
-            await trio.sleep(RESYNC_SECONDS)
+            await trio.sleep(AUDIT_SECONDS)
+            self._full = True
             self._changed.set()
 
     async def _sync_loop(self) -> None:
@@ -216,7 +215,7 @@ class Agent:
             self._started += 1
             started = time.monotonic()
             try:
-                if await self._sync():
+                if await self._sync(started):
                     self._first_sync_done = True
                     self._last_sync_unix, self._last_sync_seconds = time.time(), time.monotonic() - started
                 self._last_error = ""
@@ -233,17 +232,46 @@ class Agent:
                 await trio.sleep(backoff)
                 self._changed.set()
 
-    async def _sync(self) -> bool:
+    async def _sync(self, started: float) -> bool:
         """One reconcile of every bridge; True when all of them had a switch to push to."""
-        nodes = registered_nodes(self.store)
-        states = {kv.key: kv.value for kv in self.store.list_nowait(f"{layout.ROOT}/state/")}
-        results = [await datapath.sync(self.settings.node_name, states, nodes) for datapath in self.datapaths.values()]
+        snapshot = self.cache.catch_up()
+        covered = (snapshot.revision, self._port_epoch)
+        changes = snapshot.changes_since(self._synced_revision)
+        full = self._full or changes is None or any(change.kind == "node" for change in changes)
+        self._full = False
+        try:
+            results = [await datapath.sync(snapshot, full) for datapath in self.datapaths.values()]
+        except BaseException:
+            self._full = True  # what the switch holds is unknown now
+            raise
+        self._synced_revision = snapshot.revision
+        if full:
+            self._full_syncs += 1
+            self._audit()
+        else:
+            self._incremental_syncs += 1
         problems = tuple(problem for result in results if result is not None for problem in result.problems)
         if problems != self._problems:
             for problem in problems:
                 log.warning("agent: skipped %s", problem)
             self._problems = problems
-        return all(result is not None for result in results)
+        done = all(result is not None for result in results)
+        if done:
+            self._done = covered
+        log.debug("agent: %s sync at revision %d in %.1f ms", "full" if full else "incremental", snapshot.revision, (time.monotonic() - started) * 1000)
+        return done
+
+    def _audit(self) -> None:
+        """After a full sync: does what each pusher holds equal a from-scratch computation?"""
+        drift = 0
+        for datapath in self.datapaths.values():
+            found = datapath.pusher.audit()
+            if found is not None:
+                drift += found.total
+        if drift:
+            log.warning("agent: audit found %d flows/groups drifted from a full recomputation; they were reprogrammed", drift)
+        self._drift = drift
+        self._audits += 1
 
     def statistics(self) -> AgentStatistics:
         pushed = [d.pusher.statistics() for d in self.datapaths.values()]
@@ -260,4 +288,10 @@ class Agent:
             last_sync_unix=self._last_sync_unix,
             last_sync_seconds=self._last_sync_seconds,
             sync_failures=self._failures,
+            full_syncs=self._full_syncs,
+            incremental_syncs=self._incremental_syncs,
+            flow_mods=sum(p.flow_mods for p in pushed),
+            last_flow_mods=sum(p.last_flow_mods for p in pushed),
+            drift=self._drift,
+            audits=self._audits,
         )

@@ -19,6 +19,11 @@ from cni.protocol import (
     CniError,
     Request,
 )
+from raftstore import UnavailableError
+
+from ..model import ConflictError, ModelError, NotFoundError, ValidationError
+from ..netmaster.control import CreateEndpoint
+from ..state import EndpointState, NetworkState
 
 TENANT_LABEL = "io.contiv.tenant"
 NETWORK_LABEL = "io.contiv.network"
@@ -104,43 +109,26 @@ def endpoint_labels(request: Request, pod_labels: Mapping[str, str]) -> dict[str
     return {**pod_labels, **runtime_labels(request.config)}
 
 
-def create_request(target: Target, attachment: Attachment, node: str, pod_name: str) -> dict[str, Any]:
-    """The `/plugin/createEndpoint` body."""
-    return {
-        "TenantName": target.tenant,
-        "NetworkName": target.network,
-        "ServiceName": target.group,
-        "EndpointID": attachment.endpoint_name,
-        "EPCommonName": pod_name,
-        "ConfigEP": {"Container": attachment.container_id, "Host": node},
-    }
+def create_request(target: Target, attachment: Attachment, node: str, pod_name: str) -> CreateEndpoint:
+    return CreateEndpoint(target.tenant, target.network, attachment.endpoint_name, node, target.group, attachment.container_id, pod_name)
 
 
-def delete_request(endpoint: Mapping[str, Any]) -> dict[str, Any]:
-    """The `/plugin/deleteEndpoint` body for a stored endpoint state."""
-    network, _, tenant = str(endpoint["netID"]).rpartition(".")
-    return {"TenantName": tenant, "NetworkName": network, "EndpointID": endpoint["endpointID"]}
-
-
-def is_ours(endpoint: Mapping[str, Any], node: str) -> bool:
+def is_ours(endpoint: EndpointState, node: str) -> bool:
     """An endpoint this node's CNI server made: homed here, id = `<container id>-<ifname>`."""
-    container = endpoint.get("containerId") or ""
-    name = str(endpoint.get("endpointID", ""))
-    return endpoint.get("homingHost") == node and bool(container) and name.startswith(f"{container}-") and len(name) > len(container) + 1
+    container, name = endpoint.container_id, endpoint.endpoint_id
+    return endpoint.homing_host == node and bool(container) and name.startswith(f"{container}-") and len(name) > len(container) + 1
 
 
-def attachment_of(endpoint: Mapping[str, Any]) -> Attachment:
-    container = str(endpoint["containerId"])
-    return Attachment(container, str(endpoint["endpointID"])[len(container) + 1 :])
+def attachment_of(endpoint: EndpointState) -> Attachment:
+    container = endpoint.container_id
+    return Attachment(container, endpoint.endpoint_id[len(container) + 1 :])
 
 
-def find_endpoints(states: Iterable[Mapping[str, Any]], attachment: Attachment, node: str) -> list[Mapping[str, Any]]:
-    return [
-        s for s in states if is_ours(s, node) and s.get("endpointID") == attachment.endpoint_name and s.get("containerId") == attachment.container_id
-    ]
+def find_endpoints(states: Iterable[EndpointState], attachment: Attachment, node: str) -> list[EndpointState]:
+    return [s for s in states if is_ours(s, node) and s.endpoint_id == attachment.endpoint_name and s.container_id == attachment.container_id]
 
 
-def stale_endpoints(states: Iterable[Mapping[str, Any]], valid: set[tuple[str, str]], node: str) -> list[Mapping[str, Any]]:
+def stale_endpoints(states: Iterable[EndpointState], valid: set[tuple[str, str]], node: str) -> list[EndpointState]:
     """GC: endpoints of this node's CNI attachments that the runtime no longer lists."""
     stale = []
     for state in states:
@@ -182,8 +170,8 @@ class Addressing:
     gateway: str  # "" when the network has none
 
 
-def addressing(endpoint: Mapping[str, Any], network: Mapping[str, Any]) -> Addressing:
-    return Addressing(endpoint["macAddress"], f"{endpoint['ipAddress']}/{network['subnetLen']}", str(network.get("gateway") or ""))
+def addressing(endpoint: EndpointState, network: NetworkState) -> Addressing:
+    return Addressing(endpoint.mac_address, f"{endpoint.ip_address}/{network.subnet_len}", network.gateway)
 
 
 def add_result(cni_version: str, attachment: Attachment, netns: str, plan: Addressing, host_mac: str) -> dict[str, Any]:
@@ -214,14 +202,16 @@ def check_previous_result(config: Mapping[str, Any], plan: Addressing) -> list[s
     return []
 
 
-def error_for_answer(status: int, body: Any, target: Target) -> CniError:
-    """A netmaster API error answer → the CNI error the runtime sees."""
-    message = body.get("error", "") if isinstance(body, Mapping) else str(body)
+def error_for_failure(exc: Exception, target: Target) -> CniError | None:
+    """A control-plane failure → the CNI error the runtime sees (None: not a control-plane error).
+    The same typed errors come from the leader's netmaster and from a forwarded call."""
     where = f"tenant {target.tenant}, network {target.network}" + (f", group {target.group}" if target.group else "")
-    if status in (400, 404):
-        return CniError(INVALID_NETWORK_CONFIG, f"{message} ({where})")
-    if status == 409:
-        return CniError(ADDRESS_UNAVAILABLE, f"{message} ({where})")
-    if status == 503:
-        return CniError(TRY_AGAIN_LATER, f"the cluster cannot take the request now: {message}")
-    return CniError(INTERNAL_ERROR, f"creating the endpoint failed ({status}): {message}")
+    if isinstance(exc, (ValidationError, NotFoundError)):
+        return CniError(INVALID_NETWORK_CONFIG, f"{exc} ({where})")
+    if isinstance(exc, ConflictError):
+        return CniError(ADDRESS_UNAVAILABLE, f"{exc} ({where})")
+    if isinstance(exc, UnavailableError):
+        return CniError(TRY_AGAIN_LATER, f"the cluster cannot take the request now: {exc}")
+    if isinstance(exc, ModelError):
+        return CniError(INTERNAL_ERROR, f"the control plane refused the request: {exc}")
+    return None

@@ -3,15 +3,15 @@
 Owns the socket file (directory 0700, socket 0600; a stale socket is replaced, a live one
 refused), one lock per container (a runtime may run several calls for one container at
 once; different containers proceed in parallel), and the undo of a half-done ADD. Endpoints
-are created and deleted through the node's own API dispatcher, so a follower reaches the
-leader exactly as a `/plugin/createEndpoint` call would. Netlink work runs in threads
-(netlink.py); the bridge port goes through the node agent. Not responsible for: addresses
-(the leader's IPAM), flows (the agent), the network config file (packaging).
+are created and deleted through the typed ControlPlane (the netmaster on the leader, a
+forwarded call on a follower); everything else is read from the node's StateCache, so an ADD
+costs one store round trip (the endpoint's creation) and no log barrier. Netlink work runs in
+threads (netlink.py); the bridge port goes through the node agent. Not responsible for:
+addresses (the leader's IPAM), flows (the agent), the network config file (packaging).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 from pyroute2 import NetlinkError
@@ -43,10 +43,9 @@ from cni.protocol import (
 )
 
 from ..agent.service import Agent
-from ..api.app import ApiContext, Dispatcher, Incoming
-from ..api.routes import ROUTES
+from ..netmaster.control import ControlPlane, DeleteEndpoint, UpdateEndpoint
 from ..ovs import OvsError
-from ..state import keys as layout
+from ..state import EndpointState, StateCache
 from . import k8s
 from .netlink import (
     NetnsMissingError,
@@ -67,9 +66,8 @@ from .resolve import (
     attachment_of,
     check_previous_result,
     create_request,
-    delete_request,
     endpoint_labels,
-    error_for_answer,
+    error_for_failure,
     find_endpoints,
     is_ours,
     k8s_pod,
@@ -80,9 +78,9 @@ from .resolve import (
 )
 
 log = logging.getLogger("contivd.cni")
-ROUTE = {route.name: route for route in ROUTES}
 READ_TIMEOUT_SECONDS = 10.0  # the plugin sends its request at once
 
+T = TypeVar("T")
 Observer = Callable[[str, float, bool], None]  # (command, seconds, succeeded): e.g. a latency histogram
 
 
@@ -104,6 +102,17 @@ async def _together(*steps: Callable[[], Awaitable[Any]]) -> list[Any]:
     if failures:
         raise failures[0]
     return results
+
+
+async def _controlled(target: Target, call: Callable[[], Awaitable[T]]) -> T:
+    """A control-plane call whose typed failures become the CNI errors naming `target`."""
+    try:
+        return await call()
+    except Exception as exc:
+        error = error_for_failure(exc, target)
+        if error is None:
+            raise
+        raise error from None
 
 
 class SocketInUseError(Exception):
@@ -148,13 +157,23 @@ def bind_socket(path: Path) -> socket.socket:
 
 
 class CniServer:
-    def __init__(self, context: ApiContext, agent: Agent, socket_path: Path, kubeconfig: Path | None = None, observe: Observer | None = None):
-        self.context = context
+    def __init__(
+        self,
+        control: ControlPlane,
+        cache: StateCache,
+        agent: Agent,
+        node_name: str,
+        socket_path: Path,
+        kubeconfig: Path | None = None,
+        observe: Observer | None = None,
+    ):
+        self.control = control
+        self.cache = cache
         self.agent = agent
+        self.node_name = node_name
         self.socket_path = socket_path
         self.kubeconfig = kubeconfig
         self.observe = observe
-        self.dispatcher = Dispatcher(context)
         self._locks: dict[str, tuple[trio.Lock, int]] = {}
         self._adding: set[Attachment] = set()  # ADDs under way: GC leaves their veths alone
         self._requests = self._failures = self._in_flight = 0
@@ -275,51 +294,51 @@ class CniServer:
         pod = k8s_pod(request)
         pod_labels = await trio.to_thread.run_sync(k8s.pod_labels, self.kubeconfig, *pod) if pod and self.kubeconfig else {}
         target = resolve_target(request, pod_labels)
-        if await self._endpoints_of(attachment):
+        snapshot = self.cache.catch_up()  # this node's own earlier ADDs are in it: each waited for its revision
+        if find_endpoints(snapshot.endpoints.values(), attachment, self.node_name):
             raise CniError(ALREADY_ADDED, f"container {attachment.container_id} already has interface {attachment.ifname}; DEL it first")
-        created = create_request(target, attachment, self.context.node_name, pod[1] if pod else "")
-        endpoint_id = layout.ep_id(target.tenant, target.network, attachment.endpoint_name)
+        created = create_request(target, attachment, self.node_name, pod[1] if pod else "")
         # Every undo step is idempotent, so all are armed before anything starts: a step that
         # fails or is cancelled half-way leaves nothing behind. Reverse order: port, veth, endpoint.
         self._adding.add(attachment)
         undo: list[Callable[[], Awaitable[Any]]] = [
-            lambda: self._api("delete_endpoint", {key: created[key] for key in ("TenantName", "NetworkName", "EndpointID")}, target),
+            lambda: self.control.delete_endpoint(DeleteEndpoint(target.tenant, target.network, attachment.endpoint_name)),
             lambda: trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname),
-            lambda: self.agent.detach_endpoint(endpoint_id),
+            lambda: self.agent.detach_endpoint(created.endpoint_id),
         ]
         try:
             # The leader allocates the address while the veth pair is built and its host end put
             # on the bridge (the network's encapsulation, read locally, names the bridge).
-            known = self.context.store.get_nowait(layout.net_state(target.tenant, target.network))
-            encap = str(known.value.get("pktTagType", "")) if known is not None else ""
+            known = snapshot.network(target.tenant, target.network)
+            encap = known.pkt_tag_type if known is not None else ""
 
             async def veth_and_port() -> str:
                 mac = await trio.to_thread.run_sync(create_veth, attachment, request.netns)
                 if encap:
-                    await self.agent.add_endpoint_port(attachment.host_ifname, endpoint_id, encap)
+                    await self.agent.add_endpoint_port(attachment.host_ifname, created.endpoint_id, encap)
                 return mac
 
-            answer, host_mac = await _together(lambda: self._api("create_endpoint", created, target), veth_and_port)
-            endpoint = answer["EndpointConfig"]
-            network = await self.context.store.get(layout.NETS_PREFIX + endpoint["netID"])  # also syncs the store for the agent
+            committed, host_mac = await _together(lambda: _controlled(target, lambda: self.control.create_endpoint(created)), veth_and_port)
+            endpoint: EndpointState = committed.endpoint
+            snapshot = await self.cache.wait_revision(committed.revision)
+            network = snapshot.networks.get(endpoint.net_id)
             if network is None:
-                raise CniError(INTERNAL_ERROR, f"network {endpoint['netID']} vanished while adding")
-            plan = addressing(endpoint, network.value)
+                raise CniError(INTERNAL_ERROR, f"network {endpoint.net_id} vanished while adding")
+            plan = addressing(endpoint, network)
+            if encap != network.pkt_tag_type:  # unknown or changed under us: the port goes to the right bridge
+                if encap:
+                    await self.agent.detach_endpoint(endpoint.id)
+                await self.agent.add_endpoint_port(attachment.host_ifname, endpoint.id, network.pkt_tag_type)
 
-            async def flows() -> None:
-                if encap == network.value.get("pktTagType"):
-                    await self.agent.sync_now()
-                    return
-                if encap:  # the network changed under us: the port went to the other bridge
-                    await self.agent.detach_endpoint(endpoint_id)
-                await self.agent.attach_endpoint(attachment.host_ifname, endpoint["id"])
-
-            await _together(lambda: trio.to_thread.run_sync(configure_pod_end, PodInterface(attachment, request.netns, plan)), flows)
+            await _together(
+                lambda: trio.to_thread.run_sync(configure_pod_end, PodInterface(attachment, request.netns, plan)),
+                lambda: self.agent.wait_programmed(committed.revision),
+            )
             labels = endpoint_labels(request, pod_labels)
             if labels:
-                update = {"Tenant": target.tenant, "Network": target.network, "EndpointID": attachment.endpoint_name, "Labels": labels}
-                await self._api("update_endpoint", {**update, "ContainerID": attachment.container_id, "Event": "start"}, target)
-            log.info("CNI ADD %s %s: %s on %s", attachment.container_id, attachment.ifname, plan.cidr, endpoint["netID"])
+                update = UpdateEndpoint(target.tenant, target.network, attachment.endpoint_name, attachment.container_id, labels)
+                await _controlled(target, lambda: self.control.update_endpoint(update))
+            log.info("CNI ADD %s %s: %s on %s", attachment.container_id, attachment.ifname, plan.cidr, endpoint.net_id)
             return add_result(request.cni_version, attachment, request.netns, plan, host_mac)
         except BaseException:
             with trio.CancelScope(shield=True):
@@ -338,12 +357,12 @@ class CniServer:
         # The endpoint goes last: while it exists a retried DEL still finds the port to remove.
         await _together(
             lambda: trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname),
-            *(lambda e=endpoint: self.agent.detach_endpoint(e["id"]) for endpoint in endpoints),
+            *(lambda e=endpoint: self.agent.detach_endpoint(e.id) for endpoint in endpoints),
         )
         for endpoint in endpoints:
-            network, _, tenant = str(endpoint["netID"]).rpartition(".")
-            await self._api("delete_endpoint", delete_request(endpoint), Target(tenant, network, ""))
-            log.info("CNI DEL %s %s: %s freed", attachment.container_id, attachment.ifname, endpoint["ipAddress"])
+            delete = DeleteEndpoint.of(endpoint)
+            await _controlled(Target(endpoint.tenant, endpoint.network, ""), lambda: self.control.delete_endpoint(delete))
+            log.info("CNI DEL %s %s: %s freed", attachment.container_id, attachment.ifname, endpoint.ip_address)
         return {}
 
     async def _check(self, request: Request) -> dict[str, Any]:
@@ -352,10 +371,10 @@ class CniServer:
         if not endpoints:
             raise CniError(CHECK_FAILED, f"container {attachment.container_id} has no endpoint for {attachment.ifname}")
         endpoint = endpoints[0]
-        network = self.context.store.get_nowait(layout.NETS_PREFIX + endpoint["netID"])
+        network = self.cache.snapshot.networks.get(endpoint.net_id)
         if network is None:
-            raise CniError(CHECK_FAILED, f"network {endpoint['netID']} of the endpoint no longer exists")
-        pod = PodInterface(attachment, request.netns, addressing(endpoint, network.value))
+            raise CniError(CHECK_FAILED, f"network {endpoint.net_id} of the endpoint no longer exists")
+        pod = PodInterface(attachment, request.netns, addressing(endpoint, network))
         problems = check_previous_result(request.config, pod.plan) + await trio.to_thread.run_sync(check_pod_interface, pod)
         if problems:
             raise CniError(CHECK_FAILED, "; ".join(problems))
@@ -363,38 +382,28 @@ class CniServer:
 
     async def _gc(self, request: Request) -> dict[str, Any]:
         valid = valid_attachments(request.config)
-        await self.context.store.sync()
-        states = [kv.value for kv in self.context.store.list_nowait(layout.EPS_PREFIX)]
-        for endpoint in stale_endpoints(states, valid, self.context.node_name):
+        snapshot = await self.cache.sync()
+        for endpoint in stale_endpoints(list(snapshot.endpoints.values()), valid, self.node_name):
             attachment = attachment_of(endpoint)
             async with self._container_lock(attachment.container_id):
-                log.info("CNI GC: removing %s", endpoint["id"])
+                log.info("CNI GC: removing %s", endpoint.id)
                 await self._delete(attachment)
         # Listed before the ADDs under way and the endpoints are read: a veth made after the
         # listing is not in it, one made before belongs to an ADD still running or finished.
         links = await trio.to_thread.run_sync(host_interface_names)
         keep = {Attachment(container, ifname) for container, ifname in valid} | self._adding
-        await self.context.store.sync()
-        keep |= {attachment_of(kv.value) for kv in self.context.store.list_nowait(layout.EPS_PREFIX) if is_ours(kv.value, self.context.node_name)}
+        snapshot = await self.cache.sync()
+        keep |= {attachment_of(endpoint) for endpoint in snapshot.endpoints.values() if is_ours(endpoint, self.node_name)}
         for name in stray_host_interfaces(links, keep):
             log.info("CNI GC: removing stray veth %s", name)
             await trio.to_thread.run_sync(remove_host_interface, name)
         return {}
 
-    async def _endpoints_of(self, attachment: Attachment) -> list[dict[str, Any]]:
-        await self.context.store.sync()
-        states = [kv.value for kv in self.context.store.list_nowait(layout.EPS_PREFIX)]
-        return [dict(s) for s in find_endpoints(states, attachment, self.context.node_name)]
-
-    async def _api(self, name: str, body: dict[str, Any], target: Target) -> Any:
-        """A `/plugin/*` call through this node's dispatcher (forwarded to the leader when needed)."""
-        route = ROUTE[name]
-        incoming = Incoming("POST", route.path, {"content-type": "application/json"}, "<local>", json.dumps(body).encode())
-        status, _, raw = await self.dispatcher.dispatch(route, {}, incoming)
-        try:
-            answer = json.loads(raw) if raw.strip() else None
-        except ValueError:
-            answer = raw.decode(errors="replace").strip()
-        if status != 200:
-            raise error_for_answer(status, answer, target)
-        return answer
+    async def _endpoints_of(self, attachment: Attachment) -> list[EndpointState]:
+        """The attachment's endpoints: from the local snapshot, which holds every endpoint this
+        node's ADDs made; only when it has none is the log synced (a restarted follower may not
+        have caught up yet)."""
+        found = find_endpoints(self.cache.catch_up().endpoints.values(), attachment, self.node_name)
+        if not found:
+            found = find_endpoints((await self.cache.sync()).endpoints.values(), attachment, self.node_name)
+        return found

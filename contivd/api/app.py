@@ -314,7 +314,17 @@ def incoming_from_scope(scope: dict[str, Any], body: bytes) -> Incoming:
     )
 
 
-def create_app(ctx: ApiContext) -> OpsEndpoints:
+@dataclass(frozen=True)
+class ApiApp:
+    """What `create_app` builds: `asgi` to serve, and the Quart app and dispatcher that the composition
+    root adds further routes to (the status page's), so that this package needs none of them."""
+
+    asgi: OpsEndpoints
+    quart: QuartTrio
+    dispatcher: Dispatcher
+
+
+def create_app(ctx: ApiContext) -> ApiApp:
     """The ASGI application: health, readiness and metrics, then the plugin fast path, in front of the Quart app."""
     app = QuartTrio("contivd")
     app.url_map.strict_slashes = False
@@ -345,10 +355,6 @@ def create_app(ctx: ApiContext) -> OpsEndpoints:
     for route in ROUTES:
         register(route)
 
-    from ..status.routes import register_status_routes  # imported late: it builds on this module
-
-    register_status_routes(app, ctx, dispatcher)
-
     @app.errorhandler(404)
     async def not_found(_: Exception) -> Response:
         status, headers, body = _answer({"error": f"no route {request.method} {request.path}"}, 404)
@@ -359,7 +365,7 @@ def create_app(ctx: ApiContext) -> OpsEndpoints:
         status, headers, body = _answer({"error": f"method {request.method} not allowed on {request.path}"}, 405)
         return Response(body, status=status, headers=headers)
 
-    return OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, authorized)
+    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, authorized), app, dispatcher)
 
 
 def _no_leader(detail: str = "no leader is known yet (election in progress or no quorum)") -> Exception:

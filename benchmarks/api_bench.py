@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 
 import trio  # noqa: E402
 
-from contivd.api.forwarder import ForwardingClient  # noqa: E402
+from contivd.http.forwarder import ForwardingClient  # noqa: E402
 from tests.support.contivd_nodes import ContivdCluster  # noqa: E402
 
 CONCURRENCY = 32

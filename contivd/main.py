@@ -24,9 +24,9 @@ from . import __version__
 from .agent.api import create_agent_app
 from .agent.service import Agent, AgentSettings, AgentStatistics
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
-from .api.forwarder import ForwardingClient
 from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError
+from .http.forwarder import ForwardingClient
 from .metrics import StoreSummaries, observe_cni
 from .model import ModelError
 from .netmaster.service import Netmaster

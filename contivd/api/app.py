@@ -24,14 +24,14 @@ from raftstore import Store
 
 from .. import __version__
 from ..agent.service import Agent
+from ..http import auth
+from ..http.errors import BadRequestError, UnauthorizedError, answer_for
+from ..http.forwarder import ForwardingClient
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
 from ..netmaster import layout
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
-from . import auth
-from .errors import BadRequestError, UnauthorizedError, answer_for
-from .forwarder import ForwardingClient
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from contivd.api import auth
 from contivd.api.routes import ROUTES
+from contivd.http import auth
 from tests.support.contivd_nodes import SECRET, ContivdProcess
 
 NET = {"tenantName": "default", "networkName": "net1", "encap": "vxlan", "subnet": "198.18.1.0/24", "gateway": "198.18.1.254"}

@@ -14,14 +14,17 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import trio
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 
-from contivd.api.forwarder import ForwardingClient
-from contivd.testing import ContivdCluster
+import trio  # noqa: E402
+
+from contivd.http.forwarder import ForwardingClient  # noqa: E402
+from tests.support.contivd_nodes import ContivdCluster  # noqa: E402
 
 CONCURRENCY = 32
 NETWORK = {"tenantName": "default", "networkName": "bench", "encap": "vxlan", "subnet": "198.18.0.0/16", "gateway": "198.18.255.254"}

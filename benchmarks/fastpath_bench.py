@@ -33,12 +33,15 @@ import sys
 import time
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import fastpath
-from fastpath import Backend, Bitset, FlowSpec, Output, SetField, encode_bundle, encode_flow_mods
-from fastpath import testing as osken
-from fastpath.bitset import FORMAT_VERSION, MAGIC
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
+
+import fastpath  # noqa: E402
+from fastpath import Backend, Bitset, FlowSpec, Output, SetField, encode_bundle, encode_flow_mods  # noqa: E402
+from fastpath.bitset import FORMAT_VERSION, MAGIC  # noqa: E402
+from tests.support import osken_oracle as osken  # noqa: E402
 
 if fastpath.C is None:
     sys.exit("fastpath._native is not built; run `pip install -e .` first")

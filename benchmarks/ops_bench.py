@@ -36,8 +36,8 @@ import httpx  # noqa: E402
 import trio  # noqa: E402
 
 from benchmarks.api_bench import create_endpoints  # noqa: E402
-from contivd.testing import CHROMIUM, CHROMIUM_ARGS, ContivdCluster, ContivdProcess  # noqa: E402
-from raftstore.testing import wait_for  # noqa: E402
+from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS, ContivdCluster, ContivdProcess  # noqa: E402
+from tests.support.waiting import wait_for  # noqa: E402
 
 ENDPOINTS = 10_000
 NETWORK = {"tenantName": "default", "networkName": "bench", "encap": "vxlan", "subnet": "198.18.0.0/16", "gateway": "198.18.255.254"}

@@ -27,9 +27,10 @@ import trio
 from playwright.sync_api import Browser, sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 from api_bench import NETWORK, create_endpoints  # noqa: E402
 
-from contivd.testing import CHROMIUM, CHROMIUM_ARGS, ContivdCluster  # noqa: E402
+from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS, ContivdCluster  # noqa: E402
 
 
 def first_renders_ms(browser: Browser, url: str, runs: int = 3) -> list[float]:

@@ -30,7 +30,8 @@ os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")  # etc
 import trio  # noqa: E402
 
 from raftstore import Put, StoreConfig, open_store  # noqa: E402
-from raftstore.testing import SECRET, StoreProcess, free_ports, wait_for  # noqa: E402
+from tests.support.raft_processes import SECRET, StoreProcess  # noqa: E402
+from tests.support.waiting import free_ports, wait_for  # noqa: E402
 
 CONCURRENCY = 16
 TXN_KEYS = 10

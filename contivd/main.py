@@ -24,14 +24,15 @@ from . import __version__
 from .agent.api import create_agent_app
 from .agent.service import Agent, AgentSettings, AgentStatistics
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
-from .api.forwarder import ForwardingClient
 from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError
+from .http.forwarder import ForwardingClient
 from .metrics import StoreSummaries, observe_cni
 from .model import ModelError
 from .netmaster.service import Netmaster
 from .nodes import NodeInfo, keep_registered
 from .sdnotify import Notifier
+from .status.routes import register_status_routes
 
 log = logging.getLogger("contivd")
 STATUS_SECONDS = 5.0  # how often the systemd STATUS= line is refreshed
@@ -112,12 +113,13 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     await nursery.start(cni_server.run)
                 except SocketInUseError as exc:  # keep serving the pods this node has; the live socket's owner answers CNI
                     log.error("CNI server not started: %s", exc)
-            app = create_app(context)
+            api = create_app(context)
+            register_status_routes(api.quart, context, api.dispatcher)
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:
                 try:
-                    await serve(app, _hypercorn_config(config.api_listen), shutdown_trigger=stop.wait, task_status=task_status)
+                    await serve(api.asgi, _hypercorn_config(config.api_listen), shutdown_trigger=stop.wait, task_status=task_status)
                 finally:
                     api_stopped.set()
 

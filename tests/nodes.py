@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from raftstore.testing import free_ports
+from tests.support.waiting import free_ports
 
 CALL = (
     "import httpx,json,sys; h={'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {};"

@@ -18,8 +18,8 @@ from quart_trio import QuartTrio
 from openflow import OpenFlowError
 from openflow.fields import ROUND_MASK, Category, cookie
 
-from ..api import auth
-from ..api.errors import UnauthorizedError
+from ..http import auth
+from ..http.errors import UnauthorizedError
 from ..ovs import OvsError
 from .datapath import BridgeDatapath
 from .service import Agent

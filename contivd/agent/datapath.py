@@ -121,7 +121,9 @@ class BridgeDatapath:
             }
         ports = self.ports
         assert ports is not None
-        built = self.builder.build(snapshot, {endpoint: port.ofport for endpoint, port in ports.items()}, self._tunnels, self._uplinks, self.pusher.round)
+        built = self.builder.build(
+            snapshot, {endpoint: port.ofport for endpoint, port in ports.items()}, self._tunnels, self._uplinks, self.pusher.round
+        )
         await self.pusher.push(built.inputs)
         for local in built.inputs.local_ports:  # netprofile bandwidth: OVSDB ingress policing
             port = ports[local.endpoint_id]
@@ -131,6 +133,7 @@ class BridgeDatapath:
                 ports[local.endpoint_id] = AttachedPort(port.name, port.ofport, wanted)
         self.last = SyncResult(built.problems, len(built.inputs.local_ports), len(self._tunnels), len(self._uplinks), full)
         return self.last
+
     async def _ensure_tunnels(self, listed: list[PortInfo], vteps: set[str]) -> dict[str, int]:
         """One VXLAN port per peer VTEP; ports of departed peers are removed."""
         existing = {p.external_ids.get(TUNNEL_PEER): p for p in listed if p.kind is PortKind.VXLAN}

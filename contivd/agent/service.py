@@ -258,7 +258,9 @@ class Agent:
         done = all(result is not None for result in results)
         if done:
             self._done = covered
-        log.debug("agent: %s sync at revision %d in %.1f ms", "full" if full else "incremental", snapshot.revision, (time.monotonic() - started) * 1000)
+        log.debug(
+            "agent: %s sync at revision %d in %.1f ms", "full" if full else "incremental", snapshot.revision, (time.monotonic() - started) * 1000
+        )
         return done
 
     def _audit(self) -> None:

@@ -24,15 +24,15 @@ from raftstore import Store
 
 from .. import __version__
 from ..agent.service import Agent
+from ..http import auth
 from ..http.control import HOPS_HEADER, REVISION_HEADER, TYPED_ERRORS_HEADER
+from ..http.errors import BadRequestError, UnauthorizedError, answer_for
+from ..http.forwarder import ForwardingClient
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import keys as layout
-from . import auth
-from .errors import BadRequestError, UnauthorizedError, answer_for
-from .forwarder import ForwardingClient
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document
 
@@ -330,7 +330,17 @@ def incoming_from_scope(scope: dict[str, Any], body: bytes) -> Incoming:
     )
 
 
-def create_app(ctx: ApiContext) -> OpsEndpoints:
+@dataclass(frozen=True)
+class ApiApp:
+    """What `create_app` builds: `asgi` to serve, and the Quart app and dispatcher that the composition
+    root adds further routes to (the status page's), so that this package needs none of them."""
+
+    asgi: OpsEndpoints
+    quart: QuartTrio
+    dispatcher: Dispatcher
+
+
+def create_app(ctx: ApiContext) -> ApiApp:
     """The ASGI application: health, readiness and metrics, then the plugin fast path, in front of the Quart app."""
     app = QuartTrio("contivd")
     app.url_map.strict_slashes = False
@@ -361,10 +371,6 @@ def create_app(ctx: ApiContext) -> OpsEndpoints:
     for route in ROUTES:
         register(route)
 
-    from ..status.routes import register_status_routes  # imported late: it builds on this module
-
-    register_status_routes(app, ctx, dispatcher)
-
     @app.errorhandler(404)
     async def not_found(_: Exception) -> Response:
         status, headers, body = _answer({"error": f"no route {request.method} {request.path}"}, 404)
@@ -375,7 +381,7 @@ def create_app(ctx: ApiContext) -> OpsEndpoints:
         status, headers, body = _answer({"error": f"method {request.method} not allowed on {request.path}"}, 405)
         return Response(body, status=status, headers=headers)
 
-    return OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, authorized)
+    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, authorized), app, dispatcher)
 
 
 def _no_leader(detail: str = "no leader is known yet (election in progress or no quorum)") -> Exception:

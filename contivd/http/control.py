@@ -17,12 +17,12 @@ import trio
 
 from raftstore import Store, UnavailableError
 
-from ..api import auth
-from ..api.forwarder import ForwardingClient
 from ..model import ConflictError, ModelError, NotFoundError, ValidationError
 from ..netmaster.control import Committed, ControlPlane, CreateEndpoint, DeleteEndpoint, LocalControlPlane, UpdateEndpoint
 from ..nodes import leader_api_url
 from ..state import EndpointState
+from . import auth
+from .forwarder import ForwardingClient
 
 log = logging.getLogger("contivd.control")
 TYPED_ERRORS_HEADER = "X-Contivd-Errors"  # "typed": JSON errors with their 4xx status even under --contiv-error-compat

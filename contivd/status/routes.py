@@ -27,10 +27,10 @@ from quart_trio import QuartTrio
 
 from raftstore import StoreError
 
-from ..api import auth
 from ..api.app import ApiContext, Dispatcher, Incoming
-from ..api.errors import UnauthorizedError, answer_for
-from ..api.forwarder import ForwardingClient
+from ..http import auth
+from ..http.errors import UnauthorizedError, answer_for
+from ..http.forwarder import ForwardingClient
 from ..nodes import registered_nodes
 from ..state import keys as layout
 from .snapshot import cluster_model, node_report, store_model

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python3 docs/img/make_screenshots.py [--endpoints N] [--datapath]
 
-Starts three `contivd run` nodes with contivd.testing, creates a few networks, groups,
+Starts three `contivd run` nodes with tests/support/contivd_nodes.py, creates a few networks, groups,
 policies and endpoints through the API, opens the page in Debian's chromium through Playwright
 and saves full-page and per-section screenshots next to this file. With `--datapath` (root,
 Open vSwitch installed) everything runs inside a fresh network namespace and node0 runs the
@@ -20,11 +20,13 @@ import tempfile
 import uuid
 from pathlib import Path
 
-import httpx
-from playwright.sync_api import sync_playwright
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: tests.support
 
-from contivd.testing import CHROMIUM, CHROMIUM_ARGS, ContivdCluster, ContivdProcess
-from raftstore.testing import free_ports, wait_for
+import httpx  # noqa: E402
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS, ContivdCluster, ContivdProcess  # noqa: E402
+from tests.support.waiting import free_ports, wait_for  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

@@ -13,7 +13,7 @@ from contivd.netmaster.service import Netmaster
 from contivd.nodes import NodeInfo
 from openflow import desired, flow_text, group_text
 from raftstore import StoreConfig, open_store
-from raftstore.testing import free_ports
+from tests.support.waiting import free_ports
 
 NODES = [
     NodeInfo("node-a", "127.0.0.1:1", "http://127.0.0.1:2", "198.19.0.1", "198.19.0.1", False, "t"),

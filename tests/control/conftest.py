@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from contivd.testing import ContivdCluster, ContivdProcess, running_cluster
+from tests.support.contivd_nodes import ContivdCluster, ContivdProcess, running_cluster
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from contivd.testing import ContivdCluster, ContivdProcess
+from tests.support.contivd_nodes import ContivdCluster, ContivdProcess
 
 pytestmark = pytest.mark.cluster
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from contivd.api import auth
 from contivd.api.routes import ROUTES
-from contivd.testing import SECRET, ContivdProcess
+from contivd.http import auth
+from tests.support.contivd_nodes import SECRET, ContivdProcess
 
 NET = {"tenantName": "default", "networkName": "net1", "encap": "vxlan", "subnet": "198.18.1.0/24", "gateway": "198.18.1.254"}
 
@@ -153,7 +153,7 @@ def test_bad_credentials_get_401_and_never_write(node: ContivdProcess) -> None:
 
 
 def test_sigterm_shuts_down_cleanly(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from contivd.testing import ContivdCluster
+    from tests.support.contivd_nodes import ContivdCluster
 
     cluster = ContivdCluster(tmp_path, 1)
     try:
@@ -189,7 +189,7 @@ def test_service_lb_vip_and_providers_follow_endpoint_labels(node: ContivdProces
 
 
 def test_contiv_error_compat_answers_500_text(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from contivd.testing import ContivdCluster
+    from tests.support.contivd_nodes import ContivdCluster
 
     cluster = ContivdCluster(tmp_path, 1)
     cluster.nodes[0].extra = ("--contiv-error-compat",)

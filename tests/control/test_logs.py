@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from contivd import logs
-from contivd.testing import ContivdProcess
-from raftstore.testing import free_ports, wait_for
+from tests.support.contivd_nodes import ContivdProcess
+from tests.support.waiting import free_ports, wait_for
 
 SECRET = "s3cret-that-must-not-leak"
 

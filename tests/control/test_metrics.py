@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from contivd.testing import SECRET, ContivdProcess
+from tests.support.contivd_nodes import SECRET, ContivdProcess
 
 
 def scrape(node: ContivdProcess, **kwargs: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -98,7 +98,7 @@ def test_readyz_is_503_with_the_failing_checks_when_the_store_has_no_leader(clus
         answer = survivor.get("/readyz")
         return answer if answer.status_code == 503 else None
 
-    from raftstore.testing import wait_for
+    from tests.support.waiting import wait_for
 
     answer = wait_for(not_ready, 30, "/readyz to report the lost quorum", interval=0.2)
     assert "store_leader" in answer.json()["failing"] and answer.json()["ready"] is False

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from raftstore.testing import free_ports
+from tests.support.waiting import free_ports
 
 pytestmark = pytest.mark.systemd
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from contivd.cli import cli
-from contivd.testing import ContivdProcess, running_cluster
+from tests.support.contivd_nodes import ContivdProcess, running_cluster
 
 NO_CTL_ENV: Mapping[str, str | None] = {"CONTIVD_SERVER": None, "CONTIVD_TOKEN": None}
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from contivd import __version__
-from contivd.testing import SECRET, ContivdProcess
-from raftstore.testing import free_ports
+from tests.support.contivd_nodes import SECRET, ContivdProcess
+from tests.support.waiting import free_ports
 
 from .conftest import Ctl, invoke
 

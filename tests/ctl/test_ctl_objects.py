@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from contivd.testing import ContivdProcess
+from tests.support.contivd_nodes import ContivdProcess
 
 from .conftest import Ctl
 

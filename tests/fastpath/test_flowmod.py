@@ -24,8 +24,8 @@ from fastpath import (
     port_range_masks,
     split_messages,
 )
-from fastpath import testing as osken
 from tests.fastpath.helpers import PY, C, outcome
+from tests.support import osken_oracle as osken
 
 T = TypeVar("T")
 U16, U32, U64 = 0xFFFF, 0xFFFFFFFF, (1 << 64) - 1

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from contivd import __version__
-from raftstore.testing import free_ports, wait_for
+from tests.support.waiting import free_ports, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from raftstore.testing import Cluster
+from tests.support.raft_processes import Cluster
 
 
 @pytest.fixture

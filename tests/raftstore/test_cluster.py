@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from raftstore.testing import SECRET, Cluster, RemoteError, StoreProcess, free_ports, wait_for
+from tests.support.raft_processes import SECRET, Cluster, RemoteError, StoreProcess
+from tests.support.waiting import free_ports, wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -20,7 +20,7 @@ from raftstore import (
     absent,
     open_store,
 )
-from raftstore.testing import free_ports
+from tests.support.waiting import free_ports
 
 
 def config(tmp_path: Path, **kwargs: object) -> StoreConfig:

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from contivd.testing import ContivdProcess, running_cluster
+from tests.support.contivd_nodes import ContivdProcess, running_cluster
 
 
 @pytest.fixture(scope="module")

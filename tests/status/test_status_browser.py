@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from contivd.testing import CHROMIUM, CHROMIUM_ARGS, ContivdProcess
+from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS, ContivdProcess
 
 MARKUP = "<img src=x onerror=alert(1)>"
 

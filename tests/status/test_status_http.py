@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from contivd.testing import SECRET, ContivdProcess, running_cluster
-from raftstore.testing import wait_for
+from tests.support.contivd_nodes import SECRET, ContivdProcess, running_cluster
+from tests.support.waiting import wait_for
 
 from .conftest import EventStream
 

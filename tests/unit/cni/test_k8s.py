@@ -13,8 +13,8 @@ import pytest
 
 from cni.protocol import CniError
 from contivd.cni_server.k8s import pod_labels
-from raftstore.testing import free_ports
 from tests.cni.fake_kube import kubeconfig
+from tests.support.waiting import free_ports
 
 pytest.importorskip("kubernetes")
 ROOT = Path(__file__).resolve().parents[3]

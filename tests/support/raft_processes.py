@@ -7,51 +7,23 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-T = TypeVar("T")
+from tests.support.waiting import TransientError, free_ports, wait_for
 
 SECRET = "test-cluster-secret"
 
 
-def free_ports(count: int) -> list[int]:
-    """Loopback ports the kernel just handed out (bound and released together)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+class RemoteError(TransientError):
+    """A member answered `ok: false`; `wait_for` retries through it (an election in progress)."""
 
-
-class RemoteError(Exception):
     def __init__(self, error: str, message: str):
         super().__init__(f"{error}: {message}")
         self.error = error
-
-
-def wait_for(predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05) -> T:
-    """Poll `predicate` until it returns something truthy; fail the test after `timeout`."""
-    deadline = time.monotonic() + timeout
-    last_exc: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except (RemoteError, TimeoutError) as exc:
-            last_exc = exc
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last error: {last_exc})")
 
 
 class StoreProcess:

@@ -5,7 +5,7 @@ Builds, for a :class:`~fastpath.flowmod.FlowSpec`, the os-ken
 for the same flow, following the mapping in fastpath.flowmod's docstring.
 Serialising them gives the bytes fastpath must reproduce exactly.
 
-Imports os-ken (a test extra), so production code must not import this.
+Lives under tests/ because nothing shipped needs it: only the parity tests and the benchmark.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Test and benchmark harness: `contivd run` nodes as real processes on loopback."""
+"""Test and benchmark harness: `contivd run` nodes as real processes on loopback (and the Chromium the browser tests drive)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from raftstore.testing import free_ports, wait_for
+from tests.support.waiting import free_ports, wait_for
 
 SECRET = "test-cluster-secret"
 

@@ -106,8 +106,8 @@ def all_owners(tables: Tables, inputs: NodeInputs) -> Iterator[tuple[Owner, Buil
     fabric = inputs.fabric
     ports = [p for p in inputs.local_ports if p.network.encap == inputs.encap]
     remotes = [r for r in inputs.remote_endpoints if r.network.encap == inputs.encap]
-    unique_ids("local port", (p.endpoint_id for p in ports))
-    unique_ids("remote endpoint", (r.endpoint_id for r in remotes))
+    unique_ids("local port", (p.endpoint_id for p in inputs.local_ports))
+    unique_ids("remote endpoint", (r.endpoint_id for r in inputs.remote_endpoints))
     unique_ids("policy rule", (r.rule_id for r in inputs.rules))
     unique_ids("service", (s.service_id for s in inputs.services))
     yield PIPELINE, build_pipeline(tables, inputs.round)

@@ -623,12 +623,17 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+def match_items(match: Any) -> tuple[tuple[str, Any], ...]:
+    """An os-ken OFPMatch as FlowRecord.match holds it: items sorted by field name, values frozen."""
+    return tuple(sorted((k, _freeze(v)) for k, v in match.items()))
+
+
 def _flow_record(stats: Any) -> FlowRecord:
     return FlowRecord(
         table=int(stats.table_id),
         priority=int(stats.priority),
         cookie=int(stats.cookie),
-        match=tuple(sorted((k, _freeze(v)) for k, v in stats.match.items())),
+        match=match_items(stats.match),
         instructions=_instructions(stats.instructions),
         packet_count=int(stats.packet_count),
         byte_count=int(stats.byte_count),

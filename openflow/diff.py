@@ -16,26 +16,12 @@ add everything under the new round, then delete by cookie with
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from openflow.desired import Desired
 from openflow.fields import ROUND_MASK, ROUND_SHIFT
 from openflow.flow import Flow, Group
+from openflow.plan import Desired, Plan
 
-
-@dataclass(frozen=True)
-class Plan:
-    """Ordered update: add_groups, modify_groups, add_flows, delete_flows, delete_groups."""
-
-    add_groups: tuple[Group, ...] = ()
-    modify_groups: tuple[Group, ...] = ()
-    add_flows: tuple[Flow, ...] = ()
-    delete_flows: tuple[Flow, ...] = ()
-    delete_groups: tuple[Group, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not (self.add_groups or self.modify_groups or self.add_flows or self.delete_flows or self.delete_groups)
+__all__ = ["Plan", "diff", "round_sweep"]
 
 
 def diff(want: Desired, flows: Iterable[Flow] = (), groups: Iterable[Group] = ()) -> Plan:

@@ -26,6 +26,7 @@ from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 import fastpath
 from fastpath import format_ipv4
+from openflow._ofp import match_items
 from openflow.flow import (
     IP_TCP,
     SET_FIELDS,
@@ -110,6 +111,11 @@ def _match(flow: Flow) -> parser.OFPMatch:
             value |= _VID_PRESENT
         kwargs[key] = (fmt(value) if fmt else value) if mask is None else ((fmt(value), fmt(mask)) if fmt else (value, mask))
     return parser.OFPMatch(**kwargs)
+
+
+def record_match(flow: Flow) -> tuple[tuple[str, Any], ...]:
+    """``flow``'s match in the form a dumped :class:`~openflow.FlowRecord` carries it."""
+    return match_items(_match(flow))
 
 
 def _set_field(action: SetField) -> Any:

@@ -13,6 +13,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from openflow.flow import IP_TCP, IP_UDP
@@ -272,6 +273,28 @@ class ServiceSpec:
 
 
 @dataclass(frozen=True)
+class Fabric:
+    """The bridge-wide part of NodeInputs that networks' and remote endpoints' flows depend on.
+
+    A change here (encapsulation, tunnel ports, uplinks, cookie round) touches flows of every
+    network, so the incremental engine rebuilds everything when it changes.
+    """
+
+    encap: Encap
+    tunnels: tuple[TunnelPort, ...] = ()
+    uplinks: tuple[int, ...] = ()
+    round: int = 0
+
+    @cached_property
+    def _tunnel_by_vtep(self) -> dict[int, TunnelPort]:
+        return {t.remote_ip: t for t in sorted(self.tunnels, reverse=True)}  # the lowest port wins
+
+    def tunnel_to(self, vtep: int) -> TunnelPort | None:
+        """The tunnel port towards ``vtep``; None until that port exists (flows wait for it)."""
+        return self._tunnel_by_vtep.get(vtep)
+
+
+@dataclass(frozen=True)
 class NodeInputs:
     """Everything one bridge's flows depend on.  ``round`` goes into every cookie."""
 
@@ -284,6 +307,10 @@ class NodeInputs:
     rules: tuple[PolicyRuleSpec, ...] = ()
     services: tuple[ServiceSpec, ...] = ()
     round: int = 0
+
+    @cached_property
+    def fabric(self) -> Fabric:
+        return Fabric(self.encap, self.tunnels, self.uplinks, self.round)
 
     def ports(self) -> tuple[LocalPort, ...]:
         """Local ports on this bridge (networks of its encap), sorted."""
@@ -300,7 +327,3 @@ class NodeInputs:
     def networks(self) -> tuple[NetworkRef, ...]:
         """Networks of this bridge's encap with at least one local port, sorted."""
         return tuple(sorted({p.network for p in self.ports()}))
-
-    def tunnel_to(self, vtep: int) -> TunnelPort | None:
-        """The tunnel port towards ``vtep``; None until that port exists (flows wait for it)."""
-        return next((t for t in sorted(self.tunnels) if t.remote_ip == vtep), None)

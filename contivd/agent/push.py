@@ -1,24 +1,31 @@
-"""Keeps one switch's flows and groups equal to the desired set.
+"""Keeps one switch's flows and groups equal to the bridge's inputs, sending only what changed.
 
 After every (re)connect the first push is a full one under a fresh cookie round (one above
 any round found on the switch): everything desired is added (an ADD replaces a same-match
 flow atomically, so traffic keeps flowing), then flows of older rounds are swept by cookie.
-Later pushes apply `openflow.diff` against what this pusher last installed.
+Later pushes send the plan of `openflow.incremental.FlowState.update`: the flows and groups
+of the owners that changed (an endpoint, its network's flood groups, a rule, a service),
+flows in one atomic bundle, groups added before it and deleted after it.  A push that fails
+part-way leaves the switch's state unknown, so the next push is a full one under a new round
+(and sweeps this one).  The pusher owns the round: the inputs' own round is replaced by it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections import Counter
 from dataclasses import dataclass
 
 import fastpath
-from openflow import Desired, GroupCommand, SwitchConnection, SwitchError, diff, encode_groups
+from openflow import GroupCommand, NodeInputs, SwitchConnection, SwitchError, encode_groups
 from openflow.diff import Plan, round_sweep
 from openflow.encode import encode_delete_cookie, encode_flow_bundle
 from openflow.fields import ROUND_MASK, round_of
+from openflow.incremental import Drift, FlowState
 
 log = logging.getLogger("contivd.agent")
+
+_MAX_ROUND = 0xFFFF
 
 
 @dataclass(frozen=True)
@@ -26,71 +33,125 @@ class PushStatistics:
     round: int
     pushes: int
     full_pushes: int
+    """Pushes that rebuilt everything: after a (re)connect or a failed push, or when tunnels/uplinks changed."""
+    incremental_pushes: int
     flows: int
     groups: int
+    last_flow_mods: int
+    """FLOW_MODs the last push sent (bundled adds and deletes, round sweeps)."""
+    flow_mods: int
+    last_group_mods: int
+    group_mods: int
+
+
+@dataclass(frozen=True)
+class Audit:
+    """Drift of what the pusher holds: against the inputs recomputed from scratch, and against the switch."""
+
+    held: Drift
+    switch: Drift | None
+    """None when no switch is connected or nothing was pushed to it yet."""
 
 
 class Pusher:
     def __init__(self) -> None:
         self.connection: SwitchConnection | None = None
         self.round = 0
-        self._installed: Desired | None = None
+        self._state = FlowState()
         self._old_rounds: set[int] = set()
         self._pushes = self._full = 0
+        self._last_flow_mods = self._flow_mods = self._last_group_mods = self._group_mods = 0
 
     async def attach(self, connection: SwitchConnection) -> int:
         """A switch (re)connected: learn its rounds; the next push is a full one. Returns the new round."""
         records = await connection.dump_flows()
         self._old_rounds = {round_of(r.cookie) for r in records if r.cookie & ROUND_MASK}
-        self.round = max(self._old_rounds, default=0) % 0xFFFF + 1
-        self.connection, self._installed = connection, None
+        self.round = max(self._old_rounds, default=0) % _MAX_ROUND + 1
+        self.connection = connection
+        self._state.reset()
         return self.round
 
     @property
     def needs_full_push(self) -> bool:
-        return self._installed is None
+        return self._state.needs_full_update
 
-    async def push(self, want: Desired) -> None:
-        """Make the switch hold `want`; raises OpenFlowError (the caller retries later)."""
+    async def push(self, inputs: NodeInputs) -> None:
+        """Make the switch hold what ``inputs`` want; raises OpenFlowError (the caller retries later)
+        or PipelineError (inputs that collide: nothing is sent and nothing changes)."""
         connection = self.connection
         if connection is None:
             return
-        full = self._installed is None
-        plan = diff(want) if full else diff(want, self._installed.flows, self._installed.groups)  # type: ignore[union-attr]
-        if not plan.empty:
-            await self._apply(connection, plan, full)
-        if full:
-            for old in sorted(self._old_rounds - {self.round}):
-                cookie, mask = round_sweep(old)
-                await connection.send_flow_mods(encode_delete_cookie(cookie, mask))
-            self._old_rounds = {self.round}
-            self._full += 1
-        self._installed = want
+        sweep = self._state.needs_full_update
+        plan = self._state.update(self._own_round(inputs))
+        try:
+            flow_mods, group_mods = await self._apply(connection, plan, sweep)
+            if sweep:
+                for old in sorted(self._old_rounds - {self.round}):
+                    cookie, mask = round_sweep(old)
+                    await connection.send_flow_mods(encode_delete_cookie(cookie, mask))
+                    flow_mods += 1
+                self._old_rounds = {self.round}
+        except BaseException:  # the switch holds part of the plan: start over under a new round
+            self._old_rounds.add(self.round)
+            self.round = self.round % _MAX_ROUND + 1
+            self._state.reset()
+            raise
         self._pushes += 1
+        self._full += self._state.last_update_full
+        self._last_flow_mods, self._last_group_mods = flow_mods, group_mods
+        self._flow_mods += flow_mods
+        self._group_mods += group_mods
 
-    async def _apply(self, connection: SwitchConnection, plan: Plan, full: bool) -> None:
+    def _own_round(self, inputs: NodeInputs) -> NodeInputs:
+        return inputs if inputs.round == self.round else dataclasses.replace(inputs, round=self.round)
+
+    async def _apply(self, connection: SwitchConnection, plan: Plan, full: bool) -> tuple[int, int]:
+        """Send ``plan``; (flow-mods, group-mods) sent."""
+        group_mods = 0
         for group in plan.add_groups:  # after a restart the group may exist already: then modify it
+            group_mods += 1
             try:
                 await connection.send_flow_mods(encode_groups([group], GroupCommand.ADD))
             except SwitchError:
                 if not full:
                     raise
+                group_mods += 1
                 await connection.send_flow_mods(encode_groups([group], GroupCommand.MODIFY))
         if plan.modify_groups:
+            group_mods += len(plan.modify_groups)
             await connection.send_flow_mods(encode_groups(plan.modify_groups, GroupCommand.MODIFY))
-        if plan.add_flows or plan.delete_flows:  # one atomic bundle: no moment with half a change
+        flow_mods = len(plan.add_flows) + len(plan.delete_flows)
+        if flow_mods:  # one atomic bundle: no moment with half a change
             changes = ((fastpath.Command.ADD, plan.add_flows), (fastpath.Command.DELETE_STRICT, plan.delete_flows))
             await connection.send_bundle(encode_flow_bundle(changes))
         if plan.delete_groups:
+            group_mods += len(plan.delete_groups)
             await connection.send_flow_mods(encode_groups(plan.delete_groups, GroupCommand.DELETE))
+        return flow_mods, group_mods
+
+    async def audit(self, inputs: NodeInputs) -> Audit:
+        """Drift of what was pushed from ``inputs`` recomputed from scratch (pure), and from the
+        switch's own flows (one flow dump; call it between pushes, from the task that pushes)."""
+        held = self._state.audit(self._own_round(inputs))
+        connection = self.connection
+        if connection is None or connection.closed or self._state.needs_full_update:
+            return Audit(held, None)
+        return Audit(held, self._state.switch_drift(await connection.dump_flows()))
 
     def flows_per_table(self) -> dict[int, int]:
         """How many installed flows each table id holds (metrics)."""
-        installed = self._installed
-        return dict(Counter(flow.table for flow in installed.flows)) if installed else {}
+        return self._state.flows_per_table()
 
     def statistics(self) -> PushStatistics:
-        installed = self._installed
         return PushStatistics(
-            self.round, self._pushes, self._full, len(installed.flows) if installed else 0, len(installed.groups) if installed else 0
+            round=self.round,
+            pushes=self._pushes,
+            full_pushes=self._full,
+            incremental_pushes=self._pushes - self._full,
+            flows=self._state.flow_count,
+            groups=self._state.group_count,
+            last_flow_mods=self._last_flow_mods,
+            flow_mods=self._flow_mods,
+            last_group_mods=self._last_group_mods,
+            group_mods=self._group_mods,
         )

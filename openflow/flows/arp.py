@@ -21,7 +21,7 @@ from openflow.flow import (
     Output,
     SetField,
 )
-from openflow.inputs import NodeInputs, vip_mac
+from openflow.inputs import LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, vip_mac
 from openflow.pipeline import Table, Tables
 
 ARP_REQUEST = 1
@@ -47,14 +47,19 @@ def reply_flow(table: Table, ip: int, mac: int, *, network: int | None, cookie_:
     return table.flow(REPLY_PRIORITY, match, cookie=cookie_, actions=actions)
 
 
+def endpoint_flows(tables: Tables, ep: LocalPort | RemoteEndpoint, round_: int) -> list[Flow]:
+    key = cookie(Category.ARP, ep.endpoint_id, round_)
+    return [reply_flow(tables["arp_responder"], ep.ip, ep.mac, network=ep.network.tag, cookie_=key)]
+
+
+def network_flows(tables: Tables, net: NetworkRef, round_: int) -> list[Flow]:
+    """The answer for the network's gateway, when it has one."""
+    if not net.gateway:
+        return []
+    key = cookie(Category.ARP, f"gateway:{net.net_id}", round_)
+    return [reply_flow(tables["arp_responder"], net.gateway, vip_mac(net.gateway), network=net.tag, cookie_=key)]
+
+
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
-    table = tables["arp_responder"]
-    endpoints = [
-        reply_flow(table, ep.ip, ep.mac, network=ep.network.tag, cookie_=cookie(Category.ARP, ep.endpoint_id, inputs.round)) for ep in inputs.known()
-    ]
-    gateways = [
-        reply_flow(table, net.gateway, vip_mac(net.gateway), network=net.tag, cookie_=cookie(Category.ARP, f"gateway:{net.net_id}", inputs.round))
-        for net in inputs.networks()
-        if net.gateway
-    ]
-    return sorted(endpoints + gateways)
+    endpoints = [f for ep in inputs.known() for f in endpoint_flows(tables, ep, inputs.round)]
+    return sorted(endpoints + [f for net in inputs.networks() for f in network_flows(tables, net, inputs.round)])

@@ -10,6 +10,10 @@ from openflow.pipeline import Tables
 MISS_PRIORITY = 0
 
 
-def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
+def pipeline_flows(tables: Tables, round_: int) -> list[Flow]:
     """One priority-0 flow per table; every table has one so no packet reaches OVS's implicit miss."""
-    return sorted(t.flow(MISS_PRIORITY, {}, cookie=cookie(Category.PIPELINE, t.name, inputs.round), goto=t.spec.miss) for t in tables.values())
+    return [t.flow(MISS_PRIORITY, {}, cookie=cookie(Category.PIPELINE, t.name, round_), goto=t.spec.miss) for t in tables.values()]
+
+
+def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
+    return sorted(pipeline_flows(tables, inputs.round))

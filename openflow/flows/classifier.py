@@ -9,44 +9,43 @@ from __future__ import annotations
 
 from openflow.fields import Category, cookie, meta
 from openflow.flow import Flow, PopVlan
-from openflow.inputs import NodeInputs
+from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs
 from openflow.pipeline import Tables
 
 PORT_PRIORITY = 100
 
 
-def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
-    table = tables["classifier"]
-    out = [
-        table.flow(
+def port_flows(tables: Tables, port: LocalPort, round_: int) -> list[Flow]:
+    return [
+        tables["classifier"].flow(
             PORT_PRIORITY,
-            {"in_port": p.ofport},
-            cookie=cookie(Category.CLASSIFIER, p.endpoint_id, inputs.round),
-            write_metadata=meta(NETWORK=p.network.tag, SRC_EPG=p.epg, REMOTE=0),
+            {"in_port": port.ofport},
+            cookie=cookie(Category.CLASSIFIER, port.endpoint_id, round_),
+            write_metadata=meta(NETWORK=port.network.tag, SRC_EPG=port.epg, REMOTE=0),
             goto="spoof_guard",
         )
-        for p in inputs.ports()
     ]
-    for net in inputs.networks():
-        key = cookie(Category.CLASSIFIER, net.net_id, inputs.round)
-        remote = meta(NETWORK=net.tag, SRC_EPG=0, REMOTE=1)
-        if inputs.encap == "vxlan":
-            out += [
-                table.flow(
-                    PORT_PRIORITY,
-                    {"in_port": t.ofport, "tun_id": net.vni},
-                    cookie=key,
-                    write_metadata=remote,
-                    goto="conntrack",
-                )
-                for t in inputs.tunnels
-            ]
-        else:
-            out += [
-                table.flow(
-                    PORT_PRIORITY, {"in_port": u, "vlan_vid": net.vlan}, cookie=key,
-                    actions=(PopVlan(),), write_metadata=remote, goto="conntrack",
-                )
-                for u in inputs.uplinks
-            ]  # fmt: skip
-    return sorted(out)
+
+
+def network_flows(tables: Tables, net: NetworkRef, fabric: Fabric) -> list[Flow]:
+    """What arrives for ``net`` from other nodes: from each tunnel with its VNI, or from each uplink with its VLAN."""
+    table = tables["classifier"]
+    key = cookie(Category.CLASSIFIER, net.net_id, fabric.round)
+    remote = meta(NETWORK=net.tag, SRC_EPG=0, REMOTE=1)
+    if fabric.encap == "vxlan":
+        return [
+            table.flow(PORT_PRIORITY, {"in_port": t.ofport, "tun_id": net.vni}, cookie=key, write_metadata=remote, goto="conntrack")
+            for t in fabric.tunnels
+        ]
+    return [
+        table.flow(
+            PORT_PRIORITY, {"in_port": u, "vlan_vid": net.vlan}, cookie=key,
+            actions=(PopVlan(),), write_metadata=remote, goto="conntrack",
+        )
+        for u in fabric.uplinks
+    ]  # fmt: skip
+
+
+def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
+    ports = [f for p in inputs.ports() for f in port_flows(tables, p, inputs.round)]
+    return sorted(ports + [f for net in inputs.networks() for f in network_flows(tables, net, inputs.fabric)])

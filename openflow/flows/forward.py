@@ -11,6 +11,8 @@ active one; bonding is left to OVS.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from openflow.fields import Category, cookie, group_id, meta
 from openflow.flow import (
     Action,
@@ -23,7 +25,7 @@ from openflow.flow import (
     PushVlan,
     SetField,
 )
-from openflow.inputs import NetworkRef, NodeInputs
+from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, RemoteEndpoint
 from openflow.pipeline import Tables
 
 UNICAST_PRIORITY = 100
@@ -31,61 +33,69 @@ FLOOD_PRIORITY = 10
 MULTICAST = (0x010000000000, 0x010000000000)
 
 
-def _to_remote(inputs: NodeInputs, net: NetworkRef, vtep: int) -> tuple[Action, ...] | None:
+def _to_remote(fabric: Fabric, net: NetworkRef, vtep: int) -> tuple[Action, ...] | None:
     """Actions that send a frame of ``net`` to another node (None: no way there yet)."""
-    if inputs.encap == "vxlan":
-        tunnel = inputs.tunnel_to(vtep)
+    if fabric.encap == "vxlan":
+        tunnel = fabric.tunnel_to(vtep)
         return None if tunnel is None else (SetField("tun_id", net.vni), Output(tunnel.ofport))
-    if not inputs.uplinks:
+    if not fabric.uplinks:
         return None
-    return (PushVlan(), SetField("vlan_vid", net.vlan), Output(min(inputs.uplinks)))
+    return (PushVlan(), SetField("vlan_vid", net.vlan), Output(min(fabric.uplinks)))
 
 
 def _flood_ids(net: NetworkRef) -> tuple[int, int]:
     return group_id(Category.FLOOD, f"all:{net.net_id}"), group_id(Category.FLOOD, f"local:{net.net_id}")
 
 
-def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
-    table = tables["forward"]
-    out = [
-        table.flow(
+def port_flows(tables: Tables, port: LocalPort, round_: int) -> list[Flow]:
+    return [
+        tables["forward"].flow(
             UNICAST_PRIORITY,
-            {"metadata": meta(NETWORK=p.network.tag), "eth_dst": p.mac},
-            cookie=cookie(Category.FORWARD, p.endpoint_id, inputs.round),
-            actions=(Output(p.ofport),),
+            {"metadata": meta(NETWORK=port.network.tag), "eth_dst": port.mac},
+            cookie=cookie(Category.FORWARD, port.endpoint_id, round_),
+            actions=(Output(port.ofport),),
         )
-        for p in inputs.ports()
     ]
-    for r in inputs.remotes():
-        actions = _to_remote(inputs, r.network, r.vtep)
-        if actions is not None:
-            match: dict[str, MatchValue] = {"metadata": meta(NETWORK=r.network.tag, REMOTE=0), "eth_dst": r.mac}
-            out.append(
-                table.flow(
-                    UNICAST_PRIORITY,
-                    match,
-                    cookie=cookie(Category.FORWARD, r.endpoint_id, inputs.round),
-                    actions=actions,
-                )
-            )
-    for net in inputs.networks():
-        key = cookie(Category.FLOOD, net.net_id, inputs.round)
-        for remote, gid in zip((0, 1), _flood_ids(net), strict=True):
-            flood: dict[str, MatchValue] = {"metadata": meta(NETWORK=net.tag, REMOTE=remote), "eth_dst": MULTICAST}
-            out.append(table.flow(FLOOD_PRIORITY, flood, cookie=key, actions=(GroupAction(gid),)))
+
+
+def remote_flows(tables: Tables, remote: RemoteEndpoint, fabric: Fabric) -> list[Flow]:
+    actions = _to_remote(fabric, remote.network, remote.vtep)
+    if actions is None:
+        return []
+    match: dict[str, MatchValue] = {"metadata": meta(NETWORK=remote.network.tag, REMOTE=0), "eth_dst": remote.mac}
+    return [tables["forward"].flow(UNICAST_PRIORITY, match, cookie=cookie(Category.FORWARD, remote.endpoint_id, fabric.round), actions=actions)]
+
+
+def network_flows(tables: Tables, net: NetworkRef, round_: int) -> list[Flow]:
+    """Broadcast and multicast of ``net`` to its two flood groups (local-origin, remote-origin)."""
+    key = cookie(Category.FLOOD, net.net_id, round_)
+    out = []
+    for remote, gid in zip((0, 1), _flood_ids(net), strict=True):
+        flood: dict[str, MatchValue] = {"metadata": meta(NETWORK=net.tag, REMOTE=remote), "eth_dst": MULTICAST}
+        out.append(tables["forward"].flow(FLOOD_PRIORITY, flood, cookie=key, actions=(GroupAction(gid),)))
+    return out
+
+
+def network_groups(tables: Tables, net: NetworkRef, ofports: Iterable[int], fabric: Fabric) -> list[Group]:
+    """The two flood groups of ``net``: buckets to its local ``ofports`` (ascending), the "all" one also to other nodes."""
+    local: list[Bucket] = [(Output(port),) for port in sorted(ofports)]
+    if fabric.encap == "vxlan":
+        remote: list[Bucket] = [(SetField("tun_id", net.vni), Output(t.ofport)) for t in sorted(fabric.tunnels)]
+    else:
+        to_uplink = _to_remote(fabric, net, 0)
+        remote = [] if to_uplink is None else [to_uplink]
+    all_id, local_id = _flood_ids(net)
+    table = tables["forward"]
+    return [table.group(all_id, "all", tuple(local + remote)), table.group(local_id, "all", tuple(local))]
+
+
+def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
+    out = [f for p in inputs.ports() for f in port_flows(tables, p, inputs.round)]
+    out += [f for r in inputs.remotes() for f in remote_flows(tables, r, inputs.fabric)]
+    out += [f for net in inputs.networks() for f in network_flows(tables, net, inputs.round)]
     return sorted(out)
 
 
 def groups(tables: Tables, inputs: NodeInputs) -> list[Group]:
-    out = []
-    for net in inputs.networks():
-        local: list[Bucket] = [(Output(p.ofport),) for p in inputs.ports() if p.network == net]
-        if inputs.encap == "vxlan":
-            remote: list[Bucket] = [(SetField("tun_id", net.vni), Output(t.ofport)) for t in sorted(inputs.tunnels)]
-        else:
-            to_uplink = _to_remote(inputs, net, 0)
-            remote = [] if to_uplink is None else [to_uplink]
-        all_id, local_id = _flood_ids(net)
-        table = tables["forward"]
-        out += [table.group(all_id, "all", tuple(local + remote)), table.group(local_id, "all", tuple(local))]
-    return sorted(out)
+    ports = inputs.ports()
+    return sorted(g for net in inputs.networks() for g in network_groups(tables, net, (p.ofport for p in ports if p.network == net), inputs.fabric))

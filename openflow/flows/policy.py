@@ -41,13 +41,17 @@ def rule_flow(table: Table, rule: PolicyRuleSpec, round_: int) -> Flow:
     )
 
 
+def rank(flow: Flow) -> tuple[bool, int, Flow]:
+    """Which of two rule flows with one match is installed: the smaller rank (deny, then smaller cookie)."""
+    return (flow.goto is not None, flow.cookie, flow)
+
+
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
     table = tables["policy"]
     chosen: dict[object, Flow] = {}
     for rule in inputs.rules:
         flow = rule_flow(table, rule, inputs.round)
-        rank = (flow.goto is not None, flow.cookie)  # deny (no goto) first, then smaller cookie
         other = chosen.get(flow.key)
-        if other is None or rank < (other.goto is not None, other.cookie):
+        if other is None or rank(flow) < rank(other):
             chosen[flow.key] = flow
     return sorted(chosen.values())

@@ -10,22 +10,25 @@ from __future__ import annotations
 
 from openflow.fields import Category, cookie
 from openflow.flow import ETH_IPV4, Flow, SetField
-from openflow.inputs import NodeInputs
+from openflow.inputs import LocalPort, NodeInputs
 from openflow.pipeline import Tables
 
 DSCP_PRIORITY = 100
 
 
-def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
-    table = tables["qos"]
-    return sorted(
-        table.flow(
+def port_flows(tables: Tables, port: LocalPort, round_: int) -> list[Flow]:
+    if not port.dscp:
+        return []
+    return [
+        tables["qos"].flow(
             DSCP_PRIORITY,
-            {"eth_type": ETH_IPV4, "in_port": p.ofport},
-            cookie=cookie(Category.QOS, p.endpoint_id, inputs.round),
-            actions=(SetField("ip_dscp", p.dscp),),
+            {"eth_type": ETH_IPV4, "in_port": port.ofport},
+            cookie=cookie(Category.QOS, port.endpoint_id, round_),
+            actions=(SetField("ip_dscp", port.dscp),),
             goto="forward",
         )
-        for p in inputs.ports()
-        if p.dscp
-    )
+    ]
+
+
+def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
+    return sorted(f for p in inputs.ports() for f in port_flows(tables, p, inputs.round))

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from openflow.fields import Category, cookie
 from openflow.flow import ETH_ARP, ETH_IPV4, Flow
-from openflow.inputs import NodeInputs
+from openflow.inputs import LocalPort, NodeInputs
 from openflow.pipeline import Tables
 
 GUARD_PRIORITY = 100
 
 
-def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
+def port_flows(tables: Tables, port: LocalPort, round_: int) -> list[Flow]:
     table = tables["spoof_guard"]
-    out = []
-    for p in inputs.ports():
-        key = cookie(Category.SPOOF_GUARD, p.endpoint_id, inputs.round)
-        ip = {"in_port": p.ofport, "eth_type": ETH_IPV4, "eth_src": p.mac, "ipv4_src": p.ip}
-        arp = {"in_port": p.ofport, "eth_type": ETH_ARP, "eth_src": p.mac, "arp_spa": p.ip, "arp_sha": p.mac}
-        out.append(table.flow(GUARD_PRIORITY, ip, cookie=key, goto="conntrack"))
-        out.append(table.flow(GUARD_PRIORITY, arp, cookie=key, goto="arp_responder"))
-    return sorted(out)
+    key = cookie(Category.SPOOF_GUARD, port.endpoint_id, round_)
+    ip = {"in_port": port.ofport, "eth_type": ETH_IPV4, "eth_src": port.mac, "ipv4_src": port.ip}
+    arp = {"in_port": port.ofport, "eth_type": ETH_ARP, "eth_src": port.mac, "arp_spa": port.ip, "arp_sha": port.mac}
+    return [table.flow(GUARD_PRIORITY, ip, cookie=key, goto="conntrack"), table.flow(GUARD_PRIORITY, arp, cookie=key, goto="arp_responder")]
+
+
+def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
+    return sorted(f for p in inputs.ports() for f in port_flows(tables, p, inputs.round))

@@ -1,0 +1,267 @@
+"""Owners of flows and groups, and the ledger that merges what they build (pure).
+
+Every flow and group of a bridge belongs to exactly one owner, built from that owner's record
+alone (plus the round or the bridge's :class:`Fabric`), never from the whole NodeInputs:
+
+* the pipeline: table-miss flows and the conntrack/service base flows;
+* a local port: classifier, spoof guard, ARP reply, destination EPG, DSCP, unicast forward;
+* a remote endpoint: ARP reply, destination EPG, forward (when its tunnel/uplink exists);
+* a network with local ports on this bridge: tunnel/uplink classifier flows, gateway ARP,
+  flood flows and the two flood groups, whose buckets list the network's local ports;
+* a policy rule: its one flow;
+* a service: VIP ARP reply, VIP flows and one select group per service port.
+
+The :class:`Ledger` records each owner's build and decides which flow is installed for each
+match: rules with the same match resolve by :func:`openflow.flows.policy.rank` (deny, then
+smaller cookie), two other owners with different flows for one match are a PipelineError,
+as are two different groups with one id.  Replacing some owners' builds yields the Plan of
+just the flows and groups that changed, so its cost follows the owners changed, not the
+bridge's size.  docs/pipeline.md ("Owners") describes the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from openflow.flow import Flow, Group, PipelineError
+from openflow.flows import arp, base, classifier, dstepg, forward, policy, qos, service, spoofguard
+from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
+from openflow.pipeline import Tables
+from openflow.plan import Desired, Plan
+
+Owner = tuple[str, str | NetworkRef]
+"""("pipeline", ""), ("port", endpoint id), ("remote", endpoint id), ("network", NetworkRef),
+("rule", rule id) or ("service", service id)."""
+FlowKey = tuple[int, int, tuple[tuple[str, int, int | None], ...]]
+
+PIPELINE: Owner = ("pipeline", "")
+RULE = "rule"
+
+
+@dataclass(frozen=True)
+class Built:
+    """What one owner contributes to the bridge."""
+
+    flows: tuple[Flow, ...] = ()
+    groups: tuple[Group, ...] = ()
+
+
+def build_pipeline(tables: Tables, round_: int) -> Built:
+    return Built((*base.pipeline_flows(tables, round_), *service.pipeline_flows(tables, round_)))
+
+
+def build_port(tables: Tables, port: LocalPort, round_: int) -> Built:
+    return Built(
+        (
+            *classifier.port_flows(tables, port, round_),
+            *spoofguard.port_flows(tables, port, round_),
+            *arp.endpoint_flows(tables, port, round_),
+            *dstepg.endpoint_flows(tables, port, round_),
+            *qos.port_flows(tables, port, round_),
+            *forward.port_flows(tables, port, round_),
+        )
+    )
+
+
+def build_remote(tables: Tables, remote: RemoteEndpoint, fabric: Fabric) -> Built:
+    return Built(
+        (
+            *arp.endpoint_flows(tables, remote, fabric.round),
+            *dstepg.endpoint_flows(tables, remote, fabric.round),
+            *forward.remote_flows(tables, remote, fabric),
+        )
+    )
+
+
+def build_network(tables: Tables, net: NetworkRef, ofports: Iterable[int], fabric: Fabric) -> Built:
+    """``ofports``: the network's local ports on this bridge (its flood buckets)."""
+    flows = (
+        *classifier.network_flows(tables, net, fabric),
+        *arp.network_flows(tables, net, fabric.round),
+        *forward.network_flows(tables, net, fabric.round),
+    )
+    return Built(flows, tuple(forward.network_groups(tables, net, ofports, fabric)))
+
+
+def build_rule(tables: Tables, rule: PolicyRuleSpec, round_: int) -> Built:
+    return Built((policy.rule_flow(tables["policy"], rule, round_),))
+
+
+def build_service(tables: Tables, spec: ServiceSpec, round_: int) -> Built:
+    return Built(tuple(service.service_flows(tables, spec, round_)), tuple(service.service_groups(tables, spec)))
+
+
+def unique_ids(kind: str, ids: Iterable[str]) -> None:
+    """PipelineError naming the first id listed twice (owners are indexed by id)."""
+    seen: set[str] = set()
+    for one in ids:
+        if one in seen:
+            raise PipelineError(f"{kind} {one} is listed twice")
+        seen.add(one)
+
+
+def all_owners(tables: Tables, inputs: NodeInputs) -> Iterator[tuple[Owner, Built]]:
+    """Every owner of ``inputs`` with its build (a full rebuild; the incremental engine builds owners one by one)."""
+    fabric = inputs.fabric
+    ports = [p for p in inputs.local_ports if p.network.encap == inputs.encap]
+    remotes = [r for r in inputs.remote_endpoints if r.network.encap == inputs.encap]
+    unique_ids("local port", (p.endpoint_id for p in inputs.local_ports))
+    unique_ids("remote endpoint", (r.endpoint_id for r in inputs.remote_endpoints))
+    unique_ids("policy rule", (r.rule_id for r in inputs.rules))
+    unique_ids("service", (s.service_id for s in inputs.services))
+    yield PIPELINE, build_pipeline(tables, inputs.round)
+    members: dict[NetworkRef, list[int]] = {}
+    for port in ports:
+        members.setdefault(port.network, []).append(port.ofport)
+        yield ("port", port.endpoint_id), build_port(tables, port, inputs.round)
+    for remote in remotes:
+        yield ("remote", remote.endpoint_id), build_remote(tables, remote, fabric)
+    for net, ofports in members.items():
+        yield ("network", net), build_network(tables, net, ofports, fabric)
+    for rule in inputs.rules:
+        yield (RULE, rule.rule_id), build_rule(tables, rule, inputs.round)
+    for spec in inputs.services:
+        yield ("service", spec.service_id), build_service(tables, spec, inputs.round)
+
+
+def _describe(owner: Owner) -> str:
+    kind, name = owner
+    return f"{kind} {name.net_id if isinstance(name, NetworkRef) else name}".rstrip()
+
+
+def _winner_flow(claims: Mapping[Owner, Flow]) -> Flow:
+    flows = list(claims.values())
+    if len(flows) == 1:
+        return flows[0]
+    if all(owner[0] == RULE for owner in claims):
+        return min(flows, key=policy.rank)
+    if len(set(flows)) == 1:
+        return flows[0]
+    (a_owner, a), (b_owner, b) = sorted(claims.items(), key=lambda item: item[1])[:2]
+    if a == b:
+        b_owner, b = next((o, f) for o, f in claims.items() if f != a)
+    raise PipelineError(f"two flows with one match in table {a.table} priority {a.priority}: {a} ({_describe(a_owner)}) / {b} ({_describe(b_owner)})")
+
+
+def _winner_group(group_id: int, claims: Mapping[Owner, Group]) -> Group:
+    groups = list(claims.values())
+    if len(groups) > 1 and len(set(groups)) > 1:
+        owners = ", ".join(sorted(_describe(o) for o in claims))
+        raise PipelineError(f"group id {group_id:#x} is claimed by two objects ({owners})")
+    return groups[0]
+
+
+class Ledger:
+    """Each owner's build and, per flow match and group id, what is installed (mutable, pure)."""
+
+    def __init__(self) -> None:
+        self.built: dict[Owner, Built] = {}
+        self.flows: dict[FlowKey, Flow] = {}
+        self.groups: dict[int, Group] = {}
+        self._flow_claims: dict[FlowKey, dict[Owner, Flow]] = {}
+        self._group_claims: dict[int, dict[Owner, Group]] = {}
+
+    def desired(self) -> Desired:
+        """What is installed, sorted like :func:`openflow.desired` returns it."""
+        return Desired(tuple(sorted(self.flows.values())), tuple(sorted(self.groups.values())))
+
+    def change(self, rebuilt: Iterable[tuple[Owner, Built | None]]) -> Plan:
+        """Replace the builds of the given owners (None: the owner is gone) and return what changed.
+
+        All or nothing: a PipelineError (a collision) leaves the ledger as it was."""
+        flow_claims: dict[FlowKey, dict[Owner, Flow]] = {}
+        group_claims: dict[int, dict[Owner, Group]] = {}
+        builds: dict[Owner, Built | None] = {}
+
+        def staged_flows(key: FlowKey) -> dict[Owner, Flow]:
+            claims = flow_claims.get(key)
+            if claims is None:
+                claims = flow_claims[key] = dict(self._flow_claims.get(key, ()))
+            return claims
+
+        def staged_groups(gid: int) -> dict[Owner, Group]:
+            claims = group_claims.get(gid)
+            if claims is None:
+                claims = group_claims[gid] = dict(self._group_claims.get(gid, ()))
+            return claims
+
+        for owner, new in rebuilt:
+            old = builds[owner] if owner in builds else self.built.get(owner)
+            builds[owner] = new
+            if old is not None:
+                for flow in old.flows:
+                    staged_flows(flow.key).pop(owner, None)
+                for group in old.groups:
+                    staged_groups(group.group_id).pop(owner, None)
+            if new is not None:
+                for flow in new.flows:
+                    claims = staged_flows(flow.key)
+                    if claims.setdefault(owner, flow) != flow:
+                        raise PipelineError(f"{_describe(owner)} builds two flows with one match: {claims[owner]} / {flow}")
+                for group in new.groups:
+                    if staged_groups(group.group_id).setdefault(owner, group) != group:
+                        raise PipelineError(f"{_describe(owner)} builds group id {group.group_id:#x} twice")
+        winners = self._winners(flow_claims)
+        group_winners = {gid: _winner_group(gid, claims) if claims else None for gid, claims in sorted(group_claims.items())}
+        plan = self._plan(winners, group_winners)
+        self._commit(builds, flow_claims, group_claims, winners, group_winners)
+        return plan
+
+    @staticmethod
+    def _winners(flow_claims: Mapping[FlowKey, Mapping[Owner, Flow]]) -> dict[FlowKey, Flow | None]:
+        """The installed flow of each staged match; on collisions the error names the first match in sort order."""
+        winners: dict[FlowKey, Flow | None] = {}
+        errors: dict[FlowKey, PipelineError] = {}
+        for key, claims in flow_claims.items():
+            try:
+                winners[key] = _winner_flow(claims) if claims else None
+            except PipelineError as error:
+                errors[key] = error
+        if errors:
+            raise errors[min(errors)]
+        return winners
+
+    def _plan(self, winners: Mapping[FlowKey, Flow | None], group_winners: Mapping[int, Group | None]) -> Plan:
+        add_flows = [f for k, f in winners.items() if f is not None and self.flows.get(k) != f]
+        delete_flows = [self.flows[k] for k, f in winners.items() if f is None and k in self.flows]
+        add_groups = [g for i, g in group_winners.items() if g is not None and i not in self.groups]
+        modify_groups = [g for i, g in group_winners.items() if g is not None and i in self.groups and self.groups[i] != g]
+        delete_groups = [self.groups[i] for i, g in group_winners.items() if g is None and i in self.groups]
+        return Plan(
+            add_groups=tuple(add_groups),
+            modify_groups=tuple(modify_groups),
+            add_flows=tuple(sorted(add_flows)),
+            delete_flows=tuple(sorted(delete_flows)),
+            delete_groups=tuple(delete_groups),
+        )
+
+    def _commit(
+        self,
+        builds: Mapping[Owner, Built | None],
+        flow_claims: Mapping[FlowKey, dict[Owner, Flow]],
+        group_claims: Mapping[int, dict[Owner, Group]],
+        winners: Mapping[FlowKey, Flow | None],
+        group_winners: Mapping[int, Group | None],
+    ) -> None:
+        for owner, build in builds.items():
+            if build is None:
+                self.built.pop(owner, None)
+            else:
+                self.built[owner] = build
+        for key, claims in flow_claims.items():
+            flow = winners[key]
+            if flow is None:
+                self._flow_claims.pop(key, None)
+                self.flows.pop(key, None)
+            else:
+                self._flow_claims[key] = claims
+                self.flows[key] = flow
+        for gid, gclaims in group_claims.items():
+            group = group_winners[gid]
+            if group is None:
+                self._group_claims.pop(gid, None)
+                self.groups.pop(gid, None)
+            else:
+                self._group_claims[gid] = gclaims
+                self.groups[gid] = group

@@ -26,12 +26,15 @@ from .agent.service import Agent, AgentSettings, AgentStatistics
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError
+from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .metrics import StoreSummaries, observe_cni
 from .model import ModelError
+from .netmaster.control import LocalControlPlane
 from .netmaster.service import Netmaster
 from .nodes import NodeInfo, keep_registered
 from .sdnotify import Notifier
+from .state import StateCache
 from .status.routes import register_status_routes
 
 log = logging.getLogger("contivd")
@@ -89,6 +92,8 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 agent_url=config.agent_url if config.datapath == "ovs" else "",
             )
             nursery.start_soon(keep_registered, store, info)
+            cache = StateCache(store)  # the typed state every node reader uses
+            await nursery.start(cache.run)
             agent = None
             if config.datapath == "ovs":
                 host, _, port = config.openflow_listen.rpartition(":")
@@ -101,14 +106,15 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     net_mode="vlan" if config.net_mode == "vlan" else "vxlan",
                     vlan_uplinks=config.vlan_uplinks,
                 )
-                agent = Agent(store, settings)
+                agent = Agent(cache, settings)
                 await nursery.start(agent.run)
                 agent_app = create_agent_app(agent, config.cluster_secret)
                 agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
                 log.info("agent API listening on %s", ", ".join(agent_bound))
             context = ApiContext(store, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent)
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
-                cni_server = CniServer(context, agent, config.cni_socket_path, config.kubeconfig, observe=observe_cni)
+                control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
+                cni_server = CniServer(control, cache, agent, config.node_name, config.cni_socket_path, config.kubeconfig, observe=observe_cni)
                 try:
                     await nursery.start(cni_server.run)
                 except SocketInUseError as exc:  # keep serving the pods this node has; the live socket's owner answers CNI

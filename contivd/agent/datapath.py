@@ -12,6 +12,7 @@ import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from openflow import NodeInputs
 from openflow.inputs import Encap
 
 from ..ovs import VLAN_BRIDGE, VXLAN_BRIDGE, BridgeSpec, OvsBridge, PortInfo, PortKind, PortSpec
@@ -74,6 +75,7 @@ class BridgeDatapath:
         self._tunnels: dict[str, int] = {}
         self._uplinks: list[int] = []
         self.last: SyncResult | None = None
+        self.last_inputs: NodeInputs | None = None
 
     @property
     def datapath_id(self) -> int:
@@ -125,6 +127,7 @@ class BridgeDatapath:
             snapshot, {endpoint: port.ofport for endpoint, port in ports.items()}, self._tunnels, self._uplinks, self.pusher.round
         )
         await self.pusher.push(built.inputs)
+        self.last_inputs = built.inputs
         for local in built.inputs.local_ports:  # netprofile bandwidth: OVSDB ingress policing
             port = ports[local.endpoint_id]
             wanted = (local.bandwidth_kbps, local.burst_kb)

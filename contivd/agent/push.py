@@ -92,15 +92,20 @@ class Pusher:
                     flow_mods += 1
                 self._old_rounds = {self.round}
         except BaseException:  # the switch holds part of the plan: start over under a new round
-            self._old_rounds.add(self.round)
-            self.round = self.round % _MAX_ROUND + 1
-            self._state.reset()
+            self.start_new_round()
             raise
         self._pushes += 1
         self._full += self._state.last_update_full
         self._last_flow_mods, self._last_group_mods = flow_mods, group_mods
         self._flow_mods += flow_mods
         self._group_mods += group_mods
+
+    def start_new_round(self) -> None:
+        """Forget what is held: the next push adds everything under a new round and sweeps the
+        current one (after a failed push, or when an audit found the switch drifted)."""
+        self._old_rounds.add(self.round)
+        self.round = self.round % _MAX_ROUND + 1
+        self._state.reset()
 
     def _own_round(self, inputs: NodeInputs) -> NodeInputs:
         return inputs if inputs.round == self.round else dataclasses.replace(inputs, round=self.round)

@@ -12,6 +12,7 @@ stops the daemon.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -84,6 +85,7 @@ class Agent:
         self._changed = trio.Event()
         self._urgent = False  # someone waits for the next sync (wait_programmed)
         self._full = True  # the next sync must be a full one
+        self._audit_due = False
         self._synced = trio.Event()
         self._port_epoch = 0  # bumped by every port added or removed
         self._done = (0, 0)  # (snapshot revision, port epoch) the last successful sync covered
@@ -202,7 +204,7 @@ class Agent:
     async def _audit_timer(self) -> None:
         while True:
             await trio.sleep(AUDIT_SECONDS)
-            self._full = True
+            self._audit_due = True
             self._changed.set()
 
     async def _sync_loop(self) -> None:
@@ -237,7 +239,8 @@ class Agent:
         snapshot = self.cache.catch_up()
         covered = (snapshot.revision, self._port_epoch)
         changes = snapshot.changes_since(self._synced_revision)
-        full = self._full or changes is None or any(change.kind == "node" for change in changes)
+        audit, self._audit_due = self._audit_due, False
+        full = audit or self._full or changes is None or any(change.kind == "node" for change in changes)
         self._full = False
         try:
             results = [await datapath.sync(snapshot, full) for datapath in self.datapaths.values()]
@@ -247,9 +250,10 @@ class Agent:
         self._synced_revision = snapshot.revision
         if full:
             self._full_syncs += 1
-            self._audit()
         else:
             self._incremental_syncs += 1
+        if audit:
+            await self._audit()
         problems = tuple(problem for result in results if result is not None for problem in result.problems)
         if problems != self._problems:
             for problem in problems:
@@ -263,15 +267,21 @@ class Agent:
         )
         return done
 
-    def _audit(self) -> None:
-        """After a full sync: does what each pusher holds equal a from-scratch computation?"""
+    async def _audit(self) -> None:
+        """Does what each bridge holds equal a from-scratch computation, and does the switch hold
+        it? Drift is counted (statistics, /metrics) and repaired by a full push."""
         drift = 0
         for datapath in self.datapaths.values():
-            found = datapath.pusher.audit()
-            if found is not None:
-                drift += found.total
-        if drift:
-            log.warning("agent: audit found %d flows/groups drifted from a full recomputation; they were reprogrammed", drift)
+            if datapath.last_inputs is None:
+                continue
+            found = await datapath.pusher.audit(datapath.last_inputs)
+            counted = sum(dataclasses.astuple(found.held)) + (sum(dataclasses.astuple(found.switch)) if found.switch else 0)
+            if counted:
+                log.warning("agent: audit of %s found %d flows/groups drifted (%s); reprogramming it", datapath.bridge.name, counted, found)
+                datapath.pusher.start_new_round()
+                self._full = True
+                self._changed.set()
+            drift += counted
         self._drift = drift
         self._audits += 1
 

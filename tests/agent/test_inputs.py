@@ -1,5 +1,6 @@
-"""Agent inputs from the state the real netmaster writes (in-process store), through the flow
-builders: the netmaster's JSON and the builders' `from_state` constructors must agree."""
+"""Agent inputs from the state the real netmaster writes (in-process store), through the typed
+state snapshot and the flow builders: the netmaster's JSON, the state records and the agent's
+conversions must agree."""
 
 from __future__ import annotations
 
@@ -8,17 +9,25 @@ from typing import Any
 
 import pytest
 
-from contivd.agent.inputs import node_inputs
+from contivd.agent.inputs import Built, InputsBuilder
 from contivd.netmaster.service import Netmaster
-from contivd.nodes import NodeInfo
+from contivd.state import NodeRecord, StateSnapshot
 from openflow import desired, flow_text, group_text
-from raftstore import StoreConfig, open_store
+from openflow.inputs import Encap
+from raftstore import KeyValue, StoreConfig, open_store
 from tests.support.waiting import free_ports
 
 NODES = [
-    NodeInfo("node-a", "127.0.0.1:1", "http://127.0.0.1:2", "198.19.0.1", "198.19.0.1", False, "t"),
-    NodeInfo("node-b", "127.0.0.1:3", "http://127.0.0.1:4", "198.19.0.2", "198.19.0.2", False, "t"),
+    NodeRecord("node-a", "127.0.0.1:1", "http://127.0.0.1:2", "198.19.0.1", "198.19.0.1", False, "t"),
+    NodeRecord("node-b", "127.0.0.1:3", "http://127.0.0.1:4", "198.19.0.2", "198.19.0.2", False, "t"),
 ]
+
+
+def node_inputs(*, node: str, encap: Encap, states: dict[str, Any], ports: dict[str, int], tunnels: dict[str, int], round: int = 0) -> Built:
+    snapshot = StateSnapshot()
+    snapshot.reset([KeyValue(key, value, 1, 1, 1) for key, value in states.items()], 1)
+    snapshot.nodes.update({n.name: n for n in NODES})
+    return InputsBuilder(node, encap).build(snapshot, ports, tunnels, round=round)
 
 
 async def cluster_state(tmp_path: Path) -> dict[str, Any]:
@@ -79,7 +88,7 @@ async def state(tmp_path: Path) -> dict[str, Any]:
 
 
 async def test_local_and_remote_endpoints_follow_homing_host_and_attached_ports(state: dict[str, Any]) -> None:
-    built = node_inputs(node="node-a", encap="vxlan", states=state, ports={"pods.default-a1": 5}, tunnels={"198.19.0.2": 9}, nodes=NODES, round=1)
+    built = node_inputs(node="node-a", encap="vxlan", states=state, ports={"pods.default-a1": 5}, tunnels={"198.19.0.2": 9}, round=1)
     local = built.inputs.local_ports
     assert [(p.endpoint_id, p.ofport, p.dscp, p.bandwidth_kbps) for p in local] == [("pods.default-a1", 5, 46, 10_000)]
     remote = {r.endpoint_id: r for r in built.inputs.remote_endpoints}
@@ -96,7 +105,6 @@ async def test_the_netmaster_state_compiles_into_flows(state: dict[str, Any]) ->
         states=state,
         ports={"pods.default-a1": 5, "pods.default-a2": 6},
         tunnels={"198.19.0.2": 9},
-        nodes=NODES,
         round=1,
     )
     flows = desired(built.inputs)
@@ -116,5 +124,5 @@ async def test_the_netmaster_state_compiles_into_flows(state: dict[str, Any]) ->
 
 
 async def test_vlan_bridge_ignores_vxlan_networks(state: dict[str, Any]) -> None:
-    built = node_inputs(node="node-a", encap="vlan", states=state, ports={"pods.default-a1": 5}, tunnels={}, nodes=NODES)
+    built = node_inputs(node="node-a", encap="vlan", states=state, ports={"pods.default-a1": 5}, tunnels={})
     assert built.inputs.local_ports == () and built.inputs.remote_endpoints == ()

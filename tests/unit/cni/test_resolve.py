@@ -17,13 +17,16 @@ from contivd.cni_server.resolve import (
     Target,
     add_result,
     check_previous_result,
-    error_for_answer,
+    error_for_failure,
     resolve_target,
     stale_endpoints,
     stray_host_interfaces,
     valid_attachments,
 )
 from contivd.cni_server.server import SocketInUseError, bind_socket
+from contivd.model import ConflictError, ModelError, NotFoundError, ValidationError
+from contivd.state import EndpointState
+from raftstore import UnavailableError
 
 CONFIG = {"cniVersion": "1.0.0", "name": "contiv"}
 
@@ -74,25 +77,38 @@ def test_add_result_is_a_cni_1_result() -> None:
     assert add_result("1.0.0", attachment, "/p", Addressing("m", "198.18.0.5/24", ""), "h")["routes"] == []
 
 
-@pytest.mark.parametrize(("status", "code"), [(400, 7), (404, 7), (409, 101), (503, 11), (500, 100)])
-def test_api_errors_map_to_cni_codes(status: int, code: int) -> None:
-    error = error_for_answer(status, {"error": "what went wrong"}, Target("default", "pods", ""))
-    assert error.code == code and "what went wrong" in error.msg
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (ValidationError("x", "what went wrong"), 7),
+        (NotFoundError("what went wrong"), 7),
+        (ConflictError("what went wrong"), 101),
+        (UnavailableError("what went wrong"), 11),
+        (ModelError("what went wrong"), 100),
+    ],
+)
+def test_control_plane_errors_map_to_cni_codes(exc: Exception, code: int) -> None:
+    error = error_for_failure(exc, Target("default", "pods", ""))
+    assert error is not None and error.code == code and "what went wrong" in error.msg
+    assert error_for_failure(RuntimeError("not ours"), Target("default", "pods", "")) is None
 
 
 def test_gc_keeps_listed_attachments_and_other_nodes_and_non_cni_endpoints() -> None:
-    def ep(container: str, ifname: str = "eth0", host: str = "n1") -> dict[str, str]:
-        return {"containerId": container, "endpointID": f"{container}-{ifname}", "homingHost": host}
+    def ep(container: str, ifname: str = "eth0", host: str = "n1", name: str = "") -> EndpointState:
+        endpoint = name or f"{container}-{ifname}"
+        return EndpointState(
+            f"pods.default-{endpoint}", "pods.default", endpoint, "", 0, "", "198.18.0.9", "", "02:02:c6:12:00:09", host, container_id=container
+        )
 
     states = [
         ep("keep"),
         ep("drop"),
         ep("drop", "eth1"),
         ep("other-node", host="n2"),
-        {"containerId": "", "endpointID": "docker-ep", "homingHost": "n1"},
+        ep("", name="docker-ep"),
     ]
     valid = valid_attachments({"cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]})
-    assert [s["endpointID"] for s in stale_endpoints(states, valid, "n1")] == ["drop-eth0", "drop-eth1"]
+    assert [s.endpoint_id for s in stale_endpoints(states, valid, "n1")] == ["drop-eth0", "drop-eth1"]
     for bad in ({"cni.dev/valid-attachments": "keep"}, {}):
         with pytest.raises(CniError) as caught:
             valid_attachments(bad)

@@ -121,8 +121,8 @@ class BridgeDatapath:
                 for p in listed
                 if ENDPOINT_ID in p.external_ids and p.ofport > 0
             }
-        ports = self.ports
-        assert ports is not None
+        assert self.ports is not None
+        ports = dict(self.ports)  # pods attach and detach while this sync awaits the switch
         built = self.builder.build(
             snapshot, {endpoint: port.ofport for endpoint, port in ports.items()}, self._tunnels, self._uplinks, self.pusher.round
         )
@@ -133,7 +133,8 @@ class BridgeDatapath:
             wanted = (local.bandwidth_kbps, local.burst_kb)
             if port.policing != wanted:
                 await self.bridge.set_ingress_policing(port.name, *wanted)
-                ports[local.endpoint_id] = AttachedPort(port.name, port.ofport, wanted)
+                if self.ports.get(local.endpoint_id) == port:
+                    self.ports[local.endpoint_id] = AttachedPort(port.name, port.ofport, wanted)
         self.last = SyncResult(built.problems, len(built.inputs.local_ports), len(self._tunnels), len(self._uplinks), full)
         return self.last
 

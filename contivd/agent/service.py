@@ -222,7 +222,9 @@ class Agent:
                     self._last_sync_unix, self._last_sync_seconds = time.time(), time.monotonic() - started
                 self._last_error = ""
                 backoff = 0.0
-            except (OpenFlowError, OvsError, StoreError) as exc:
+            except Exception as exc:  # noqa: BLE001 - the agent never stops the daemon
+                if not isinstance(exc, (OpenFlowError, OvsError, StoreError)):
+                    log.exception("agent: unexpected failure in a sync")
                 self._last_error = str(exc)
                 self._failures += 1
                 backoff = min(MAX_BACKOFF_SECONDS, max(MIN_BACKOFF_SECONDS, backoff * 2))

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")  # etcd3's generated code needs it
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 
 import trio  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The tree stays formatted, lint-clean and type-checked (mypy --strict): CI runs it."""
+"""The tree stays formatted, lint-clean, type-checked (mypy --strict) and inside its declared layers: CI runs it."""
 
 from __future__ import annotations
 
@@ -24,3 +24,10 @@ pytestmark = pytest.mark.lint
 def test_tree_is_clean(command: list[str]) -> None:
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_import_contracts() -> None:
+    """The declared layers ([tool.importlinter] in pyproject.toml) hold: import-linter's `lint-imports`."""
+    lint_imports = Path(sys.executable).parent / "lint-imports"  # installed beside the interpreter by the `test` extra
+    result = subprocess.run([str(lint_imports), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]

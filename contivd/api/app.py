@@ -32,6 +32,7 @@ from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
+from ..state import StateCache
 from ..state import keys as layout
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document
@@ -45,6 +46,7 @@ class ApiContext:
     """What the handlers need; built by the composition root."""
 
     store: Store
+    cache: StateCache  # the typed state readers use (status page, metrics, debug routes)
     netmaster: Netmaster
     node_name: str
     control_ip: str

@@ -73,7 +73,8 @@ class AgentStatistics:
     incremental_syncs: int = 0
     flow_mods: int = 0  # flow-mods sent since start
     last_flow_mods: int = 0  # by the last push
-    drift: int = 0  # flows and groups the last audit found wrong in what the agent holds installed
+    drift: int = 0  # flows and groups the last audit found wrong (against a full recomputation and the switch)
+    drift_total: int = 0  # over every audit since start
     audits: int = 0
 
 
@@ -91,7 +92,7 @@ class Agent:
         self._done = (0, 0)  # (snapshot revision, port epoch) the last successful sync covered
         self._synced_revision = -1  # snapshot revision of the last sync (incremental ones start from it)
         self._started = self._syncs = self._failures = 0
-        self._full_syncs = self._incremental_syncs = self._audits = self._drift = 0
+        self._full_syncs = self._incremental_syncs = self._audits = self._drift = self._drift_total = 0
         self._last_sync_unix = self._last_sync_seconds = 0.0
         self._first_sync_done = False
         self._last_error = ""
@@ -285,6 +286,7 @@ class Agent:
                 self._changed.set()
             drift += counted
         self._drift = drift
+        self._drift_total += drift
         self._audits += 1
 
     def statistics(self) -> AgentStatistics:
@@ -307,5 +309,6 @@ class Agent:
             flow_mods=sum(p.flow_mods for p in pushed),
             last_flow_mods=sum(p.last_flow_mods for p in pushed),
             drift=self._drift,
+            drift_total=self._drift_total,
             audits=self._audits,
         )

@@ -111,7 +111,9 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 agent_app = create_agent_app(agent, config.cluster_secret)
                 agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
                 log.info("agent API listening on %s", ", ".join(agent_bound))
-            context = ApiContext(store, cache, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent)
+            context = ApiContext(
+                store, cache, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent
+            )
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
                 control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
                 cni_server = CniServer(control, cache, agent, config.node_name, config.cni_socket_path, config.kubeconfig, observe=observe_cni)

@@ -72,6 +72,7 @@ class BridgeDatapath:
         self.builder = InputsBuilder(node, encap)
         self.node = node
         self.ports: dict[str, AttachedPort] | None = None  # None until a full sync listed the bridge
+        self._port_changes = 0  # add_port/remove_ports calls: a listing taken across one is stale
         self._tunnels: dict[str, int] = {}
         self._uplinks: list[int] = []
         self.last: SyncResult | None = None
@@ -87,6 +88,7 @@ class BridgeDatapath:
 
     async def add_port(self, ifname: str, endpoint_id: str) -> int:
         ofport = await self.bridge.ensure_port(PortSpec(ifname, PortKind.SYSTEM, external_ids={ENDPOINT_ID: endpoint_id}))
+        self._port_changes += 1
         if self.ports is not None:
             self.ports[endpoint_id] = AttachedPort(ifname, ofport)
         return ofport
@@ -100,6 +102,7 @@ class BridgeDatapath:
             names = [p.name for p in await self.bridge.list_ports() if p.external_ids.get(ENDPOINT_ID) == endpoint_id]
         for name in names:
             await self.bridge.remove_port(name)
+        self._port_changes += 1
         if self.ports is not None:
             self.ports.pop(endpoint_id, None)
         return names
@@ -111,7 +114,11 @@ class BridgeDatapath:
             return None
         full = full or self.ports is None
         if full:
-            listed = await self.bridge.list_ports()  # one OVSDB read serves every kind of port
+            while True:  # one OVSDB read serves every kind of port; again if a pod came or went meanwhile
+                changes = self._port_changes
+                listed = await self.bridge.list_ports()
+                if changes == self._port_changes:
+                    break
             if self.encap == "vxlan":
                 self._tunnels = await self._ensure_tunnels(listed, vtep_peers(snapshot.nodes, self.node))
             else:

@@ -4,15 +4,17 @@ It runs (or uses) Open vSwitch, owns the OpenFlow listener its bridges connect t
 whenever the state snapshot changes, a port is attached or detached, a switch (re)connects, or
 the periodic audit fires. A sync is *incremental* (only the objects that changed are converted
 and only their flows sent, in one bundle) unless it must be *full*: after a (re)connect, when
-the node registry changed (tunnels), and on every audit, which also compares what the switch
-should hold with a from-scratch computation and reports any drift in statistics() and
-/metrics. Failures are logged and kept in statistics(); the next change retries. It never
+the node registry changed (tunnels), and every RESYNC_SECONDS (ports attached by other tools
+show up). Every AUDIT_EVERY_RESYNCS-th full sync is an audit: it compares what each bridge
+holds with a from-scratch computation and with the switch's own flows, reports any drift in
+statistics() and /metrics, and repairs it under a new cookie round. Failures are logged and kept in statistics(); the next change retries. It never
 stops the daemon.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -30,7 +32,8 @@ from .datapath import BridgeDatapath, bridge_spec
 
 log = logging.getLogger("contivd.agent")
 
-AUDIT_SECONDS = 10.0  # a full sync (ports re-read from OVSDB) and a drift check
+RESYNC_SECONDS = 2.0  # a full sync: ports re-read from OVSDB (ports attached by other tools show up)
+AUDIT_EVERY_RESYNCS = 5  # every fifth one also checks for drift
 DEBOUNCE_SECONDS = 0.005  # coalesce a burst of store events into one sync (not when someone waits)
 MIN_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 0.1, 5.0  # between failed syncs, doubling
 
@@ -174,7 +177,7 @@ class Agent:
                     self.datapaths[encap] = BridgeDatapath(encap, bridge, self.settings.node_name, uplinks)
                 nursery.start_soon(self._follow_state)
                 nursery.start_soon(self._watch_switch, controller)
-                nursery.start_soon(self._audit_timer)
+                nursery.start_soon(self._resync_timer)
                 names = ", ".join(d.bridge.name for d in self.datapaths.values())
                 log.info("agent: bridges %s (%s datapath), OpenFlow on %s:%d", names, datapath_type, host, port)
                 task_status.started()
@@ -202,10 +205,11 @@ class Agent:
             self._full = True
             self._changed.set()
 
-    async def _audit_timer(self) -> None:
-        while True:
-            await trio.sleep(AUDIT_SECONDS)
-            self._audit_due = True
+    async def _resync_timer(self) -> None:
+        for count in itertools.count(1):
+            await trio.sleep(RESYNC_SECONDS)
+            self._full = True
+            self._audit_due = self._audit_due or count % AUDIT_EVERY_RESYNCS == 0
             self._changed.set()
 
     async def _sync_loop(self) -> None:

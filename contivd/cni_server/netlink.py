@@ -1,4 +1,4 @@
-"""The pod's veth pair through netlink (pyroute2): create and address, check, remove.
+"""The pod's veth pair through netlink (rtnl.py on the hot path, pyroute2 elsewhere): create and address, check, remove.
 
 Blocking functions: the server calls them through `trio.to_thread.run_sync`. Every netlink
 socket and namespace handle is closed before returning. Work inside a pod's namespace runs on
@@ -26,6 +26,7 @@ from pyroute2 import IPRoute, NetlinkError
 from pyroute2.ethtool.ioctl import IoctlEthtool
 
 from .resolve import Addressing, Attachment
+from .rtnl import Rtnl
 
 T = TypeVar("T")
 CLONE_NEWNET = 0x40000000
@@ -93,12 +94,12 @@ def create_veth(attachment: Attachment, netns: str) -> str:
     except OSError as exc:
         raise NetnsMissingError(f"network namespace {netns}: {exc.strerror}") from None
     try:
-        with IPRoute() as ipr:
-            ipr.link("add", ifname=host, kind="veth", peer={"ifname": attachment.temp_ifname, "net_ns_fd": fd})
+        with Rtnl() as rtnl:
+            rtnl.create_veth(host, attachment.temp_ifname, fd)
             try:
-                host_index = _index(ipr, host)
-                ipr.link("set", index=host_index, state="up")
-                return str(ipr.get_links(host_index)[0].get_attr("IFLA_ADDRESS"))
+                index, mac = rtnl.link(host)
+                rtnl.set_link(index, up=True)
+                return mac
             except BaseException:
                 remove_host_interface(host)
                 raise
@@ -115,17 +116,22 @@ def configure_pod_end(pod: PodInterface) -> None:
 def _configure_pod_end(pod: PodInterface) -> None:
     """Inside the pod's namespace: rename, MAC, address, up, default route."""
     address, _, prefix = pod.plan.cidr.partition("/")
-    with IPRoute() as ns:
-        if ns.link_lookup(ifname=pod.attachment.ifname):
+    with Rtnl() as ns:  # made in this thread, so in the pod's namespace
+        try:
+            ns.link(pod.attachment.ifname)
+        except NetlinkError as exc:
+            if exc.code != errno.ENODEV:
+                raise
+        else:
             raise PodInterfaceError(f"an interface named {pod.attachment.ifname} already exists in {pod.netns}")
         _disable_tx_checksum(pod.attachment.temp_ifname)  # the ioctl socket is made in this thread's (the pod's) namespace
-        index = _index(ns, pod.attachment.temp_ifname)
-        ns.link("set", index=index, ifname=pod.attachment.ifname, address=pod.plan.mac)
-        ns.addr("add", index=index, address=address, prefixlen=int(prefix))
-        ns.link("set", index=index, state="up")
-        ns.link("set", index=_index(ns, "lo"), state="up")
+        index, _ = ns.link(pod.attachment.temp_ifname)
+        ns.set_link(index, name=pod.attachment.ifname, address=pod.plan.mac)
+        ns.add_address(index, address, int(prefix))
+        ns.set_link(index, up=True)
+        ns.set_link(ns.link("lo")[0], up=True)
         if pod.plan.gateway:
-            ns.route("add", dst="0.0.0.0/0", gateway=pod.plan.gateway)
+            ns.add_default_route(pod.plan.gateway)
 
 
 def _disable_tx_checksum(ifname: str) -> None:
@@ -136,21 +142,11 @@ def _disable_tx_checksum(ifname: str) -> None:
         ethtool.close()
 
 
-def _index(ipr: IPRoute, ifname: str) -> int:
-    found = ipr.link_lookup(ifname=ifname)
-    if not found:
-        raise NetlinkError(errno.ENODEV, f"no interface {ifname}")
-    return int(found[0])
-
-
 def remove_host_interface(host_ifname: str) -> bool:
     """Delete the veth pair by its host end; False if it was already gone."""
-    with IPRoute() as ipr:
-        found = ipr.link_lookup(ifname=host_ifname)
-        if not found:
-            return False
+    with Rtnl() as rtnl:
         try:
-            ipr.link("del", index=found[0])
+            rtnl.delete_link(rtnl.link(host_ifname)[0])
         except NetlinkError as exc:
             if exc.code != errno.ENODEV:
                 raise

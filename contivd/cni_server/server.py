@@ -115,6 +115,14 @@ async def _controlled(target: Target, call: Callable[[], Awaitable[T]]) -> T:
         raise error from None
 
 
+async def _timed(steps: dict[str, float], name: str, call: Callable[[], Awaitable[T]]) -> T:
+    started = time.perf_counter()
+    try:
+        return await call()
+    finally:
+        steps[name] = time.perf_counter() - started
+
+
 class SocketInUseError(Exception):
     """Another process answers on the CNI socket path."""
 
@@ -312,13 +320,17 @@ class CniServer:
             known = snapshot.network(target.tenant, target.network)
             encap = known.pkt_tag_type if known is not None else ""
 
+            steps: dict[str, float] = {}  # step → seconds, for the debug log (what a slow ADD spent its time on)
+
             async def veth_and_port() -> str:
-                mac = await trio.to_thread.run_sync(create_veth, attachment, request.netns)
+                mac = await _timed(steps, "veth", lambda: trio.to_thread.run_sync(create_veth, attachment, request.netns))
                 if encap:
-                    await self.agent.add_endpoint_port(attachment.host_ifname, created.endpoint_id, encap)
+                    await _timed(steps, "port", lambda: self.agent.add_endpoint_port(attachment.host_ifname, created.endpoint_id, encap))
                 return mac
 
-            committed, host_mac = await _together(lambda: _controlled(target, lambda: self.control.create_endpoint(created)), veth_and_port)
+            committed, host_mac = await _together(
+                lambda: _timed(steps, "endpoint", lambda: _controlled(target, lambda: self.control.create_endpoint(created))), veth_and_port
+            )
             endpoint: EndpointState = committed.endpoint
             snapshot = await self.cache.wait_revision(committed.revision)
             network = snapshot.networks.get(endpoint.net_id)
@@ -331,14 +343,15 @@ class CniServer:
                 await self.agent.add_endpoint_port(attachment.host_ifname, endpoint.id, network.pkt_tag_type)
 
             await _together(
-                lambda: trio.to_thread.run_sync(configure_pod_end, PodInterface(attachment, request.netns, plan)),
-                lambda: self.agent.wait_programmed(committed.revision),
+                lambda: _timed(steps, "pod", lambda: trio.to_thread.run_sync(configure_pod_end, PodInterface(attachment, request.netns, plan))),
+                lambda: _timed(steps, "flows", lambda: self.agent.wait_programmed(committed.revision)),
             )
             labels = endpoint_labels(request, pod_labels)
             if labels:
                 update = UpdateEndpoint(target.tenant, target.network, attachment.endpoint_name, attachment.container_id, labels)
                 await _controlled(target, lambda: self.control.update_endpoint(update))
             log.info("CNI ADD %s %s: %s on %s", attachment.container_id, attachment.ifname, plan.cidr, endpoint.net_id)
+            log.debug("CNI ADD %s steps: %s", attachment.container_id, ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in steps.items()))
             return add_result(request.cni_version, attachment, request.netns, plan, host_mac)
         except BaseException:
             with trio.CancelScope(shield=True):

@@ -32,9 +32,9 @@ from .metrics import StoreSummaries, observe_cni
 from .model import ModelError
 from .netmaster.control import LocalControlPlane
 from .netmaster.service import Netmaster
-from .nodes import NodeInfo, keep_registered
+from .nodes import keep_registered
 from .sdnotify import Notifier
-from .state import StateCache
+from .state import NodeRecord, StateCache
 from .status.routes import register_status_routes
 
 log = logging.getLogger("contivd")
@@ -81,7 +81,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             log.info("store started (%s, peers: %s)", role, ", ".join(config.peers) or "none, single node")
             netmaster = Netmaster(store, config.node_name)
             nursery.start_soon(_leader_duties, store, netmaster, config.node_name)
-            info = NodeInfo(
+            info = NodeRecord(
                 name=config.node_name,
                 raft_address=None if config.readonly else config.raft_listen,
                 api_url=config.api_url,
@@ -111,7 +111,9 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 agent_app = create_agent_app(agent, config.cluster_secret)
                 agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
                 log.info("agent API listening on %s", ", ".join(agent_bound))
-            context = ApiContext(store, cache, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent)
+            context = ApiContext(
+                store, cache, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent
+            )
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
                 control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
                 cni_server = CniServer(control, cache, agent, config.node_name, config.cni_socket_path, config.kubeconfig, observe=observe_cni)

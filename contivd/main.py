@@ -32,9 +32,9 @@ from .metrics import StoreSummaries, observe_cni
 from .model import ModelError
 from .netmaster.control import LocalControlPlane
 from .netmaster.service import Netmaster
-from .nodes import NodeInfo, keep_registered
+from .nodes import keep_registered
 from .sdnotify import Notifier
-from .state import StateCache
+from .state import NodeRecord, StateCache
 from .status.routes import register_status_routes
 
 log = logging.getLogger("contivd")
@@ -81,7 +81,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             log.info("store started (%s, peers: %s)", role, ", ".join(config.peers) or "none, single node")
             netmaster = Netmaster(store, config.node_name)
             nursery.start_soon(_leader_duties, store, netmaster, config.node_name)
-            info = NodeInfo(
+            info = NodeRecord(
                 name=config.node_name,
                 raft_address=None if config.readonly else config.raft_listen,
                 api_url=config.api_url,

@@ -3,8 +3,9 @@
 Counters and histograms of things that happen (API requests, CNI ADD/DEL) are observed where
 they happen. Everything that *is* (Raft term and indices, IPAM usage, endpoints per node,
 flows per table, the switch connection) is read by `StateCollector` when Prometheus scrapes,
-so nothing has to keep gauges up to date. The store-derived part is cached per store
-revision: a scrape with 10,000 endpoints decodes them only when something changed.
+so nothing has to keep gauges up to date. The store-derived part is read from the node's
+StateCache (records parsed once, as they change) and summarised once per snapshot revision: a
+scrape with 10,000 endpoints recounts them only when something changed.
 
 The CNI server calls `observe_cni(op, seconds, ok)`; its histogram lives at module level (not
 in prometheus-client's global registry) and every app registry exports it.
@@ -25,8 +26,8 @@ from openflow import TABLES
 from raftstore import Store
 
 from .agent.service import Agent
-from .netmaster import ipam
-from .state import keys as layout
+from .state import StateCache, StateSnapshot
+from .state.usage import address_usage, groups_by_network
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -54,24 +55,25 @@ class StoreSummary:
     ipam: dict[str, tuple[int, int]] = field(default_factory=dict)  # network id -> (allocated, total)
 
 
-def summarize(store: Store, revision: int) -> StoreSummary:
-    per_node = Counter(str(kv.value.get("homingHost", "")) for kv in store.list_nowait(layout.EPS_PREFIX))
-    groups = ipam.groups_by_network(kv.value for kv in store.list_nowait(layout.EPGS_PREFIX))
-    usage = {kv.value["id"]: ipam.address_usage(kv.value, groups[kv.value["id"]]) for kv in store.list_nowait(layout.NETS_PREFIX)}
-    return StoreSummary(revision, dict(per_node), usage)
+def summarize(snapshot: StateSnapshot) -> StoreSummary:
+    """Endpoints per node (homingHost) and address usage per network, at the snapshot's revision."""
+    per_node = Counter(ep.homing_host for ep in snapshot.endpoints.values())
+    groups = groups_by_network(snapshot.groups.values())
+    usage = {net_id: address_usage(network, groups[net_id]) for net_id, network in snapshot.networks.items()}
+    return StoreSummary(snapshot.revision, dict(per_node), usage)
 
 
 class StoreSummaries:
-    """`summarize` cached per store revision."""
+    """`summarize` of the node's StateCache, cached per snapshot revision."""
 
-    def __init__(self, store: Store):
-        self.store = store
+    def __init__(self, cache: StateCache):
+        self.cache = cache
         self._last = StoreSummary(-1)
 
     def current(self) -> StoreSummary:
-        revision = self.store.statistics().revision
-        if revision != self._last.revision:
-            self._last = summarize(self.store, revision)
+        snapshot = self.cache.catch_up()
+        if snapshot.revision != self._last.revision:
+            self._last = summarize(snapshot)
         return self._last
 
 

@@ -8,42 +8,25 @@ API finds the leader's URL here, agents find VTEP peers here.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import trio
 
 from raftstore import LeaseNotFoundError, Store, UnavailableError
 
+from .state import NodeRecord, RecordError
 from .state import keys as layout
 
 log = logging.getLogger("contivd.nodes")
 NODE_TTL_SECONDS = 15.0
 
 
-@dataclass(frozen=True)
-class NodeInfo:
-    name: str
-    raft_address: str | None
-    api_url: str
-    control_ip: str
-    vtep_ip: str
-    readonly: bool
-    version: str
-    agent_url: str = ""  # the node agent's REST API; "" when the node runs no datapath
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> NodeInfo:
-        return cls(**{k: value[k] for k in cls.__dataclass_fields__ if k in value})
-
-
-async def keep_registered(store: Store, info: NodeInfo, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+async def keep_registered(store: Store, info: NodeRecord, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """Register `info` under a lease and keep it alive; re-register if the lease was lost."""
     started = False
     while True:
         try:
             lease = await store.grant_lease(NODE_TTL_SECONDS)
-            await store.put(layout.node(info.name), asdict(info), lease=lease)
+            await store.put(layout.node(info.name), info.to_json(), lease=lease)
             log.info("registered node %s (api %s)", info.name, info.api_url)
             if not started:
                 started = True
@@ -56,9 +39,20 @@ async def keep_registered(store: Store, info: NodeInfo, *, task_status: trio.Tas
             await trio.sleep(1)
 
 
-def registered_nodes(store: Store) -> list[NodeInfo]:
-    """Nodes this member knows of (local, possibly slightly stale), by name."""
-    return [NodeInfo.from_json(kv.value) for kv in store.list_nowait(layout.NODES_PREFIX)]
+def registered_nodes(store: Store) -> list[NodeRecord]:
+    """Nodes this member has applied (possibly slightly stale), by name; an unusable record is
+    logged and left out.
+
+    Read from the store at this member's applied revision (as current as a StateCache caught up
+    to it), so that callers without a cache, such as the control-plane router that forwards to
+    the leader, need none."""
+    nodes = []
+    for kv in store.list_nowait(layout.NODES_PREFIX):
+        try:
+            nodes.append(NodeRecord.from_json(kv.value))
+        except RecordError as exc:
+            log.warning("node registry: %s skipped: %s", kv.key, exc)
+    return nodes
 
 
 def leader_api_url(store: Store) -> str | None:

@@ -32,8 +32,7 @@ from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
-from ..state import StateCache
-from ..state import keys as layout
+from ..state import EndpointState, StateCache
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document
 
@@ -59,7 +58,7 @@ class ApiContext:
     summaries: StoreSummaries = field(init=False)
 
     def __post_init__(self) -> None:
-        self.summaries = StoreSummaries(self.store)
+        self.summaries = StoreSummaries(self.cache)
 
 
 @dataclass(frozen=True)
@@ -153,62 +152,60 @@ class Handlers:
             "netplugin-nodes": [n.control_ip for n in nodes],
             "netmaster-nodes": [n.control_ip for n in nodes if not n.readonly],
             "cluster": asdict(stats),
-            "nodes": [asdict(n) for n in nodes],
+            "nodes": [n.to_json() for n in nodes],
             "agent": asdict(self.ctx.agent.statistics()) if self.ctx.agent is not None else None,
         }
 
     async def services(self, body: bytes) -> Any:
-        await self.ctx.store.sync()
-        return [kv.value for kv in self.ctx.store.list_nowait(layout.SERVICE_LB_PREFIX)]
+        snapshot = await self.ctx.cache.sync()
+        return [service.to_json() for _, service in sorted(snapshot.services.items())]
 
     async def service(self, body: bytes, key: str) -> Any:
         service, _, tenant = key.partition(":")
-        found = await self.ctx.store.get(f"{layout.SERVICE_LB_PREFIX}{service}:{tenant}")
+        found = (await self.ctx.cache.sync()).services.get(f"{service}:{tenant}")
         if found is None:
             raise NotFoundError(f"service {key} not found")
-        return [found.value]
+        return [found.to_json()]
 
     async def debug_ofnet(self, body: bytes) -> Any:
-        await self.ctx.store.sync()
+        snapshot = await self.ctx.cache.sync()
         return {
             "MyAddr": self.ctx.control_ip,
-            "EndpointDb": {kv.value["id"]: kv.value for kv in self.ctx.store.list_nowait(layout.EPS_PREFIX)},
-            "PolicyDb": {kv.value["id"]: kv.value for kv in self.ctx.store.list_nowait(layout.POLICY_RULE_PREFIX)},
+            "EndpointDb": {id_: ep.to_json() for id_, ep in sorted(snapshot.endpoints.items())},
+            "PolicyDb": {id_: {"id": rule.rule_id, **rule.to_json()} for id_, rule in sorted(snapshot.rules.items())},
         }
 
     async def debug_epcleanup(self, body: bytes, tenant: str, category: str, key: str) -> Any:
         names = {"net": "Network", "group": "EPG", "ep": "Endpoint"}
         if category not in names:
             raise BadRequestError(f"category must be net, group or ep, got {category!r}")
-        await self.ctx.store.sync()
-        for kv in self.ctx.store.list_nowait(layout.EPS_PREFIX):
-            ep = kv.value
-            network, _, ep_tenant = ep["netID"].rpartition(".")
+        snapshot = await self.ctx.cache.sync()
+        for _, ep in sorted(snapshot.endpoints.items()):  # a copy: deleting changes the snapshot
             matches = {
-                "net": ep["netID"] == f"{key}.{tenant}",
-                "group": ep_tenant == tenant and ep.get("serviceName") == key,
-                "ep": ep_tenant == tenant and key in ep["endpointID"],
+                "net": ep.net_id == f"{key}.{tenant}",
+                "group": ep.tenant == tenant and ep.service_name == key,
+                "ep": ep.tenant == tenant and key in ep.endpoint_id,
             }[category]
             if matches:
-                await self.nm.delete_endpoint({"TenantName": tenant, "NetworkName": network, "EndpointID": ep["endpointID"]})
+                await self.nm.delete_endpoint({"TenantName": tenant, "NetworkName": ep.network, "EndpointID": ep.endpoint_id})
                 await self._reclaim_on_node(ep)
         return f"Received request to cleanup {names[category]} with ID: {key}"
 
-    async def _reclaim_on_node(self, ep: Mapping[str, Any]) -> None:
+    async def _reclaim_on_node(self, ep: EndpointState) -> None:
         """Ask the endpoint's node agent to drop its OVS port (Contiv's reclaimEndpoint); a node
         that is down or runs no agent is only logged: its next sync drops the flows anyway."""
-        node = next((n for n in registered_nodes(self.ctx.store) if n.name == ep.get("homingHost")), None)
+        node = next((n for n in registered_nodes(self.ctx.store) if n.name == ep.homing_host), None)
         if node is None or not node.agent_url:
             return
-        path = f"/debug/reclaimEndpoint/{ep['id']}"
+        path = f"/debug/reclaimEndpoint/{ep.id}"
         headers = {auth.SIGNATURE_HEADER: auth.sign(self.ctx.secret, "DELETE", path, b"")} if self.ctx.secret else {}
         try:
             status, _, body = await self.ctx.http.request("DELETE", node.agent_url, path, headers, b"")
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
-            log.warning("reclaiming endpoint %s on node %s failed: %s", ep["id"], node.name, exc)
+            log.warning("reclaiming endpoint %s on node %s failed: %s", ep.id, node.name, exc)
             return
         if status != 200:
-            log.warning("reclaiming endpoint %s on node %s: HTTP %d %s", ep["id"], node.name, status, body[:200].decode(errors="replace"))
+            log.warning("reclaiming endpoint %s on node %s: HTTP %d %s", ep.id, node.name, status, body[:200].decode(errors="replace"))
 
     async def openapi(self, body: bytes) -> Any:
         return openapi_document(__version__)

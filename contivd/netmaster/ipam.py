@@ -1,7 +1,8 @@
 """Address management: Contiv's network and EPG state with fastpath bitsets, as pure functions.
 
 A network's IPv4 allocation map is one fastpath bitset (host index = address - network
-address), stored base64 in the network state's `ipAllocMap` (contiv-api.md §6, Decision 5).
+address), stored base64 in the network state's `ipAllocMap` (contiv-api.md §6, Decision 5; the encoding
+is contivd.state.usage's, which also counts usage for the status page and metrics).
 Functions take state dicts, return new ones or the address they chose, and raise ModelError
 subclasses with Contiv's messages. They never touch the store: callers commit the result in
 one guarded transaction.
@@ -9,34 +10,27 @@ one guarded transaction.
 
 from __future__ import annotations
 
-import base64
 import copy
-from collections import defaultdict
-from collections.abc import Iterable
 from ipaddress import IPv4Address, IPv6Address, IPv6Network
 from typing import Any
 
 from fastpath import Bitset, IPPool
 
 from ..model import ConflictError, ValidationError, parse_pool, parse_subnet, parse_subnet6
-from ..state import keys as layout
+from ..state.usage import decode_pool
+from ..state.usage import encode_pool as _encode
 
 State = dict[str, Any]
 
 
-def _encode(pool: IPPool) -> str:
-    return base64.b64encode(pool.to_bytes()).decode()
-
-
 def _network_pool(state: State) -> IPPool:
-    subnet = f"{state['subnetIP']}/{state['subnetLen']}"
-    return IPPool.from_bytes(subnet, base64.b64decode(state["ipAllocMap"]))
+    return decode_pool(f"{state['subnetIP']}/{state['subnetLen']}", state["ipAllocMap"])
 
 
 def _epg_pool(state: State) -> IPPool | None:
     if not state.get("epgIpAllocMap"):
         return None
-    return IPPool.from_bytes(state["poolSubnet"], base64.b64decode(state["epgIpAllocMap"]))
+    return decode_pool(state["poolSubnet"], state["epgIpAllocMap"])
 
 
 def new_network_state(network: dict[str, Any], pkt_tag: int, ext_pkt_tag: int) -> State:
@@ -271,46 +265,3 @@ def epg_address_oper(epg: State) -> dict[str, str]:
         "availableIPAddresses": _runs(pool.bits, base, int(first) - base, int(last) - base, False),
         "allocatedIPAddresses": _runs(pool.bits, base, int(first) - base, int(last) - base, True),
     }
-
-
-def _set_bits_in(bits: Bitset, lo: int, hi: int) -> int:
-    inside = bits.copy()
-    inside.clear_range(0, lo)
-    inside.clear_range(hi + 1, inside.nbits)
-    return inside.count()
-
-
-def groups_by_network(groups: Iterable[State]) -> defaultdict[str, list[State]]:
-    """EPG states keyed by their network's id (`<net>.<tenant>`), for address_usage."""
-    found: defaultdict[str, list[State]] = defaultdict(list)
-    for group in groups:
-        found[layout.net_id(group["tenantName"], group["networkName"])].append(group)
-    return found
-
-
-def address_usage(network: State, epgs: list[State]) -> tuple[int, int]:
-    """(allocated, total) host addresses of a network, for usage bars and metrics: endpoints'
-    addresses out of the host range less the gateway, as the API's allocatedAddressesCount counts.
-
-    An EPG pool is marked taken in the network map as a whole when the group is created; only
-    the addresses allocated inside it (its own map) count as allocated here."""
-    base = int(IPv4Address(network["subnetIP"]))
-    low, _, high = network["ipAddrRange"].partition("-")
-    lo, hi = int(IPv4Address(low)) - base, int(IPv4Address(high)) - base
-    if hi < lo:
-        return 0, 0
-    bits = _network_pool(network).bits
-    allocated = _set_bits_in(bits, lo, hi)
-    for epg in epgs:
-        pool = _epg_pool(epg)
-        if pool is None:
-            continue
-        first, last = parse_pool(epg["IPPool"])
-        start, stop = int(first) - base, int(last) - base
-        allocated -= (stop - start + 1) - _set_bits_in(pool.bits, start, stop)
-    total = hi - lo + 1
-    gateway = int(IPv4Address(network["gateway"])) - base if network.get("gateway") else -1
-    if lo <= gateway <= hi:  # reserved, never an endpoint's: counts as neither
-        total -= 1
-        allocated -= _set_bits_in(bits, gateway, gateway)
-    return allocated, total

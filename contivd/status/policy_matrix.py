@@ -76,27 +76,6 @@ class Matrix:
         }
 
 
-def rule_from_state(value: Mapping[str, Any]) -> PolicyRule:
-    """A `/contiv.io/state/policyRule/*` value (PolicyRule.to_json) back as a PolicyRule."""
-
-    def prefix(text: str) -> IPv4Network | None:
-        return IPv4Network(text, strict=False) if text else None
-
-    return PolicyRule(
-        rule_id=value["RuleId"],
-        priority=int(value["Priority"]),
-        action=value["Action"],
-        src_endpoint_group=int(value.get("SrcEndpointGroup", 0)),
-        dst_endpoint_group=int(value.get("DstEndpointGroup", 0)),
-        src_ip_addr=prefix(value.get("SrcIpAddr", "")),
-        dst_ip_addr=prefix(value.get("DstIpAddr", "")),
-        ip_protocol=int(value.get("IpProtocol", 0)),
-        src_port=int(value.get("SrcPort", 0)),
-        dst_port=int(value.get("DstPort", 0)),
-        tcp_flags=value.get("TcpFlags", ""),
-    )
-
-
 def _inside(inner: IPv4Network | None, outer: IPv4Network | None) -> bool:
     return outer is None or (inner is not None and inner.subnet_of(outer))
 

@@ -3,12 +3,13 @@ the live event stream, on the API listener.
 
 Read-only, and authenticated like every other read (Dispatcher.authenticate: loopback needs
 nothing, other hosts a node signature or the cluster secret as a bearer token). The store part
-of the snapshot is cached per store revision, the cluster part (peer reports fetched over HTTP,
-signed like forwarded requests) for CLUSTER_TTL_SECONDS, so many open pages cost one build.
-The event stream turns store watches into at most one `store` event per BATCH_SECONDS: the
-first change is announced at once, what follows within the interval goes into the next event
-(a burst of 10,000 endpoint writes becomes a handful of refreshes) and pushes the cluster part every
-HEALTH_SECONDS, since agent and Raft health change without any store write.
+of the snapshot is built from the node's StateCache and cached per snapshot revision, the
+cluster part (peer reports fetched over HTTP, signed like forwarded requests) for
+CLUSTER_TTL_SECONDS, so many open pages cost one build. The event stream waits on the cache
+and sends at most one `store` event per BATCH_SECONDS: the first change is announced at once,
+what follows within the interval goes into the next event (a burst of 10,000 endpoint writes
+becomes a handful of refreshes), and it pushes the cluster part every HEALTH_SECONDS, since
+agent and Raft health change without any store write.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any, cast
 
@@ -25,14 +25,11 @@ import trio
 from quart import Response, make_response, request
 from quart_trio import QuartTrio
 
-from raftstore import StoreError
-
 from ..api.app import ApiContext, Dispatcher, Incoming
 from ..http import auth
 from ..http.errors import UnauthorizedError, answer_for
 from ..http.forwarder import ForwardingClient
 from ..nodes import registered_nodes
-from ..state import keys as layout
 from .snapshot import cluster_model, node_report, store_model
 
 log = logging.getLogger("contivd.status")
@@ -101,11 +98,10 @@ class StatusService:
             return part
 
     def store_part(self) -> tuple[int, str]:
-        """The store part as JSON text, rebuilt only when the revision moved."""
-        revision = self.ctx.store.revision
-        if self._store_part[0] != revision:
-            entries = {kv.key: kv.value for kv in self.ctx.store.list_nowait(f"{layout.ROOT}/")}
-            self._store_part = (revision, json.dumps(store_model(entries), separators=(",", ":")))
+        """The store part as JSON text, rebuilt only when the snapshot's revision moved."""
+        snapshot = self.ctx.cache.catch_up()
+        if self._store_part[0] != snapshot.revision:
+            self._store_part = (snapshot.revision, json.dumps(store_model(snapshot), separators=(",", ":")))
         return self._store_part
 
     async def snapshot(self) -> str:
@@ -113,29 +109,20 @@ class StatusService:
         revision, store = self.store_part()
         return f'{{"revision":{revision},"generatedAt":{time.time():.3f},"cluster":{json.dumps(cluster)},"store":{store}}}'
 
-    async def _wait_change(self, after: int) -> None:
-        watch = cast(AsyncGenerator[Any, None], self.ctx.store.watch(f"{layout.ROOT}/", start_revision=after + 1))
-        async with aclosing(watch) as events:
-            async for _ in events:
-                return
-
     async def events(self) -> AsyncIterator[str]:
         """Server-sent events: `store` (revision moved; refetch the snapshot), `cluster` (the
         cluster part itself), and a comment now and then so proxies keep the stream open."""
         yield "retry: 1000\n\n"
-        seen = self.ctx.store.revision
+        cache = self.ctx.cache
+        seen = cache.catch_up().revision
         next_health = trio.current_time()
         while True:
             changed = False
             with trio.move_on_at(next_health):
-                try:
-                    await self._wait_change(seen)
-                    changed = True
-                except StoreError as exc:
-                    log.warning("status: store watch failed: %s", exc)
-                    await trio.sleep(HEALTH_SECONDS)
+                await cache.wait_revision(seen + 1)
+                changed = True
             if changed:
-                seen = self.ctx.store.revision
+                seen = cache.catch_up().revision
                 yield f"event: store\ndata: {json.dumps({'revision': seen})}\n\n"
                 await trio.sleep(BATCH_SECONDS)  # throttle: what changes meanwhile goes into the next event
             if trio.current_time() >= next_health:

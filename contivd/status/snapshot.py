@@ -1,10 +1,11 @@
-"""Store contents and node reports → the status page's model, as pure functions.
+"""The node's state snapshot and node reports → the status page's model, as pure functions.
 
 The page model is plain JSON the browser renders as it is: no business logic runs in the
 browser. Two parts change at different rates, so they are built separately: the *store part*
-(networks, groups, endpoints, policy) changes only with the store and is cached per revision
-by the caller; the *cluster part* (members, health, agents) changes with time and is rebuilt
-from each node's report (`node_report`, served by every node at /status/api/node).
+(networks, groups, endpoints, policy) is built from the node's typed StateSnapshot, changes
+only with the store and is cached per snapshot revision by the caller; the *cluster part*
+(members, health, agents) changes with time and is rebuilt from each node's report
+(`node_report`, served by every node at /status/api/node).
 """
 
 from __future__ import annotations
@@ -12,22 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from ipaddress import IPv4Network
-from typing import Any
+from typing import Any, TypeVar
 
 from raftstore import StoreStatistics
 
 from ..agent.service import AgentStatistics
-from ..netmaster import ipam
-from ..nodes import NodeInfo
-from ..state import keys as layout
-from .policy_matrix import GroupRef, policy_matrix, rule_from_state
+from ..state import EndpointGroupState, NodeRecord, StateSnapshot
+from ..state.records import Labels
+from ..state.usage import address_usage, groups_by_network
+from .policy_matrix import GroupRef, policy_matrix
 
 ENDPOINT_COLUMNS = ("name", "container", "ip", "mac", "node", "network", "group", "labels")
 HEALTH_ORDER = ("ok", "degraded", "unknown", "down")  # a tunnel is as healthy as its worse end
-
-
-def _under(entries: Mapping[str, Any], prefix: str) -> list[tuple[str, Any]]:
-    return sorted((key[len(prefix) :], value) for key, value in entries.items() if key.startswith(prefix))
+T = TypeVar("T")
 
 
 def _qualified(tenant: str, name: str) -> str:
@@ -35,78 +33,79 @@ def _qualified(tenant: str, name: str) -> str:
     return name if tenant == "default" else f"{tenant}/{name}"
 
 
-def _labels(labels: Mapping[str, str] | None) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted((labels or {}).items()))
+def _labels(labels: Labels) -> str:
+    return ", ".join(f"{k}={v}" for k, v in labels)
 
 
-def store_model(entries: Mapping[str, Any]) -> dict[str, Any]:
-    """Networks, groups, endpoints and policy matrices from `/contiv.io/...` key → value."""
-    networks = [value for _, value in _under(entries, layout.NETS_PREFIX)]
-    groups = [value for _, value in _under(entries, layout.EPGS_PREFIX)]
-    group_objects = dict(_under(entries, layout.model_prefix("endpointGroup")))
-    groups_by_network = ipam.groups_by_network(groups)
-    subnets = {net["id"]: IPv4Network(f"{net['subnetIP']}/{net['subnetLen']}") for net in networks}
+def _by_id(table: Mapping[str, T]) -> list[T]:
+    return [table[key] for key in sorted(table)]
+
+
+def _policies(snapshot: StateSnapshot, group: EndpointGroupState) -> list[str]:
+    """The policies attached to a group's configuration object (contivd.model's shape)."""
+    obj = snapshot.object("endpointGroup", f"{group.tenant_name}:{group.group_name}") or {}
+    return list(obj.get("policies") or [])
+
+
+def store_model(snapshot: StateSnapshot) -> dict[str, Any]:
+    """Networks, groups, endpoints and policy matrices of one snapshot of the store."""
+    networks = _by_id(snapshot.networks)
+    groups = _by_id(snapshot.groups)
+    groups_of = groups_by_network(groups)
+    subnets = {net.id: IPv4Network(net.subnet) for net in networks}
 
     network_rows = []
     for net in networks:
-        allocated, total = ipam.address_usage(net, groups_by_network[net["id"]])
+        allocated, total = address_usage(net, groups_of[net.id])
         network_rows.append(
             {
-                "name": _qualified(net["tenant"], net["networkName"]),
-                "tenant": net["tenant"],
-                "subnet": f"{net['subnetIP']}/{net['subnetLen']}",
-                "gateway": net.get("gateway", ""),
-                "encap": net["pktTagType"],
-                "tag": net["pktTag"],
+                "name": _qualified(net.tenant, net.network_name),
+                "tenant": net.tenant,
+                "subnet": net.subnet,
+                "gateway": net.gateway,
+                "encap": net.pkt_tag_type,
+                "tag": net.pkt_tag,
                 "allocated": allocated,
                 "total": total,
-                "endpoints": net.get("epCount", 0),
-                "groups": sorted(g["groupName"] for g in groups_by_network[net["id"]]),
+                "endpoints": net.ep_count,
+                "groups": sorted(g.group_name for g in groups_of[net.id]),
             }
         )
 
-    group_rows = []
-    for group in groups:
-        obj = group_objects.get(f"{group['tenantName']}:{group['groupName']}", {})
-        group_rows.append(
-            {
-                "name": _qualified(group["tenantName"], group["groupName"]),
-                "network": _qualified(group["tenantName"], group["networkName"]),
-                "id": group["endpointGroupId"],
-                "pool": group.get("IPPool", ""),
-                "policies": list(obj.get("policies", [])),
-                "endpoints": group.get("epCount", 0),
-            }
-        )
+    group_rows = [
+        {
+            "name": _qualified(group.tenant_name, group.group_name),
+            "network": _qualified(group.tenant_name, group.network_name),
+            "id": group.endpoint_group_id,
+            "pool": group.ip_pool,
+            "policies": _policies(snapshot, group),
+            "endpoints": group.ep_count,
+        }
+        for group in groups
+    ]
 
-    rows = []
-    for _, ep in _under(entries, layout.EPS_PREFIX):
-        network, _, tenant = ep.get("netID", "").rpartition(".")
-        rows.append(
-            [
-                ep.get("endpointID", ""),
-                ep.get("epCommonName", "") or ep.get("containerId", ""),
-                ep.get("ipAddress", ""),
-                ep.get("macAddress", ""),
-                ep.get("homingHost", ""),
-                _qualified(tenant, network),
-                _qualified(tenant, ep["serviceName"]) if ep.get("serviceName") else "",
-                _labels(ep.get("labels")),
-            ]
-        )
-
-    rules = [rule_from_state(value) for _, value in _under(entries, layout.POLICY_RULE_PREFIX)]
-    matrices = []
-    for tenant in sorted({g["tenantName"] for g in groups}):
-        refs = [
-            GroupRef(_qualified(tenant, g["groupName"]), g["endpointGroupId"], subnets.get(layout.net_id(tenant, g["networkName"])))
-            for g in groups
-            if g["tenantName"] == tenant
+    rows = [
+        [
+            ep.endpoint_id,
+            ep.ep_common_name or ep.container_id,
+            ep.ip_address,
+            ep.mac_address,
+            ep.homing_host,
+            _qualified(ep.tenant, ep.network),
+            _qualified(ep.tenant, ep.service_name) if ep.service_name else "",
+            _labels(ep.labels),
         ]
-        named = {_qualified(tenant, n["networkName"]): subnets[n["id"]] for n in networks if n["tenant"] == tenant}
-        for ref, group in zip(refs, (g for g in groups if g["tenantName"] == tenant), strict=True):
-            attached = group_objects.get(f"{tenant}:{group['groupName']}", {}).get("policies")
-            if attached or any(
+        for ep in _by_id(snapshot.endpoints)
+    ]
+
+    rules = _by_id(snapshot.rules)
+    matrices = []
+    for tenant in sorted({g.tenant_name for g in groups}):
+        tenant_groups = [g for g in groups if g.tenant_name == tenant]
+        refs = [GroupRef(_qualified(tenant, g.group_name), g.endpoint_group_id, subnets.get(g.net_id)) for g in tenant_groups]
+        named = {_qualified(tenant, n.network_name): subnets[n.id] for n in networks if n.tenant == tenant}
+        for ref, group in zip(refs, tenant_groups, strict=True):
+            if _policies(snapshot, group) or any(
                 r.dst_endpoint_group == ref.group_id and r.src_port == 0 for r in rules
             ):  # policies of its own or others' outgoing rules
                 matrices.append(policy_matrix(ref, refs, named, rules).to_json())
@@ -116,7 +115,7 @@ def store_model(entries: Mapping[str, Any]) -> dict[str, Any]:
         "groups": group_rows,
         "endpoints": {"columns": list(ENDPOINT_COLUMNS), "rows": rows},
         "policy": matrices,
-        "vlanUplinks": any(net["pktTagType"] == "vlan" for net in networks),
+        "vlanUplinks": any(net.pkt_tag_type == "vlan" for net in networks),
     }
 
 
@@ -152,7 +151,7 @@ def node_health(report: Mapping[str, Any] | None, raft_connected: bool | None) -
 
 
 def cluster_model(
-    local: StoreStatistics, self_name: str, nodes: Sequence[NodeInfo], reports: Mapping[str, Mapping[str, Any] | None]
+    local: StoreStatistics, self_name: str, nodes: Sequence[NodeRecord], reports: Mapping[str, Mapping[str, Any] | None]
 ) -> dict[str, Any]:
     """Members with role, term, commit index, health; the leader; the tunnel mesh.
 

@@ -6,7 +6,8 @@ from ipaddress import IPv4Network
 from typing import Any
 
 from contivd.model.policy import Attachment, PolicyRule, Remotes, compile_attachment
-from contivd.status.policy_matrix import Cell, GroupRef, policy_matrix, rule_from_state
+from contivd.state.records import policy_rule_from_json
+from contivd.status.policy_matrix import Cell, GroupRef, policy_matrix
 
 APP = GroupRef("app", 2, IPv4Network("198.18.4.0/24"))
 DB = GroupRef("db", 3, IPv4Network("198.18.4.0/24"))
@@ -112,7 +113,7 @@ def test_outgoing_rules_of_other_groups_count_and_reply_rules_do_not() -> None:
 
 def test_rule_state_round_trip_and_json() -> None:
     rules = compiled(DB, "db-in", rule("db-in", "2", direction="in", action="allow", priority=10, fromNetwork="frontend", protocol="tcp", port=5432))
-    assert [rule_from_state(r.to_json()) for r in rules] == rules
+    assert [policy_rule_from_json(r.to_json()) for r in rules] == rules, "the matrix reads rules as the state snapshot parses them"
     as_json = policy_matrix(DB, GROUPS, NETWORKS, rules).to_json()
     assert as_json["group"] == "db" and as_json["services"] == ["tcp/5432", "tcp/other", "other"]
     assert as_json["rows"][-1] == {"source": "anyone else", "kind": "any", "cells": [["allow", ""]] * 3}

@@ -8,10 +8,11 @@ from typing import Any
 
 from contivd.agent.service import AgentStatistics
 from contivd.netmaster import ipam
-from contivd.nodes import NodeInfo
+from contivd.state import NetworkState, NodeRecord, StateSnapshot
 from contivd.state import keys as layout
+from contivd.state.usage import address_usage
 from contivd.status.snapshot import ENDPOINT_COLUMNS, cluster_model, node_health, node_report, store_model
-from raftstore import StoreStatistics
+from raftstore import KeyValue, StoreStatistics
 
 MARKUP = "<img src=x onerror=alert(1)>"
 
@@ -36,7 +37,14 @@ def endpoint(net: dict[str, Any], epg: dict[str, Any] | None, name: str, node: s
     }
 
 
-def entries() -> dict[str, Any]:
+def snapshot_of(entries: dict[str, Any]) -> StateSnapshot:
+    """A StateSnapshot holding `entries` (store key → value) at revision 1."""
+    snapshot = StateSnapshot()
+    snapshot.reset([KeyValue(key, value, 1, 1, 1) for key, value in entries.items()], 1)
+    return snapshot
+
+
+def entries() -> StateSnapshot:
     pods = network("pods", "198.18.0.0/24", "198.18.0.254", 7)
     group = {"groupName": "db", "tenantName": "default", "networkName": "pods", "ipPool": "198.18.0.100-198.18.0.109"}
     db, pods = ipam.new_epg_state(group, pods, 5)
@@ -54,7 +62,7 @@ def entries() -> dict[str, Any]:
         "id": "default:db:default:p:default:p:1:inRx", "RuleId": "default:db:default:p:default:p:1:inRx", "Priority": 1, "SrcEndpointGroup": 0,
         "DstEndpointGroup": 5, "SrcIpAddr": "", "DstIpAddr": "", "IpProtocol": 6, "SrcPort": 0, "DstPort": 22, "TcpFlags": "", "Action": "deny",
     }  # fmt: skip
-    return out
+    return snapshot_of(out)
 
 
 def test_networks_with_usage_tags_and_groups() -> None:
@@ -105,8 +113,8 @@ def agent(**changes: Any) -> AgentStatistics:
     return replace(base, **changes)
 
 
-def node(name: str, port: int, vtep: str) -> NodeInfo:
-    return NodeInfo(name, f"127.0.0.1:{port}", f"http://127.0.0.1:{9000 + port}", "127.0.0.1", vtep, False, "0.1.0")
+def node(name: str, port: int, vtep: str) -> NodeRecord:
+    return NodeRecord(name, f"127.0.0.1:{port}", f"http://127.0.0.1:{9000 + port}", "127.0.0.1", vtep, False, "0.1.0")
 
 
 def test_node_health() -> None:
@@ -142,8 +150,8 @@ def test_cluster_members_leader_health_and_tunnels() -> None:
 def test_address_usage_of_a_range_subnet_and_an_empty_store() -> None:
     ranged = network("r", "198.18.1.5-198.18.1.15/27", "198.18.1.15", 3)
     ipam.allocate_ipv4(ranged, None)
-    assert ipam.address_usage(ranged, []) == (1, 10), "only the range counts: one endpoint of 11 less the gateway"
-    assert store_model({}) == {
+    assert address_usage(NetworkState.from_json(ranged), []) == (1, 10), "only the range counts: one endpoint of 11 less the gateway"
+    assert store_model(StateSnapshot()) == {
         "networks": [],
         "groups": [],
         "endpoints": {"columns": list(ENDPOINT_COLUMNS), "rows": []},

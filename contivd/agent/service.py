@@ -87,7 +87,7 @@ class Agent:
         self.settings = settings
         self.datapaths: dict[Encap, BridgeDatapath] = {}
         self._changed = trio.Event()
-        self._urgent = False  # someone waits for the next sync (wait_programmed)
+        self._hurry = trio.Event()  # someone waits for the next sync (wait_programmed): no debounce
         self._full = True  # the next sync must be a full one
         self._audit_due = False
         self._synced = trio.Event()
@@ -144,7 +144,7 @@ class Agent:
         epoch = self._port_epoch
         await self.cache.wait_revision(revision)  # a follower may not have applied the write yet
         while self._done[0] < revision or self._done[1] < epoch:
-            self._urgent = True
+            self._hurry.set()
             self._changed.set()
             failures = self._failures
             await self._synced.wait()
@@ -216,9 +216,9 @@ class Agent:
         backoff = 0.0
         while True:
             await self._changed.wait()
-            if not self._urgent:
-                await trio.sleep(DEBOUNCE_SECONDS)
-            self._changed, self._urgent = trio.Event(), False
+            with trio.move_on_after(DEBOUNCE_SECONDS):  # a waiter arriving meanwhile cuts it short
+                await self._hurry.wait()
+            self._changed, self._hurry = trio.Event(), trio.Event()
             self._started += 1
             started = time.monotonic()
             try:

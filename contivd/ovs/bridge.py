@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import trio
-from ovsdbapp.backend.ovs_idl import connection
+from ovsdbapp.backend.ovs_idl import connection, idlutils
 from ovsdbapp.schema.open_vswitch.impl_idl import OvsdbIdl
 
 from .errors import OvsError
@@ -220,18 +220,26 @@ class OvsdbappBridge:
     async def ensure_port(self, spec: PortSpec) -> int:
         where = f"bridge {self.name} port {spec.name}"
 
-        def ensure() -> None:
-            owner = _run(self._api.port_to_br(spec.name)) if self._port_exists(spec.name) else None
-            if owner not in (None, self.name):
+        def ensure() -> bool:
+            """True when the port was created (by one transaction that also waited for vswitchd)."""
+            with self._ovsdb.conn.lock:  # the IDL's rows, as the connection thread last saw them
+                exists = idlutils.row_by_value(self._api.idl, "Port", "name", spec.name, None) is not None
+            if not exists:  # the common case, a new pod: the port, its interface and its owner at once
+                with self._api.transaction(check_error=True, log_errors=False) as txn:
+                    txn.add(self._api.add_port(self.name, spec.name, may_exist=True, type=spec.kind.value, options=dict(spec.options)))
+                    if spec.external_ids:
+                        txn.add(self._api.db_set("Port", spec.name, ("external_ids", dict(spec.external_ids))))
+                return True
+            owner = _run(self._api.port_to_br(spec.name))
+            if owner != self.name:
                 raise OvsError(f"{where}: the port is on bridge {owner}")
-            if owner is None:
-                _run(self._api.add_port(self.name, spec.name, may_exist=True, type=spec.kind.value, options=dict(spec.options)))
             with self._api.transaction(check_error=True, log_errors=False) as txn:
                 # Options are replaced, not merged: a key left from an earlier spec would change the port.
                 txn.add(self._api.db_clear("Interface", spec.name, "options"))
                 txn.add(self._api.db_set("Interface", spec.name, ("type", spec.kind.value), ("options", dict(spec.options))))
                 if spec.external_ids:
                     txn.add(self._api.db_set("Port", spec.name, ("external_ids", dict(spec.external_ids))))
+            return False
 
         await self._call(where, ensure)
         (info,) = await self._wait_ofports([spec.name])

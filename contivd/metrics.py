@@ -137,10 +137,18 @@ class StateCollector(Collector):
             ("contivd_agent_last_reconcile_seconds", "Duration of the last successful reconcile", stats.last_sync_seconds),
             ("contivd_agent_last_reconcile_timestamp_seconds", "Unix time the last successful reconcile ended", stats.last_sync_unix),
             ("contivd_agent_problems", "Inputs the last reconcile skipped (see the log)", len(stats.problems)),
+            ("contivd_agent_drift_flows", "Flows and groups the last audit found different from a full recomputation or the switch", stats.drift),
         ):
             yield GaugeMetricFamily(name, doc, value=value)
         yield CounterMetricFamily("contivd_agent_reconciles", "Reconciles attempted", value=stats.syncs)
         yield CounterMetricFamily("contivd_agent_reconcile_failures", "Reconciles that failed", value=stats.sync_failures)
+        yield CounterMetricFamily("contivd_agent_drift_found", "Flows and groups found drifted over every audit (repaired each time)", value=stats.drift_total)
+        yield CounterMetricFamily("contivd_agent_audits", "Audits of the installed flows against a full recomputation", value=stats.audits)
+        yield CounterMetricFamily("contivd_agent_flow_mods", "Flow-mods sent to the switches", value=stats.flow_mods)
+        syncs = CounterMetricFamily("contivd_agent_syncs", "Syncs by kind: incremental (changed objects only) or full", labels=["kind"])
+        syncs.add_metric(["incremental"], stats.incremental_syncs)
+        syncs.add_metric(["full"], stats.full_syncs)
+        yield syncs
 
 
 def _table_name(table_id: int) -> str:

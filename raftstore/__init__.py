@@ -4,6 +4,8 @@ Built on PySyncObj. Imports nothing from contivd. Start a member with `open_stor
 the yielded `Store` offers get/list/put/delete/txn, watches, leases and leadership.
 """
 
+# First: it keeps PySyncObj's Windows inet_ntop shim from replacing socket.inet_ntop process-wide.
+from . import _pysyncobj_compat  # noqa: F401
 from ._config import StoreConfig as StoreConfig
 from ._config import is_loopback as is_loopback
 from ._errors import InvalidKeyError as InvalidKeyError

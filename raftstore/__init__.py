@@ -2,6 +2,7 @@
 
 Built on PySyncObj. Imports nothing from contivd. Start a member with `open_store(config)`;
 the yielded `Store` offers get/list/put/delete/txn, watches, leases and leadership.
+`MemoryStore` offers the same `KeyValueStore` surface in-process, for tests.
 """
 
 # First: it keeps PySyncObj's Windows inet_ntop shim from replacing socket.inet_ntop process-wide.
@@ -15,6 +16,7 @@ from ._errors import StoreClosedError as StoreClosedError
 from ._errors import StoreConfigError as StoreConfigError
 from ._errors import StoreError as StoreError
 from ._errors import UnavailableError as UnavailableError
+from ._protocol import KeyValueStore as KeyValueStore
 from ._store import Store as Store
 from ._store import open_store as open_store
 from ._types import Compare as Compare
@@ -31,3 +33,4 @@ from ._types import TxnResult as TxnResult
 from ._types import absent as absent
 from ._types import mod_revision_is as mod_revision_is
 from ._types import value_is as value_is
+from .memory import MemoryStore as MemoryStore

@@ -57,7 +57,7 @@ def test_a_private_read_at_run_time_names_what_is_missing() -> None:
         pass
 
     with pytest.raises(compat.IncompatiblePySyncObjError, match=r"NotASyncObj has no _SyncObj__raftLog"):
-        compat.journal(NotASyncObj())  # type: ignore[arg-type]
+        compat.journal(NotASyncObj())
     assert "_SyncObj__raftLog" in compat.INSTANCE_ATTRIBUTES[SyncObj]
 
 

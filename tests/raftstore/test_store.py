@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from raftstore import (
+    Event,
     EventType,
     InvalidKeyError,
     InvalidValueError,
@@ -124,8 +125,8 @@ async def test_watch_delivers_changes_in_commit_order(any_store: KeyValueStore) 
     assert events[1].revision == events[2].revision, "one transaction, one revision"
 
 
-async def first_events(store: KeyValueStore, prefix: str, start: int, count: int) -> list:
-    events = []
+async def first_events(store: KeyValueStore, prefix: str, start: int, count: int) -> list[Event]:
+    events: list[Event] = []
     with trio.fail_after(10):
         async for event in store.watch(prefix, start_revision=start):
             events.append(event)

@@ -99,8 +99,10 @@ def check() -> None:
         for name in names:
             if name not in assigned:
                 raise _incompatible(f"{owner.__name__}.__init__ no longer sets {name}")
-    if not hasattr(tcp_connection, "zlib") or "zlib" not in TcpConnection.send.__code__.co_names:
-        raise _incompatible("pysyncobj.tcp_connection no longer compresses through its module-global zlib")
+    for method in ("send", "_TcpConnection__processParseMessage"):  # compress, decompress
+        code = getattr(vars(TcpConnection).get(method), "__code__", None)
+        if code is None or "zlib" not in code.co_names or not hasattr(tcp_connection, "zlib"):
+            raise _incompatible(f"TcpConnection.{method} no longer goes through pysyncobj.tcp_connection.zlib")
 
 
 check()

@@ -2,8 +2,11 @@
 
 Built on PySyncObj. Imports nothing from contivd. Start a member with `open_store(config)`;
 the yielded `Store` offers get/list/put/delete/txn, watches, leases and leadership.
+`MemoryStore` offers the same `KeyValueStore` surface in-process, for tests.
 """
 
+# First: it keeps PySyncObj's Windows inet_ntop shim from replacing socket.inet_ntop process-wide.
+from . import _pysyncobj_compat  # noqa: F401
 from ._config import StoreConfig as StoreConfig
 from ._config import is_loopback as is_loopback
 from ._errors import InvalidKeyError as InvalidKeyError
@@ -13,6 +16,7 @@ from ._errors import StoreClosedError as StoreClosedError
 from ._errors import StoreConfigError as StoreConfigError
 from ._errors import StoreError as StoreError
 from ._errors import UnavailableError as UnavailableError
+from ._protocol import KeyValueStore as KeyValueStore
 from ._store import Store as Store
 from ._store import open_store as open_store
 from ._types import Compare as Compare
@@ -29,3 +33,4 @@ from ._types import TxnResult as TxnResult
 from ._types import absent as absent
 from ._types import mod_revision_is as mod_revision_is
 from ._types import value_is as value_is
+from .memory import MemoryStore as MemoryStore

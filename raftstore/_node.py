@@ -1,17 +1,16 @@
-"""The only module that touches PySyncObj: journal, snapshots, transport, secret, ticking.
+"""The only module that drives PySyncObj: journal, snapshots, transport, secret, ticking.
 
 RaftNode owns one SyncObj and the thread that ticks it. It knows nothing about trio: it calls
 plain callbacks from the tick thread, and the async Store turns those into trio wake-ups.
-Callbacks must never block the tick thread.
+Callbacks must never block the tick thread. Where it changes PySyncObj's behaviour it goes
+through `_pysyncobj_compat`, the one module that names PySyncObj's private internals.
 """
 
 from __future__ import annotations
 
-import _socket
 import gzip
 import logging
 import os
-import socket
 import threading
 import time
 import zlib
@@ -19,21 +18,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replicated, tcp_connection
-from pysyncobj.journal import FileJournal
+from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
 from pysyncobj.pickle import dumps as pickle_dumps
 from pysyncobj.pickle import load as pickle_load
 from pysyncobj.syncobj import SyncObjException
 
+from . import _pysyncobj_compat as compat
 from ._config import StoreConfig
 from ._crypto import AeadEncryptor
-from ._errors import StoreConfigError, StoreError
+from ._errors import StoreConfigError
 from ._fsm import StateMachine
-
-# PySyncObj's win_inet_pton module replaces socket.inet_ntop on every OS with a Windows-only
-# version that always fails; libraries that format addresses with it (pyroute2) then hand out
-# raw bytes. Put the C implementation back.
-socket.inet_ntop = _socket.inet_ntop
 
 log = logging.getLogger("raftstore")
 
@@ -59,7 +53,7 @@ TICK_SECONDS = 0.05
 PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
 
 
-class _ReplicatedStateMachine(SyncObjConsumer):  # type: ignore[misc]  # pysyncobj is untyped
+class _ReplicatedStateMachine(compat.ConsumerBase):
     """Bridges PySyncObj's replication onto the pure StateMachine.
 
     Attributes set before SyncObjConsumer.__init__ are excluded from snapshots; `fsm` is the
@@ -79,9 +73,9 @@ class _ReplicatedStateMachine(SyncObjConsumer):  # type: ignore[misc]  # pysynco
         self._on_applied()
         return result
 
-    def _deserialize(self, data: dict[str, Any]) -> None:
+    def load_snapshot(self, load: Callable[[], None]) -> None:
         with self.lock:
-            super()._deserialize(data)
+            load()
         self._on_applied()
 
 
@@ -165,7 +159,7 @@ class _JournalFlusher:
                 self._cond.notify_all()
 
 
-def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
+def _make_durable(syncobj: SyncObj, snapshot: str | None) -> Callable[[], None]:
     """Group commit: the journal reaches the disk before PySyncObj acknowledges anything.
 
     PySyncObj appends into an mmap and never msyncs (see shared/raft-notes.md). Appends only
@@ -176,16 +170,8 @@ def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
     vote are fsynced before a vote is sent.
     Returns the flush function the tick loop calls.
     """
-    journal = getattr(syncobj, "_SyncObj__raftLog", None)
-    meta_storer = getattr(journal, "_FileJournal__metaStorer", None)
-    transport = getattr(syncobj, "_SyncObj__transport", None)
-    resizable = getattr(journal, "_FileJournal__journalFile", None)
-    if not isinstance(journal, FileJournal) or meta_storer is None or transport is None or resizable is None:
-        raise StoreError("pysyncobj internals changed: cannot enable fsync; pin pysyncobj 0.3.17")
-    raw_add, raw_delete_to, raw_send = journal.add, journal.deleteEntriesTo, transport.send
-    flusher = _JournalFlusher(lambda: int(resizable._ResizableFile__f.fileno()))
-    snapshot = getattr(syncobj, "_SyncObj__conf").fullDumpFile
-    raw_write = resizable.write
+    journal = compat.JournalFile.of(syncobj)
+    flusher = _JournalFlusher(journal.fileno)
 
     def write(offset: int, data: bytes) -> None:
         # pwrite, not a store into the mmap: on ext4 a page dirtied through the mapping makes
@@ -193,17 +179,16 @@ def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
         # 0.8 ms against 0.16 ms here. The mapping shares the page cache, so PySyncObj's reads
         # through it see these bytes. Growing the file (size doubles; it may reopen the file)
         # stays PySyncObj's, once no helper fdatasync holds the old descriptor.
-        mapping = resizable._ResizableFile__mm
-        if offset + len(data) > mapping.size():
+        if offset + len(data) > journal.mapped_size():
             flusher.wait_idle()
-            raw_write(offset, data)
+            journal.raw_write(offset, data)
         else:
-            os.pwrite(resizable._ResizableFile__f.fileno(), data, offset)
+            os.pwrite(journal.fileno(), data, offset)
         flusher.wrote()
 
     def add(command: bytes, idx: int, term: int) -> None:
-        raw_add(command, idx, term)
-        if syncobj._isLeader() and (syncobj.otherNodes or syncobj.readonlyNodes):  # alone, nothing overlaps the flush
+        journal.raw_add(command, idx, term)
+        if compat.is_leader(syncobj) and (syncobj.otherNodes or syncobj.readonlyNodes):  # alone, nothing overlaps the flush
             flusher.start()
 
     def delete_entries_to(entry_to: int) -> None:
@@ -212,16 +197,16 @@ def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
         if snapshot and os.path.isfile(snapshot):
             _fsync_path(snapshot)
             _fsync_path(os.path.dirname(snapshot) or ".")
-        raw_delete_to(entry_to)
+        journal.raw_delete_entries_to(entry_to)
 
     def send(node: Any, message: Any) -> bool:
         # The leader may replicate entries before its own copy is durable (Raft thesis
         # 10.2.1): it counts itself towards a commit only in a tick, after the flush there.
         if not (isinstance(message, dict) and message.get("type") == "append_entries"):
             flusher.flush()
-        return bool(raw_send(node, message))
+        return bool(journal.raw_send(node, message))
 
-    path = meta_storer.getPath()
+    path = journal.meta_path
 
     def store_meta(meta: dict[str, Any]) -> None:
         with open(path + ".tmp", "wb") as f:
@@ -231,11 +216,7 @@ def _make_durable(syncobj: SyncObj) -> Callable[[], None]:
         os.replace(path + ".tmp", path)
         _fsync_path(os.path.dirname(path) or ".")
 
-    resizable.write = write
-    journal.add = add
-    journal.deleteEntriesTo = delete_entries_to
-    transport.send = send
-    meta_storer.storeMeta = store_meta
+    journal.install(write=write, add=add, delete_entries_to=delete_entries_to, send=send, store_meta=store_meta)
     return flusher.flush
 
 
@@ -248,8 +229,8 @@ def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
     snapshot's last two entries), losing every committed entry after the snapshot. Trimming
     the journal to start at those two entries first makes the load keep them.
     """
-    journal = getattr(syncobj, "_SyncObj__raftLog", None)
-    if journal is None or len(journal) < 2 or not os.path.isfile(snapshot):
+    journal = compat.journal(syncobj)
+    if len(journal) < 2 or not os.path.isfile(snapshot):
         return
     try:
         with open(snapshot, "rb") as f, gzip.GzipFile(fileobj=f) as g:
@@ -289,19 +270,6 @@ class _CompressLargeMessagesOnly:
         return data if data[:1] == b"\x80" else zlib.decompress(data)
 
 
-def _install_message_codec() -> None:
-    if getattr(tcp_connection, "zlib", None) not in (zlib, _CompressLargeMessagesOnly):
-        raise StoreError("pysyncobj internals changed: cannot install the message codec; pin pysyncobj 0.3.17")
-    tcp_connection.zlib = _CompressLargeMessagesOnly
-
-
-def _override(syncobj: SyncObj, name: str, value: Any) -> None:
-    """Replace a SyncObj attribute and keep it out of snapshots (PySyncObj pickles every
-    instance attribute it did not have at construction; closures cannot be pickled)."""
-    setattr(syncobj, name, value)
-    getattr(syncobj, "_SyncObj__properies").add(name)
-
-
 class _CommitPropagation:
     """Spread the commit index to followers a little later, and only if nothing else does.
 
@@ -318,17 +286,15 @@ class _CommitPropagation:
 
     def __init__(self, syncobj: SyncObj):
         self._syncobj = syncobj
-        apply_entries = getattr(syncobj, "_SyncObj__applyLogEntries", None)
-        send_entries = getattr(syncobj, "_SyncObj__sendAppendEntries", None)
-        if apply_entries is None or send_entries is None:
-            raise StoreError("pysyncobj internals changed: pin pysyncobj 0.3.17")
+        apply_entries = compat.private_method(syncobj, "applyLogEntries")
+        send_entries = compat.private_method(syncobj, "sendAppendEntries")
         self.pending = False
         self.since = 0.0
 
         def apply_quietly() -> bool:
             applied = syncobj.raftLastApplied
             apply_entries()
-            if syncobj.raftLastApplied != applied and syncobj._isLeader() and not self.pending:
+            if syncobj.raftLastApplied != applied and compat.is_leader(syncobj) and not self.pending:
                 self.pending, self.since = True, time.monotonic()
             return False
 
@@ -337,8 +303,8 @@ class _CommitPropagation:
             send_entries()
 
         self._send = send_and_clear
-        _override(syncobj, "_SyncObj__applyLogEntries", apply_quietly)
-        _override(syncobj, "_SyncObj__sendAppendEntries", send_and_clear)
+        compat.override(syncobj, "applyLogEntries", apply_quietly)
+        compat.override(syncobj, "sendAppendEntries", send_and_clear)
 
     def wait_time(self, idle: float) -> float:
         """How long the tick loop may wait for events before propagating."""
@@ -349,7 +315,7 @@ class _CommitPropagation:
     def propagate_if_due(self) -> None:
         """Send the commit index if no AppendEntries carried it within the delay."""
         if self.pending and time.monotonic() - self.since >= PROPAGATION_DELAY:
-            if self._syncobj._isLeader():
+            if compat.is_leader(self._syncobj):
                 self._send()
             else:
                 self.pending = False
@@ -357,13 +323,7 @@ class _CommitPropagation:
 
 def _use_aead(syncobj: SyncObj, secret: str) -> None:
     """Install the AES-GCM encryptor before any connection exists; refuse to run without it."""
-    encryptor = AeadEncryptor(secret)
-    _override(syncobj, "_SyncObj__encryptor", encryptor)
-    connections = getattr(getattr(syncobj, "_SyncObj__transport", None), "_connections", None)
-    if syncobj.encryptor is not encryptor or not isinstance(connections, dict):
-        raise StoreError("pysyncobj internals changed: cannot install the raft encryptor; pin pysyncobj 0.3.17")
-    for connection in connections.values():  # outgoing connections were prepared in SyncObj()
-        connection.encryptor = encryptor
+    compat.install_encryptor(syncobj, AeadEncryptor(secret))
 
 
 class RaftNode:
@@ -395,7 +355,7 @@ class RaftNode:
             maxBindRetries=5,
             bindRetryTime=0.2,
         )
-        _install_message_codec()
+        compat.install_message_codec(_CompressLargeMessagesOnly)
         try:
             self._syncobj = SyncObj(config.listen, list(config.peers), conf, consumers=[self._replicated])
         except SyncObjException as exc:
@@ -406,7 +366,7 @@ class RaftNode:
             _use_aead(self._syncobj, config.secret)
         self._flush: Callable[[], None] = lambda: None
         if config.fsync and journal is not None:
-            self._flush = _make_durable(self._syncobj)
+            self._flush = _make_durable(self._syncobj, dump)
         self._propagation = _CommitPropagation(self._syncobj)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._tick_loop, name="raftstore-tick", daemon=True)
@@ -469,10 +429,10 @@ class RaftNode:
     # ---- observability -------------------------------------------------------------------
 
     def is_leader(self) -> bool:
-        return bool(self._syncobj._isLeader())
+        return compat.is_leader(self._syncobj)
 
     def leader(self) -> str | None:
-        leader = self._syncobj._getLeader()
+        leader = compat.last_known_leader(self._syncobj)
         return None if leader is None else str(getattr(leader, "id", leader))
 
     def raw_status(self) -> dict[str, Any]:

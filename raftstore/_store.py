@@ -9,36 +9,23 @@ per batch of applied commands, so a slow watcher costs no memory and cannot stal
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import trio
 
 from . import _commands
+from ._base import StateMachineStore, raise_for_error
 from ._config import StoreConfig, parse_address
-from ._errors import LeaseNotFoundError, StoreClosedError, StoreError, UnavailableError
-from ._fsm import HistoryRecord, StateMachine
-from ._keys import validate_key, validate_prefix
+from ._errors import StoreClosedError, StoreError, UnavailableError
+from ._fsm import StateMachine
 from ._node import FAIL_NAMES, RETRYABLE, SUCCESS, RaftNode
-from ._types import (
-    Compare,
-    Delete,
-    DeletePrefix,
-    Event,
-    EventType,
-    KeyValue,
-    LeadershipChange,
-    Op,
-    Put,
-    StoreStatistics,
-    TxnResult,
-)
+from ._types import LeadershipChange, StoreStatistics
 
 log = logging.getLogger("raftstore")
 T = TypeVar("T")
@@ -48,26 +35,6 @@ RETRY_BACKOFF = (0.02, 0.5)  # first and largest pause between retries of a fail
 MAX_INFLIGHT_ENTRIES = 2  # log entries proposed but not yet applied, before proposals batch up
 MAX_BATCH_COMMANDS = 256
 MAX_BATCH_BYTES = 1 << 20  # one oversized command still goes alone
-
-
-def _raw(key: str, entry: Any) -> tuple[Any, ...]:
-    """Copy an entry's fields under the apply lock; decoding happens after releasing it, so a
-    large listing does not stall the Raft tick thread."""
-    return (key, entry.value, entry.create_revision, entry.mod_revision, entry.version, entry.lease)
-
-
-def _decode(raw: tuple[Any, ...]) -> KeyValue:
-    key, value, create_revision, mod_revision, version, lease = raw
-    return KeyValue(key, json.loads(value), create_revision, mod_revision, version, lease)
-
-
-def _kv(key: str, entry: Any) -> KeyValue:
-    return _decode(_raw(key, entry))
-
-
-def _event(record: HistoryRecord) -> Event:
-    revision, kind, key, prev, value = record
-    return Event(EventType(kind), key, None if prev is None else json.loads(prev), None if value is None else json.loads(value), revision)
 
 
 class _Waiter:
@@ -100,7 +67,7 @@ class _Slot:
             self._semaphore.release()
 
 
-class Store:
+class Store(StateMachineStore):
     """Replicated key-value store: KV, transactions, watches, leases, leadership.
 
     Reads are linearizable unless `stale=True` (then they see this member's applied state,
@@ -109,11 +76,9 @@ class Store:
     """
 
     def __init__(self, config: StoreConfig, token: trio.lowlevel.TrioToken):
+        super().__init__(time.time)
         self.config = config
         self._token = token
-        self._changed = trio.Event()
-        self._change_pending = False
-        self._open_watches = 0
         self._leadership_changed = trio.Event()
         self._leader_since = math.inf
         self._closed = False
@@ -143,11 +108,6 @@ class Store:
         if self._open_watches and not self._change_pending:
             self._change_pending = True
             self._call_soon(self._fire_changed)
-
-    def _fire_changed(self) -> None:
-        self._change_pending = False  # before waking: waiters re-read state after this
-        changed, self._changed = self._changed, trio.Event()
-        changed.set()
 
     def _on_leadership(self) -> None:  # tick thread
         self._call_soon(self._fire_leadership)
@@ -243,7 +203,7 @@ class Store:
                 if reason == SUCCESS:
                     self._applied_writes += 1
                     self._apply_seconds += time.monotonic() - started
-                    return _raise_for_error(result)
+                    return raise_for_error(result)
                 if reason not in RETRYABLE:
                     raise StoreError(f"raft refused the command: {FAIL_NAMES.get(reason, reason)}")
                 last_reason = reason
@@ -279,146 +239,15 @@ class Store:
             except StoreError as exc:
                 batch.fill(exc, SUCCESS)
 
-    async def _read(self, fn: Callable[[StateMachine], T], stale: bool) -> T:
-        if not stale:
-            await self._linearize()
+    def _read_state(self, fn: Callable[[StateMachine], T]) -> T:
         return self.node.read(fn)
-
-    # ---- key-value API -----------------------------------------------------------------------
-
-    async def get(self, key: str, *, stale: bool = False) -> KeyValue | None:
-        """The current value of `key`, or None."""
-        validate_key(key)
-        if not stale:
-            await self._linearize()
-        return self.get_nowait(key)
-
-    async def list(self, prefix: str, *, stale: bool = False) -> builtins.list[KeyValue]:
-        """Every key under `prefix`, sorted by key."""
-        validate_prefix(prefix)
-        if not stale:
-            await self._linearize()
-        return self.list_nowait(prefix)
-
-    async def list_with_revision(self, prefix: str, *, stale: bool = False) -> tuple[builtins.list[KeyValue], int]:
-        """Like list(), plus the store revision the listing reflects (to start a watch after it)."""
-        validate_prefix(prefix)
-        raws, revision = await self._read(lambda fsm: ([_raw(k, e) for k, e in fsm.range(prefix)], fsm.revision), stale)
-        return [_decode(r) for r in raws], revision
-
-    async def sync(self) -> int:
-        """Wait until local state includes every write committed before this call; returns
-        the revision. Then `*_nowait` reads are linearizable up to that point."""
-        await self._linearize()
-        return self.revision
-
-    def get_nowait(self, key: str) -> KeyValue | None:
-        """This member's applied value of `key`, without waiting (stale unless after sync())."""
-        validate_key(key)
-        found = self.node.read(lambda fsm: fsm.get(key))
-        return None if found is None else _kv(*found)
-
-    def list_nowait(self, prefix: str) -> builtins.list[KeyValue]:
-        """This member's applied keys under `prefix`, without waiting (see get_nowait)."""
-        validate_prefix(prefix)
-        return [_decode(r) for r in self.node.read(lambda fsm: [_raw(k, e) for k, e in fsm.range(prefix)])]
-
-    async def put(self, key: str, value: Any, *, lease: int | None = None) -> int:
-        """Store `value` at `key`; returns the new revision."""
-        return (await self.txn(success=[Put(key, value, lease)])).revision
-
-    async def delete(self, key: str) -> bool:
-        """Delete `key`; True if it existed."""
-        return bool((await self.txn(success=[Delete(key)])).results[0])
-
-    async def delete_prefix(self, prefix: str) -> int:
-        """Delete every key under `prefix`; returns how many."""
-        return int((await self.txn(success=[DeletePrefix(prefix)])).results[0])
-
-    async def txn(self, compares: Sequence[Compare] = (), success: Sequence[Op] = (), failure: Sequence[Op] = ()) -> TxnResult:
-        """If every compare holds apply `success`, else `failure` — atomically, at one revision."""
-        result = await self._propose(_commands.txn_command(compares, success, failure))
-        return TxnResult(result["succeeded"], result["revision"], tuple(result["results"]))
-
-    @property
-    def revision(self) -> int:
-        """This member's applied revision (stale by nature)."""
-        return self.node.read(lambda fsm: fsm.revision)
-
-    # ---- watches -----------------------------------------------------------------------------
-
-    def changes_nowait(self, prefix: str, start_revision: int) -> tuple[builtins.list[Event], int]:
-        """This member's changes under `prefix` from `start_revision` on, and its applied
-        revision, read atomically without waiting. If the history no longer reaches back that
-        far, the one event is RESYNC carrying the full current state under the prefix."""
-        validate_prefix(prefix)
-        records, current = self.node.read(lambda f: (f.events_since(start_revision, prefix), f.revision))
-        if records is not None:
-            return [_event(record) for record in records], current
-        raws, current = self.node.read(lambda f: ([_raw(k, e) for k, e in f.range(prefix)], f.revision))
-        return [Event(EventType.RESYNC, prefix, None, None, current, tuple(_decode(r) for r in raws))], current
-
-    async def watch(self, prefix: str, *, start_revision: int | None = None) -> AsyncIterator[Event]:
-        """Changes under `prefix` in commit order, forever.
-
-        With `start_revision`, replay from that revision first. If the history no longer
-        reaches back that far, the first event is RESYNC carrying the full current state
-        under the prefix; events after it continue from there.
-        """
-        validate_prefix(prefix)
-        self._open_watches += 1
-        try:
-            next_revision = start_revision if start_revision is not None else self.revision + 1
-            while True:
-                changed = self._changed
-                events, current = self.changes_nowait(prefix, next_revision)
-                for event in events:
-                    yield event
-                next_revision = max(next_revision, current + 1)
-                if current < next_revision:
-                    await changed.wait()
-        finally:
-            self._open_watches -= 1
-
-    # ---- leases ------------------------------------------------------------------------------
-
-    async def grant_lease(self, ttl: float) -> int:
-        """A new lease that lives `ttl` seconds past its last keepalive; returns its id."""
-        if not 0.5 <= ttl <= 86400:
-            raise ValueError(f"lease ttl {ttl!r} must be between 0.5 and 86400 seconds")
-        result = await self._propose({"op": "lease_grant", "rid": _commands.new_request_id(), "ttl": ttl, "now": time.time()})
-        return int(result["lease"])
-
-    async def keepalive(self, lease: int) -> None:
-        """Extend the lease by its ttl from now; LeaseNotFoundError if it is gone."""
-        await self._propose({"op": "lease_keepalive", "rid": _commands.new_request_id(), "id": lease, "now": time.time()})
-
-    async def revoke_lease(self, lease: int) -> None:
-        """Drop the lease and delete its keys now."""
-        await self._propose({"op": "lease_revoke", "rid": _commands.new_request_id(), "id": lease})
-
-    async def keep_lease_alive(self, lease: int, ttl: float) -> None:
-        """Renew `lease` every ttl/3 until cancelled. Transient unavailability is logged and
-        retried; a lease that is gone raises LeaseNotFoundError (the owner must re-register)."""
-        while True:
-            await trio.sleep(ttl / 3)
-            try:
-                await self.keepalive(lease)
-            except UnavailableError as exc:
-                log.warning("lease %s keepalive failed: %s", lease, exc)
 
     async def _lease_expiry_loop(self) -> None:
         """On the leader only: revoke leases whose owners stopped renewing."""
         while True:
             await trio.sleep(LEASE_EXPIRY_PERIOD)
-            if self._leader_since == math.inf:
-                continue
-            now, since = time.time(), self._leader_since
-            for lease, expires_at in self.node.read(lambda f: f.expired_leases(now, since)):
-                try:
-                    await self._propose({"op": "lease_revoke", "id": lease, "expires_at": expires_at})
-                except (UnavailableError, LeaseNotFoundError) as exc:
-                    log.info("expiring lease %s: %s", lease, exc)
+            if self._leader_since != math.inf:
+                await self._expire_leases(time.time(), self._leader_since)
 
     # ---- leadership and membership ----------------------------------------------------------
 
@@ -516,15 +345,6 @@ class Store:
             has_quorum=bool(status.get("has_quorum", False)),
             fsync=self.config.fsync and self.config.data_dir is not None,
         )
-
-
-_ERRORS: dict[str, type[StoreError]] = {"lease_not_found": LeaseNotFoundError}
-
-
-def _raise_for_error(result: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(result, dict) and "error" in result:
-        raise _ERRORS.get(result["error"], StoreError)(result.get("message", result["error"]))
-    return result
 
 
 @asynccontextmanager

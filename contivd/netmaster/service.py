@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from raftstore import Store, UnavailableError
+from raftstore import KeyValueStore, UnavailableError
 
 from ..model import (
     ModelError,
@@ -66,7 +66,7 @@ class _Batch:
 
 
 class Netmaster:
-    def __init__(self, store: Store, node_name: str):
+    def __init__(self, store: KeyValueStore, node_name: str):
         self.store = store
         self.node_name = node_name
         self._config_lock = trio.Lock()

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from raftstore import Compare, Delete, DeletePrefix, KeyValue, Op, Put, Store, mod_revision_is
+from raftstore import Compare, Delete, DeletePrefix, KeyValue, KeyValueStore, Op, Put, mod_revision_is
 
 from ..state import keys as layout
 from . import resources
@@ -24,7 +24,7 @@ class Reads:
     revision, and `guards()` turns the record into transaction compares. Values are private
     mutable copies, cached, so a plan sees its own changes when it reads a key again."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: KeyValueStore):
         self._store = store
         self._reads: dict[str, int] = {}
         self._states: dict[str, Any] = {}
@@ -72,7 +72,7 @@ class View(Reads):
     """Every configuration object by kind and key (the model's `Lookup`), plus guarded state
     reads. Building one lists the whole configuration: for configuration writes and reads."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: KeyValueStore):
         super().__init__(store)
         version = self.state(layout.CONFIG_VERSION)
         self.config_version = int(version) if version else 0

@@ -23,7 +23,7 @@ from typing import Any
 
 import trio
 
-from raftstore import Event, EventType, KeyValue, Store, StoreError
+from raftstore import Event, EventType, KeyValue, KeyValueStore, StoreError
 
 from ..model import PolicyRule
 from . import keys
@@ -196,7 +196,7 @@ class StateCache:
     it at once (`catch_up` runs synchronously), without waiting for the watch task.
     """
 
-    def __init__(self, store: Store):
+    def __init__(self, store: KeyValueStore):
         self.store = store
         self.snapshot = StateSnapshot()
         self._changed = trio.Event()

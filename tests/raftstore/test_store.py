@@ -1,18 +1,25 @@
-"""A real single-member store (PySyncObj, journal on disk) driven from trio in-process."""
+"""A real single-member store (PySyncObj, journal on disk) driven from trio in-process.
+
+The store contract (CRUD, validation, watches) runs on MemoryStore as well: it must behave the same.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 import trio
 
 from raftstore import (
+    Event,
     EventType,
     InvalidKeyError,
     InvalidValueError,
+    KeyValueStore,
     LeaseNotFoundError,
+    MemoryStore,
     Put,
     Store,
     StoreConfig,
@@ -35,6 +42,27 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
         yield s
 
 
+@asynccontextmanager
+async def open_any(kind: str, tmp_path: Path, history_limit: int = 10_000) -> AsyncIterator[KeyValueStore]:
+    if kind == "memory":
+        yield MemoryStore(history_limit=history_limit)
+        return
+    async with open_store(config(tmp_path, history_limit=history_limit)) as s:
+        await s.wait_leader(timeout=10)
+        yield s
+
+
+@pytest.fixture(params=["raft", "memory"])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def any_store(store_kind: str, tmp_path: Path) -> AsyncIterator[KeyValueStore]:
+    async with open_any(store_kind, tmp_path) as s:
+        yield s
+
+
 async def test_single_member_elects_itself_and_reports_statistics(store: Store) -> None:
     assert store.is_leader()
     await store.put("/a", 1)
@@ -43,7 +71,8 @@ async def test_single_member_elects_itself_and_reports_statistics(store: Store) 
     assert stats.revision == 1 and stats.keys == 1 and stats.fsync is True and stats.has_quorum
 
 
-async def test_crud_and_listing(store: Store) -> None:
+async def test_crud_and_listing(any_store: KeyValueStore) -> None:
+    store = any_store
     rev = await store.put("/contiv.io/state/nw/default:n1", {"subnet": "198.18.0.0/24"})
     await store.put("/contiv.io/state/nw/default:n2", {"subnet": "198.18.1.0/24"})
     await store.put("/contiv.io/state/nwx", 0)
@@ -57,7 +86,8 @@ async def test_crud_and_listing(store: Store) -> None:
     assert await store.list("/") == [] and await store.get("/contiv.io/state/nwx", stale=True) is None
 
 
-async def test_bad_input_raises_and_writes_nothing(store: Store) -> None:
+async def test_bad_input_raises_and_writes_nothing(any_store: KeyValueStore) -> None:
+    store = any_store
     with pytest.raises(InvalidKeyError):
         await store.put("no-slash", 1)
     with pytest.raises(InvalidValueError):
@@ -67,7 +97,8 @@ async def test_bad_input_raises_and_writes_nothing(store: Store) -> None:
     assert await store.list("/") == [] and store.revision == 0
 
 
-async def test_watch_delivers_changes_in_commit_order(store: Store) -> None:
+async def test_watch_delivers_changes_in_commit_order(any_store: KeyValueStore) -> None:
+    store = any_store
     await store.put("/w/before", 0)
     events = []
     with trio.fail_after(10):
@@ -94,8 +125,8 @@ async def test_watch_delivers_changes_in_commit_order(store: Store) -> None:
     assert events[1].revision == events[2].revision, "one transaction, one revision"
 
 
-async def first_events(store: Store, prefix: str, start: int, count: int) -> list:
-    events = []
+async def first_events(store: KeyValueStore, prefix: str, start: int, count: int) -> list[Event]:
+    events: list[Event] = []
     with trio.fail_after(10):
         async for event in store.watch(prefix, start_revision=start):
             events.append(event)
@@ -104,15 +135,15 @@ async def first_events(store: Store, prefix: str, start: int, count: int) -> lis
     raise AssertionError("unreachable")
 
 
-async def test_watch_resumes_from_a_revision(store: Store) -> None:
+async def test_watch_resumes_from_a_revision(any_store: KeyValueStore) -> None:
+    store = any_store
     revisions = [await store.put(f"/r/{i}", i) for i in range(5)]
     events = await first_events(store, "/r/", revisions[2], 3)
     assert [e.key for e in events] == ["/r/2", "/r/3", "/r/4"]
 
 
-async def test_watch_from_compacted_history_gets_an_explicit_resync(tmp_path: Path) -> None:
-    async with open_store(config(tmp_path, history_limit=3)) as store:
-        await store.wait_leader(timeout=10)
+async def test_watch_from_compacted_history_gets_an_explicit_resync(store_kind: str, tmp_path: Path) -> None:
+    async with open_any(store_kind, tmp_path, history_limit=3) as store:
         for i in range(6):
             await store.put(f"/r/{i}", i)
         (resync,) = await first_events(store, "/r/", 1, 1)

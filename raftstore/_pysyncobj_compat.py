@@ -1,0 +1,229 @@
+"""Every reach into PySyncObj's private internals, checked once against the pinned release.
+
+raftstore changes PySyncObj's behaviour in a few places it offers no hook for (durable
+journal writes, commit propagation, the AES-GCM encryptor, message compression, snapshot
+loading). Those patches depend on private, name-mangled attributes that any PySyncObj
+release may rename. This module is the only one in raftstore allowed to name them: at import
+it checks the installed version against PINNED_VERSION and that every attribute it patches
+or reads exists, and raises IncompatiblePySyncObjError naming the missing attribute and the
+pinned version. Behaviour (what a patch does and why) stays with the callers in `_node.py`;
+this module only says *where* in PySyncObj it goes.
+
+It is imported before PySyncObj's TCP code so that PySyncObj's Windows `inet_ntop` shim never
+replaces the process's `socket.inet_ntop` (see _keep_socket_inet_ntop).
+"""
+
+from __future__ import annotations
+
+import _socket
+import socket
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import StoreError
+
+PINNED_VERSION = "0.3.17"  # also pinned in pyproject.toml; docs/raftstore.md says how to upgrade
+_INET_SHIM = "pysyncobj.win_inet_pton"
+
+
+class IncompatiblePySyncObjError(StoreError):
+    """The installed PySyncObj lacks an internal raftstore patches, or is not the pinned release."""
+
+
+def _incompatible(what: str) -> IncompatiblePySyncObjError:
+    return IncompatiblePySyncObjError(
+        f"pysyncobj internals changed: {what}; raftstore's patches are written against pysyncobj=={PINNED_VERSION} (pip install pysyncobj=={PINNED_VERSION})"
+    )
+
+
+def _keep_socket_inet_ntop() -> None:
+    """Keep PySyncObj's Windows address shim from replacing `socket.inet_ntop` for the process.
+
+    `pysyncobj.win_inet_pton`, imported by its TCP connection module, sets `socket.inet_ntop`
+    on every OS to a Windows-only function that always fails, so libraries that format
+    addresses with it (pyroute2) hand out raw bytes. PySyncObj itself never calls inet_ntop
+    (and replaces inet_pton only on Windows), so the module is registered here, before
+    PySyncObj loads, as an empty stand-in: its import then changes nothing outside PySyncObj.
+    If PySyncObj was imported before raftstore, the shim already ran: only its own
+    replacement is undone.
+    """
+    loaded = sys.modules.get(_INET_SHIM)
+    if loaded is None:
+        sys.modules[_INET_SHIM] = types.ModuleType(_INET_SHIM, "raftstore: PySyncObj's Windows inet_ntop shim, disabled (it broke socket.inet_ntop)")
+    elif socket.inet_ntop is getattr(loaded, "inet_ntop", None):
+        socket.inet_ntop = _socket.inet_ntop
+
+
+_keep_socket_inet_ntop()
+
+from pysyncobj import SyncObj, SyncObjConsumer, tcp_connection  # noqa: E402  (after the shim stand-in is registered)
+from pysyncobj import version as installed  # noqa: E402
+from pysyncobj.journal import FileJournal, MetaStorer, ResizableFile  # noqa: E402
+from pysyncobj.tcp_connection import TcpConnection  # noqa: E402
+from pysyncobj.transport import TCPTransport  # noqa: E402
+
+# Methods replaced or called, by owner; each must be defined by that class itself (not only by
+# a base such as Journal, whose methods are abstract placeholders).
+PATCHED_METHODS: dict[type, tuple[str, ...]] = {
+    SyncObj: ("_SyncObj__applyLogEntries", "_SyncObj__sendAppendEntries", "_isLeader", "_getLeader", "encryptor"),
+    SyncObjConsumer: ("_deserialize",),
+    FileJournal: ("add", "deleteEntriesTo", "flush"),
+    ResizableFile: ("write",),
+    MetaStorer: ("storeMeta", "getPath"),
+    TCPTransport: ("send",),
+}
+# Instance attributes read or replaced, by owner; each must be assigned by the class's __init__.
+INSTANCE_ATTRIBUTES: dict[type, tuple[str, ...]] = {
+    SyncObj: ("_SyncObj__raftLog", "_SyncObj__transport", "_SyncObj__encryptor", "_SyncObj__properies"),
+    FileJournal: ("_FileJournal__journalFile", "_FileJournal__metaStorer"),
+    ResizableFile: ("_ResizableFile__f", "_ResizableFile__mm"),
+    TCPTransport: ("_connections",),
+    TcpConnection: ("encryptor",),
+}
+
+
+def check() -> None:
+    """Raise IncompatiblePySyncObjError unless PySyncObj is the pinned release with every
+    internal the patches use (run at import; tests call it again after removing one)."""
+    if installed.VERSION != PINNED_VERSION:
+        raise _incompatible(f"installed pysyncobj is {installed.VERSION}, not {PINNED_VERSION}")
+    for owner, names in PATCHED_METHODS.items():
+        for name in names:
+            if name not in vars(owner):
+                raise _incompatible(f"{owner.__name__}.{name} is missing")
+    for owner, names in INSTANCE_ATTRIBUTES.items():
+        assigned = vars(owner)["__init__"].__code__.co_names  # attribute stores compile to names here
+        for name in names:
+            if name not in assigned:
+                raise _incompatible(f"{owner.__name__}.__init__ no longer sets {name}")
+    for method in ("send", "_TcpConnection__processParseMessage"):  # compress, decompress
+        code = getattr(vars(TcpConnection).get(method), "__code__", None)
+        if code is None or "zlib" not in code.co_names or not hasattr(tcp_connection, "zlib"):
+            raise _incompatible(f"TcpConnection.{method} no longer goes through pysyncobj.tcp_connection.zlib")
+
+
+check()
+
+
+def _private(owner: Any, name: str) -> Any:
+    try:
+        return getattr(owner, name)
+    except AttributeError:
+        raise _incompatible(f"{type(owner).__name__} has no {name}") from None
+
+
+# ---- small reads ---------------------------------------------------------------------------
+
+
+def is_leader(syncobj: SyncObj) -> bool:
+    return bool(syncobj._isLeader())
+
+
+def last_known_leader(syncobj: SyncObj) -> Any:
+    """The leader node PySyncObj last heard of (a Node, an address, or None)."""
+    return syncobj._getLeader()
+
+
+def journal(syncobj: SyncObj) -> Any:
+    """The Raft log (a FileJournal with a journal file, else PySyncObj's in-memory journal)."""
+    return _private(syncobj, "_SyncObj__raftLog")
+
+
+# ---- replacing parts of a SyncObj ----------------------------------------------------------
+
+
+def override(syncobj: SyncObj, name: str, value: Any) -> None:
+    """Replace a SyncObj attribute (its private name given unmangled, e.g. "applyLogEntries")
+    and keep it out of snapshots: PySyncObj pickles every instance attribute it did not have at
+    construction, and closures cannot be pickled."""
+    mangled = f"_SyncObj__{name}"
+    _private(syncobj, mangled)
+    setattr(syncobj, mangled, value)
+    _private(syncobj, "_SyncObj__properies").add(mangled)
+
+
+def private_method(syncobj: SyncObj, name: str) -> Callable[[], Any]:
+    """A bound private SyncObj method by its unmangled name (the original, to wrap)."""
+    method: Callable[[], Any] = _private(syncobj, f"_SyncObj__{name}")
+    return method
+
+
+def install_encryptor(syncobj: SyncObj, encryptor: Any) -> None:
+    """Make `encryptor` the one every connection of `syncobj` uses, before any exists in use."""
+    override(syncobj, "encryptor", encryptor)
+    connections = _private(_private(syncobj, "_SyncObj__transport"), "_connections")
+    if syncobj.encryptor is not encryptor or not isinstance(connections, dict):
+        raise _incompatible("cannot install the raft encryptor")
+    for connection in connections.values():  # outgoing connections were prepared in SyncObj()
+        connection.encryptor = encryptor
+
+
+def install_message_codec(codec: Any) -> None:
+    """Make PySyncObj's TCP connections compress and decompress through `codec` (an object
+    with zlib's compress(data, level) and decompress(data)) instead of the zlib module."""
+    tcp_connection.zlib = codec
+
+
+class ConsumerBase(SyncObjConsumer):  # type: ignore[misc]  # pysyncobj is untyped
+    """A SyncObjConsumer whose snapshot load goes through `load_snapshot` (a public hook
+    around PySyncObj's private `_deserialize`)."""
+
+    def load_snapshot(self, load: Callable[[], None]) -> None:
+        """Override to run code around `load()`, which replaces the replicated state."""
+        load()
+
+    def _deserialize(self, data: dict[str, Any]) -> None:
+        self.load_snapshot(lambda: SyncObjConsumer._deserialize(self, data))
+
+
+@dataclass
+class JournalFile:
+    """A SyncObj's FileJournal and the parts of it the durability patches replace.
+
+    `raw_*` are PySyncObj's originals; `install` puts the replacements in place."""
+
+    journal: Any
+    raw_write: Callable[[int, bytes], None]
+    raw_add: Callable[[bytes, int, int], None]
+    raw_delete_entries_to: Callable[[int], None]
+    raw_send: Callable[[Any, Any], Any]
+    meta_path: str
+    _resizable: Any
+    _meta_storer: Any
+    _transport: Any
+
+    @classmethod
+    def of(cls, syncobj: SyncObj) -> JournalFile:
+        found = journal(syncobj)
+        if not isinstance(found, FileJournal):
+            raise _incompatible(f"the raft log is a {type(found).__name__}, not a FileJournal")
+        resizable = _private(found, "_FileJournal__journalFile")
+        meta_storer = _private(found, "_FileJournal__metaStorer")
+        transport = _private(syncobj, "_SyncObj__transport")
+        return cls(found, resizable.write, found.add, found.deleteEntriesTo, transport.send, meta_storer.getPath(), resizable, meta_storer, transport)
+
+    def fileno(self) -> int:
+        """The journal file's descriptor (it changes when PySyncObj grows the file)."""
+        return int(_private(self._resizable, "_ResizableFile__f").fileno())
+
+    def mapped_size(self) -> int:
+        """Bytes of the journal file PySyncObj has mapped; writes past it must grow the file."""
+        return int(_private(self._resizable, "_ResizableFile__mm").size())
+
+    def install(
+        self,
+        *,
+        write: Callable[[int, bytes], None],
+        add: Callable[[bytes, int, int], None],
+        delete_entries_to: Callable[[int], None],
+        send: Callable[[Any, Any], bool],
+        store_meta: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self._resizable.write = write
+        self.journal.add = add
+        self.journal.deleteEntriesTo = delete_entries_to
+        self._transport.send = send
+        self._meta_storer.storeMeta = store_meta

@@ -1,0 +1,74 @@
+"""The leader's guarded commits when the store says no: replan and retry, exactly once, or give up loudly."""
+
+from __future__ import annotations
+
+import pytest
+
+from contivd.netmaster import layout
+from contivd.netmaster.service import COMMIT_ATTEMPTS, ConflictRetryError, Netmaster
+from raftstore import MemoryStore, UnavailableError
+from tests.unit.netmaster.helpers import create, endpoint_request, net_state, network, state, under
+
+
+@pytest.fixture
+async def with_network(netmaster: Netmaster) -> Netmaster:
+    await netmaster.put_object("networks", "default:n", network("n", "198.18.40.0/24", "198.18.40.254"))
+    return netmaster
+
+
+async def test_a_configuration_write_whose_guard_fails_once_commits_exactly_once(netmaster: Netmaster, store: MemoryStore) -> None:
+    version, txns = state(store, layout.CONFIG_VERSION), store.proposals["txn"]
+    store.fail_next_compare()
+    await netmaster.put_object("networks", "default:n", network("n", "198.18.41.0/24"))
+    assert store.proposals["txn"] == txns + 2, "the refused attempt and the retry"
+    assert state(store, layout.CONFIG_VERSION) == version + 1, "one configuration change"
+    assert net_state(store, "n")["extPktTag"] == 1, "the network's tag was allocated once"
+
+
+async def test_an_endpoint_batch_whose_guard_fails_once_allocates_exactly_once(with_network: Netmaster, store: MemoryStore) -> None:
+    txns = store.proposals["txn"]
+    store.fail_next_compare()
+    assert (await create(with_network, "e", "n"))["ipAddress"] == "198.18.40.1"
+    assert store.proposals["txn"] == txns + 2
+    net = net_state(store, "n")
+    assert (net["epCount"], net["epAddrCount"]) == (1, 1)
+    assert (await create(with_network, "f", "n"))["ipAddress"] == "198.18.40.2", "the retry left no address behind"
+
+
+@pytest.mark.parametrize("write", ["config", "endpoint"])
+async def test_guards_failing_every_attempt_raise_conflict_retry_and_write_nothing(with_network: Netmaster, store: MemoryStore, write: str) -> None:
+    revision, txns = store.revision, store.proposals["txn"]
+    store.fail_next_compare(COMMIT_ATTEMPTS)
+    with pytest.raises(ConflictRetryError, match="kept changing"):
+        if write == "config":
+            await with_network.put_object("networks", "default:m", network("m", "198.18.42.0/24"))
+        else:
+            await create(with_network, "e", "n")
+    assert store.proposals["txn"] == txns + COMMIT_ATTEMPTS
+    assert store.revision == revision
+    assert (await create(with_network, "e", "n"))["ipAddress"] == "198.18.40.1", "the next attempt works"
+
+
+async def test_an_unavailable_store_fails_every_waiter_of_the_batch_and_a_retry_succeeds(with_network: Netmaster, store: MemoryStore) -> None:
+    store.fail_next("txn", UnavailableError("no quorum"))
+    with pytest.raises(UnavailableError, match="no quorum"):
+        await create(with_network, "e", "n")
+    assert under(store, layout.EPS_PREFIX) == {}
+    assert (await create(with_network, "e", "n"))["ipAddress"] == "198.18.40.1"
+
+
+async def test_a_write_committed_before_its_answer_was_lost_is_not_repeated(with_network: Netmaster, store: MemoryStore) -> None:
+    store.fail_next("txn", UnavailableError("answer lost"), applied=True)
+    with pytest.raises(UnavailableError):
+        await with_network.create_endpoint(endpoint_request("e", "n"))
+    retried = await create(with_network, "e", "n")
+    assert retried["ipAddress"] == "198.18.40.1"
+    assert net_state(store, "n")["epCount"] == 1, "the client's retry found the endpoint instead of allocating again"
+
+
+async def test_a_failed_sync_before_a_configuration_write_writes_nothing(netmaster: Netmaster, store: MemoryStore) -> None:
+    revision = store.revision
+    store.fail_next("sync", UnavailableError("no quorum for a linearizable read"))
+    with pytest.raises(UnavailableError):
+        await netmaster.put_object("networks", "default:n", network("n", "198.18.43.0/24"))
+    assert store.revision == revision and net_state(store, "n") is None

@@ -142,7 +142,9 @@ class StateCollector(Collector):
             yield GaugeMetricFamily(name, doc, value=value)
         yield CounterMetricFamily("contivd_agent_reconciles", "Reconciles attempted", value=stats.syncs)
         yield CounterMetricFamily("contivd_agent_reconcile_failures", "Reconciles that failed", value=stats.sync_failures)
-        yield CounterMetricFamily("contivd_agent_drift_found", "Flows and groups found drifted over every audit (repaired each time)", value=stats.drift_total)
+        yield CounterMetricFamily(
+            "contivd_agent_drift_found", "Flows and groups found drifted over every audit (repaired each time)", value=stats.drift_total
+        )
         yield CounterMetricFamily("contivd_agent_audits", "Audits of the installed flows against a full recomputation", value=stats.audits)
         yield CounterMetricFamily("contivd_agent_flow_mods", "Flow-mods sent to the switches", value=stats.flow_mods)
         syncs = CounterMetricFamily("contivd_agent_syncs", "Syncs by kind: incremental (changed objects only) or full", labels=["kind"])

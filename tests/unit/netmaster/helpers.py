@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contivd.netmaster import layout
 from contivd.netmaster.service import Netmaster
+from contivd.state import keys as layout
 from raftstore import MemoryStore
 
 TENANT = "default"

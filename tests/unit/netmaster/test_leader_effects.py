@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from contivd.model import ConflictError
-from contivd.netmaster import ipam, layout, resources
+from contivd.netmaster import ipam, resources
 from contivd.netmaster.service import Netmaster
+from contivd.state import keys as layout
 from raftstore import MemoryStore
 from tests.unit.netmaster.helpers import TENANT, create, delete_request, net_state, network, state, under
 

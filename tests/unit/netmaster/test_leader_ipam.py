@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from contivd.model import ConflictError, ValidationError
-from contivd.netmaster import ipam, layout
+from contivd.netmaster import ipam
 from contivd.netmaster.service import Netmaster
+from contivd.state import keys as layout
 from raftstore import MemoryStore
 from tests.unit.netmaster.helpers import TENANT, create, delete_request, net_state, network, state
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from contivd.netmaster import layout
 from contivd.netmaster.service import COMMIT_ATTEMPTS, ConflictRetryError, Netmaster
+from contivd.state import keys as layout
 from raftstore import MemoryStore, UnavailableError
 from tests.unit.netmaster.helpers import create, endpoint_request, net_state, network, state, under
 

@@ -9,27 +9,30 @@ from functools import cache
 from typing import Any, cast
 
 import pytest
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastpath
-from contivd.agent.push import Pusher
-from openflow import SwitchConnection
+from contivd.agent.push import Audit, Pusher
+from openflow import Controller, SwitchConnection
 from openflow._ofp import FlowRecord
 from openflow.desired import Desired, desired
 from openflow.encode import record_match
 from openflow.fields import OBJECT_MASK, Category, group_id, object_id
 from openflow.flow import Flow, Group, PipelineError
 from openflow.flows import arp, base, classifier, dstepg, forward, policy, qos, service, spoofguard
-from openflow.incremental import FlowState
+from openflow.incremental import Drift, FlowState
 from openflow.inputs import LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServicePort, ServiceSpec, TunnelPort
 from openflow.pipeline import TABLES
 from tests.openflow.fakeswitch import FakeSwitch
+from tests.openflow.ovs_fixture import Ovs, fixture_ovs, fixture_ovs_instance  # noqa: F401  (pytest fixtures)
 
 VTEPS = (0xC0A80002, 0xC0A80003)
 TUNNELS = (TunnelPort(7, VTEPS[0]), TunnelPort(8, VTEPS[1]))
 UPLINKS = (8, 9)
 GATEWAY = 0x0A0100FE
+OVS_TIMEOUT_S = 15
 
 
 # Records come from cached factories, so an unchanged record is the same object from one
@@ -411,3 +414,34 @@ async def test_pusher_starts_over_under_a_new_round_after_a_failed_push() -> Non
     await pusher.push(node(3))
     sweeps = [cookie for command, cookie in good.flow_mods if command == OFPFC_DELETE]
     assert sweeps == [first << 48]  # the failed round's flows are swept by cookie
+
+
+# Against a real ovs-vswitchd -----------------------------------------------------------------
+
+
+@pytest.mark.ovs
+async def test_pusher_on_real_ovs_keeps_the_switch_without_drift(ovs: Ovs) -> None:
+    async with trio.open_nursery() as nursery:
+        controller = Controller("127.0.0.1", 0)
+        await nursery.start(controller.run)
+        bridge = await trio.to_thread.run_sync(ovs.add_bridge, controller.port)
+        dpid = await trio.to_thread.run_sync(ovs.datapath_id, bridge)
+        with trio.fail_after(OVS_TIMEOUT_S):
+            connection = await controller.wait_connected(dpid)
+            pusher = Pusher()
+            await pusher.attach(connection)
+            world = World(
+                ports=((0, "blue", 0), (1, "blue", 1), (2, "green", 0)), remotes=((0, "blue", 0),), rules=((0, 0), (2, 2)), services=((0, 2),)
+            )
+            await pusher.push(world.inputs())
+            assert (await pusher.audit(world.inputs())) == Audit(Drift(), Drift())
+            attached = apply(world, ("port", 3, ("blue", 1)))
+            await pusher.push(attached.inputs())
+            assert pusher.statistics().last_flow_mods == PORT_FLOWS + 1
+            assert (await pusher.audit(attached.inputs())) == Audit(Drift(), Drift())
+            await pusher.push(world.inputs())  # detach
+            assert (await pusher.audit(world.inputs())) == Audit(Drift(), Drift())
+            await trio.to_thread.run_sync(ovs.ofctl, "del-flows", ovs.mgmt(bridge), "table=0,in_port=10")
+            audit = await pusher.audit(world.inputs())
+            assert audit.held.clean and audit.switch == Drift(missing_flows=1)
+        nursery.cancel_scope.cancel()

@@ -31,6 +31,7 @@ from openflow.flow import (
     IP_TCP,
     SET_FIELDS,
     Action,
+    Bucket,
     Ct,
     Flow,
     Group,
@@ -250,41 +251,35 @@ def group_mod_osken(group: Group, command: GroupCommand, xid: int) -> bytes:
     return _serialize(parser.OFPGroupMod(_DATAPATH, int(command), kind, group.group_id, buckets), xid)
 
 
-_ACTION_BYTES: dict[Action, bytes | None] = {}
-_ACTION_BYTES_MAX = 100_000  # distinct actions kept; cleared when full
+_BUCKET_BYTES: dict[int, dict[Bucket, bytes | None]] = {}  # by weight
+_BUCKET_BYTES_MAX = 100_000  # distinct buckets kept per weight; cleared when full
 _GROUP_MOD = struct.Struct("!BBHIHBxI")
-_BUCKET = struct.Struct("!HHII4x")
 
 
-def _action_bytes(action: Action) -> bytes | None:
-    """``action`` as os-ken serialises it, once per distinct action; None when its length is not a
-    multiple of 8 (os-ken then pads buckets in a way only its own path reproduces)."""
-    if action in _ACTION_BYTES:
-        return _ACTION_BYTES[action]
-    if len(_ACTION_BYTES) >= _ACTION_BYTES_MAX:
-        _ACTION_BYTES.clear()
-    encoded, buf = _action(action), bytearray()
+def _bucket_bytes(bucket: Bucket, weight: int) -> bytes | None:
+    """``bucket`` as os-ken serialises it; None when os-ken leaves it shorter than its length
+    field (unaligned actions: then only os-ken's whole-message path reproduces its bytes)."""
+    encoded, buf = parser.OFPBucket(weight, ofp.OFPP_ANY, ofp.OFPG_ANY, [_action(a) for a in bucket]), bytearray()
     encoded.serialize(buf, 0)
-    data = bytes(buf).ljust(encoded.len, b"\0")
-    _ACTION_BYTES[action] = result = data if len(data) == encoded.len and encoded.len % 8 == 0 else None
-    return result
+    return bytes(buf) if len(buf) == encoded.len else None
 
 
 def _group_mod(group: Group, command: GroupCommand, xid: int) -> bytes:
-    """os-ken's bytes for ``group``, packed from cached action bytes: a flood group repeats one kind of
-    action per local port, so modifying it on each attach stays cheap at hundreds of buckets."""
+    """os-ken's bytes for ``group``, assembled from buckets serialised once each: a flood group
+    repeats a bucket per local port, and is modified on every attach and detach."""
     weight = _SELECT_WEIGHT if group.type == "select" else 0
-    parts = []
-    for bucket in () if command == GroupCommand.DELETE else group.buckets:
-        actions = [_action_bytes(a) for a in bucket]
-        if None in actions:
+    buckets = () if command == GroupCommand.DELETE else group.buckets
+    cache = _BUCKET_BYTES.setdefault(weight, {})
+    parts = list(map(cache.get, buckets))
+    if None in parts:
+        if len(cache) + len(buckets) > _BUCKET_BYTES_MAX:
+            cache.clear()
+        parts = [cache[b] if b in cache else cache.setdefault(b, _bucket_bytes(b, weight)) for b in buckets]
+        if None in parts:
             return group_mod_osken(group, command, xid)
-        body = b"".join(cast(list[bytes], actions))
-        parts.append(_BUCKET.pack(_BUCKET.size + len(body), weight, ofp.OFPP_ANY, ofp.OFPG_ANY) + body)
-    buckets = b"".join(parts)
+    body = b"".join(cast(list[bytes], parts))
     kind = ofp.OFPGT_SELECT if group.type == "select" else ofp.OFPGT_ALL
-    header = _GROUP_MOD.pack(ofp.OFP_VERSION, ofp.OFPT_GROUP_MOD, _GROUP_MOD.size + len(buckets), xid & _U32, int(command), kind, group.group_id)
-    return header + buckets
+    return _GROUP_MOD.pack(ofp.OFP_VERSION, ofp.OFPT_GROUP_MOD, _GROUP_MOD.size + len(body), xid & _U32, int(command), kind, group.group_id) + body
 
 
 def encode_groups(groups: Iterable[Group], command: GroupCommand = GroupCommand.ADD, xid: int = 0) -> fastpath.Messages:

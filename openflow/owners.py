@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from openflow.flow import Flow, Group, PipelineError
+from openflow.flow import Flow, Group, PipelineError, sort_flows
 from openflow.flows import arp, base, classifier, dstepg, forward, policy, qos, service, spoofguard
 from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
 from openflow.pipeline import Tables
@@ -164,7 +164,7 @@ class Ledger:
 
     def desired(self) -> Desired:
         """What is installed, sorted like :func:`openflow.desired` returns it."""
-        return Desired(tuple(sorted(self.flows.values())), tuple(sorted(self.groups.values())))
+        return Desired(tuple(sort_flows(self.flows.values())), tuple(sorted(self.groups.values())))
 
     def change(self, rebuilt: Iterable[tuple[Owner, Built | None]]) -> Plan:
         """Replace the builds of the given owners (None: the owner is gone) and return what changed.
@@ -231,8 +231,8 @@ class Ledger:
         return Plan(
             add_groups=tuple(add_groups),
             modify_groups=tuple(modify_groups),
-            add_flows=tuple(sorted(add_flows)),
-            delete_flows=tuple(sorted(delete_flows)),
+            add_flows=tuple(sort_flows(add_flows)),
+            delete_flows=tuple(sort_flows(delete_flows)),
             delete_groups=tuple(delete_groups),
         )
 

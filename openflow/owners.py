@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from openflow.flow import Flow, Group, PipelineError, sort_flows
+from openflow.flow import Flow, Group, PipelineError, key_order, sort_flows
 from openflow.flows import arp, base, classifier, dstepg, forward, policy, qos, service, spoofguard
 from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
 from openflow.pipeline import Tables
@@ -219,7 +219,7 @@ class Ledger:
             except PipelineError as error:
                 errors[key] = error
         if errors:
-            raise errors[min(errors)]
+            raise errors[min(errors, key=key_order)]
         return winners
 
     def _plan(self, winners: Mapping[FlowKey, Flow | None], group_winners: Mapping[int, Group | None]) -> Plan:

@@ -6,7 +6,7 @@ import dataclasses
 import struct
 from collections.abc import Sequence
 from functools import cache
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import pytest
 import trio
@@ -63,8 +63,11 @@ def remote(index: int, net: str, gateway: bool, vtep: int) -> RemoteEndpoint:
 
 @cache
 def rule(index: int, variant: int) -> PolicyRuleSpec:
-    """A small space of matches, so rules collide often (same match: deny wins, then the smaller cookie)."""
-    return PolicyRuleSpec(f"rule{index}", 1 + index % 2, ("allow", "deny")[variant // 2], src_epg=5 * (variant % 2), proto=6, dst_port=80)
+    """A small space of matches, so rules collide often (same match: deny wins, then the smaller cookie);
+    variants 4 and 5 match one source address exactly and as a /24 (sorting must cope)."""
+    action: Literal["allow", "deny"] = "deny" if variant in (2, 3) else "allow"
+    source = {4: (0x0A010100, 32), 5: (0x0A010100, 24)}.get(variant)
+    return PolicyRuleSpec(f"rule{index}", 1 + index % 2, action, src_epg=5 * (variant % 2), src_ip=source, proto=6, dst_port=80)
 
 
 @cache
@@ -115,7 +118,7 @@ NETS = st.sampled_from(("blue", "green", "red"))
 OPERATIONS = st.one_of(
     st.tuples(st.just("port"), st.integers(0, 7), st.none() | st.tuples(NETS, st.integers(0, 3))),
     st.tuples(st.just("remote"), st.integers(0, 5), st.none() | st.tuples(NETS, st.integers(0, 1))),
-    st.tuples(st.just("rule"), st.integers(0, 5), st.none() | st.integers(0, 3)),
+    st.tuples(st.just("rule"), st.integers(0, 5), st.none() | st.integers(0, 5)),
     st.tuples(st.just("service"), st.integers(0, 2), st.none() | st.integers(0, 2)),
     st.tuples(st.just("tunnels"), st.sampled_from(((), (0,), (1,), (0, 1)))),
     st.tuples(st.just("uplinks"), st.sampled_from(((), (0,), (1, 0)))),
@@ -154,7 +157,7 @@ WORLDS = st.builds(
     gateway=st.booleans(),
     ports=_entries(st.tuples(NETS, st.integers(0, 3)), 8),
     remotes=_entries(st.tuples(NETS, st.integers(0, 1)), 6),
-    rules=_entries(st.integers(0, 3), 6),
+    rules=_entries(st.integers(0, 5), 6),
     services=_entries(st.integers(0, 2), 3),
     tunnels=st.sampled_from(((), (0,), (1,), (0, 1))),
     uplinks=st.sampled_from(((), (0,), (1, 0))),

@@ -67,7 +67,7 @@ def rule(index: int, variant: int) -> PolicyRuleSpec:
     variants 4 and 5 match one source address exactly and as a /24 (sorting must cope)."""
     action: Literal["allow", "deny"] = "deny" if variant in (2, 3) else "allow"
     source = {4: (0x0A010100, 32), 5: (0x0A010100, 24)}.get(variant)
-    return PolicyRuleSpec(f"rule{index}", 1 + index % 2, action, src_epg=5 * (variant % 2), src_ip=source, proto=6, dst_port=80)
+    return PolicyRuleSpec(f"rule{index}", 1 + index % 2, action, src_epg=5 if variant in (1, 3) else 0, src_ip=source, proto=6, dst_port=80)
 
 
 @cache

@@ -423,7 +423,8 @@ async def test_pusher_starts_over_under_a_new_round_after_a_failed_push() -> Non
 
 
 @pytest.mark.ovs
-async def test_pusher_on_real_ovs_keeps_the_switch_without_drift(ovs: Ovs) -> None:
+@pytest.mark.parametrize(("encap", "net"), [("vxlan", "blue"), ("vlan", "red")])
+async def test_pusher_on_real_ovs_keeps_the_switch_without_drift(ovs: Ovs, encap: str, net: str) -> None:
     async with trio.open_nursery() as nursery:
         controller = Controller("127.0.0.1", 0)
         await nursery.start(controller.run)
@@ -434,11 +435,12 @@ async def test_pusher_on_real_ovs_keeps_the_switch_without_drift(ovs: Ovs) -> No
             pusher = Pusher()
             await pusher.attach(connection)
             world = World(
-                ports=((0, "blue", 0), (1, "blue", 1), (2, "green", 0)), remotes=((0, "blue", 0),), rules=((0, 0), (2, 2)), services=((0, 2),)
-            )
+                encap=encap, gateway=True, ports=((0, net, 0), (1, net, 1), (2, "green", 0)), remotes=((0, net, 0),),
+                rules=((0, 0), (2, 2), (3, 4), (4, 5)), services=((0, 2),),
+            )  # fmt: skip
             await pusher.push(world.inputs())
             assert (await pusher.audit(world.inputs())) == Audit(Drift(), Drift())
-            attached = apply(world, ("port", 3, ("blue", 1)))
+            attached = apply(world, ("port", 3, (net, 1)))
             await pusher.push(attached.inputs())
             assert pusher.statistics().last_flow_mods == PORT_FLOWS + 1
             assert (await pusher.audit(attached.inputs())) == Audit(Drift(), Drift())

@@ -16,6 +16,4 @@ __all__ = ["Desired", "desired"]
 
 def desired(inputs: NodeInputs, tables: Tables = TABLES) -> Desired:
     """Every flow and group of the bridge; PipelineError if two objects collide (same match, same group id)."""
-    ledger = Ledger()
-    ledger.change(all_owners(tables, inputs))
-    return ledger.desired()
+    return Ledger.of(all_owners(tables, inputs)).desired()

@@ -208,8 +208,7 @@ class FlowState:
         return plan
 
     def _rebuild(self, inputs: NodeInputs) -> Plan:
-        ledger = Ledger()
-        ledger.change(all_owners(self._tables, inputs))
+        ledger = Ledger.of(all_owners(self._tables, inputs))
         snapshot = _Snapshot.of(inputs)
         plan = diff(ledger.desired(), self._ledger.flows.values(), self._ledger.groups.values())
         self._ledger, self._last, self.last_update_full = ledger, snapshot, True

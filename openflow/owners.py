@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
-from openflow.flow import Flow, Group, PipelineError
+from openflow.flow import Flow, Group, PipelineError, key_order, sort_flows
 from openflow.flows import arp, base, classifier, dstepg, forward, policy, qos, service, spoofguard
 from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
 from openflow.pipeline import Tables
@@ -152,6 +153,18 @@ def _winner_group(group_id: int, claims: Mapping[Owner, Group]) -> Group:
     return groups[0]
 
 
+@dataclass
+class _Staged:
+    """A change worked out but not yet made: the new builds, and the claims and winners of every
+    flow match and group id the change touches (None: nothing installed there any more)."""
+
+    builds: dict[Owner, Built | None]
+    flow_claims: dict[FlowKey, dict[Owner, Flow]]
+    group_claims: dict[int, dict[Owner, Group]]
+    flows: dict[FlowKey, Flow | None]
+    groups: dict[int, Group | None]
+
+
 class Ledger:
     """Each owner's build and, per flow match and group id, what is installed (mutable, pure)."""
 
@@ -162,106 +175,111 @@ class Ledger:
         self._flow_claims: dict[FlowKey, dict[Owner, Flow]] = {}
         self._group_claims: dict[int, dict[Owner, Group]] = {}
 
+    @classmethod
+    def of(cls, builds: Iterable[tuple[Owner, Built]]) -> Ledger:
+        """A ledger holding ``builds`` (a full build: no plan is made)."""
+        ledger = cls()
+        ledger._commit(ledger._stage(builds))
+        return ledger
+
     def desired(self) -> Desired:
         """What is installed, sorted like :func:`openflow.desired` returns it."""
-        return Desired(tuple(sorted(self.flows.values())), tuple(sorted(self.groups.values())))
+        return Desired(tuple(sort_flows(self.flows.values())), tuple(sorted(self.groups.values())))
 
     def change(self, rebuilt: Iterable[tuple[Owner, Built | None]]) -> Plan:
         """Replace the builds of the given owners (None: the owner is gone) and return what changed.
 
         All or nothing: a PipelineError (a collision) leaves the ledger as it was."""
+        staged = self._stage(rebuilt)
+        plan = self._plan(staged)
+        self._commit(staged)
+        return plan
+
+    def _stage(self, rebuilt: Iterable[tuple[Owner, Built | None]]) -> _Staged:
         flow_claims: dict[FlowKey, dict[Owner, Flow]] = {}
         group_claims: dict[int, dict[Owner, Group]] = {}
         builds: dict[Owner, Built | None] = {}
-
-        def staged_flows(key: FlowKey) -> dict[Owner, Flow]:
-            claims = flow_claims.get(key)
-            if claims is None:
-                claims = flow_claims[key] = dict(self._flow_claims.get(key, ()))
-            return claims
-
-        def staged_groups(gid: int) -> dict[Owner, Group]:
-            claims = group_claims.get(gid)
-            if claims is None:
-                claims = group_claims[gid] = dict(self._group_claims.get(gid, ()))
-            return claims
-
         for owner, new in rebuilt:
             old = builds[owner] if owner in builds else self.built.get(owner)
             builds[owner] = new
-            if old is not None:
-                for flow in old.flows:
-                    staged_flows(flow.key).pop(owner, None)
-                for group in old.groups:
-                    staged_groups(group.group_id).pop(owner, None)
-            if new is not None:
-                for flow in new.flows:
-                    claims = staged_flows(flow.key)
-                    if claims.setdefault(owner, flow) != flow:
-                        raise PipelineError(f"{_describe(owner)} builds two flows with one match: {claims[owner]} / {flow}")
-                for group in new.groups:
-                    if staged_groups(group.group_id).setdefault(owner, group) != group:
-                        raise PipelineError(f"{_describe(owner)} builds group id {group.group_id:#x} twice")
-        winners = self._winners(flow_claims)
+            for flow in () if old is None else old.flows:
+                _staged(flow_claims, self._flow_claims, flow.key).pop(owner, None)
+            for group in () if old is None else old.groups:
+                _staged(group_claims, self._group_claims, group.group_id).pop(owner, None)
+            for flow in () if new is None else new.flows:
+                claims = _staged(flow_claims, self._flow_claims, flow.key)
+                held = claims.setdefault(owner, flow)
+                if held is not flow and held != flow:
+                    raise PipelineError(f"{_describe(owner)} builds two flows with one match: {held} / {flow}")
+            for group in () if new is None else new.groups:
+                held_group = _staged(group_claims, self._group_claims, group.group_id).setdefault(owner, group)
+                if held_group is not group and held_group != group:
+                    raise PipelineError(f"{_describe(owner)} builds group id {group.group_id:#x} twice")
         group_winners = {gid: _winner_group(gid, claims) if claims else None for gid, claims in sorted(group_claims.items())}
-        plan = self._plan(winners, group_winners)
-        self._commit(builds, flow_claims, group_claims, winners, group_winners)
-        return plan
+        return _Staged(builds, flow_claims, group_claims, _winners(flow_claims), group_winners)
 
-    @staticmethod
-    def _winners(flow_claims: Mapping[FlowKey, Mapping[Owner, Flow]]) -> dict[FlowKey, Flow | None]:
-        """The installed flow of each staged match; on collisions the error names the first match in sort order."""
-        winners: dict[FlowKey, Flow | None] = {}
-        errors: dict[FlowKey, PipelineError] = {}
-        for key, claims in flow_claims.items():
-            try:
-                winners[key] = _winner_flow(claims) if claims else None
-            except PipelineError as error:
-                errors[key] = error
-        if errors:
-            raise errors[min(errors)]
-        return winners
-
-    def _plan(self, winners: Mapping[FlowKey, Flow | None], group_winners: Mapping[int, Group | None]) -> Plan:
-        add_flows = [f for k, f in winners.items() if f is not None and self.flows.get(k) != f]
-        delete_flows = [self.flows[k] for k, f in winners.items() if f is None and k in self.flows]
-        add_groups = [g for i, g in group_winners.items() if g is not None and i not in self.groups]
-        modify_groups = [g for i, g in group_winners.items() if g is not None and i in self.groups and self.groups[i] != g]
-        delete_groups = [self.groups[i] for i, g in group_winners.items() if g is None and i in self.groups]
+    def _plan(self, staged: _Staged) -> Plan:
+        have, have_groups = self.flows, self.groups
+        add_flows = [f for k, f in staged.flows.items() if f is not None and (old := have.get(k)) is not f and old != f]
+        delete_flows = [have[k] for k, f in staged.flows.items() if f is None and k in have]
+        add_groups = [g for i, g in staged.groups.items() if g is not None and i not in have_groups]
+        modify_groups = [g for i, g in staged.groups.items() if g is not None and i in have_groups and have_groups[i] != g]
+        delete_groups = [have_groups[i] for i, g in staged.groups.items() if g is None and i in have_groups]
         return Plan(
             add_groups=tuple(add_groups),
             modify_groups=tuple(modify_groups),
-            add_flows=tuple(sorted(add_flows)),
-            delete_flows=tuple(sorted(delete_flows)),
+            add_flows=tuple(sort_flows(add_flows)),
+            delete_flows=tuple(sort_flows(delete_flows)),
             delete_groups=tuple(delete_groups),
         )
 
-    def _commit(
-        self,
-        builds: Mapping[Owner, Built | None],
-        flow_claims: Mapping[FlowKey, dict[Owner, Flow]],
-        group_claims: Mapping[int, dict[Owner, Group]],
-        winners: Mapping[FlowKey, Flow | None],
-        group_winners: Mapping[int, Group | None],
-    ) -> None:
-        for owner, build in builds.items():
+    def _commit(self, staged: _Staged) -> None:
+        for owner, build in staged.builds.items():
             if build is None:
                 self.built.pop(owner, None)
             else:
                 self.built[owner] = build
-        for key, claims in flow_claims.items():
-            flow = winners[key]
+        for key, flow in staged.flows.items():
             if flow is None:
                 self._flow_claims.pop(key, None)
                 self.flows.pop(key, None)
             else:
-                self._flow_claims[key] = claims
+                self._flow_claims[key] = staged.flow_claims[key]
                 self.flows[key] = flow
-        for gid, gclaims in group_claims.items():
-            group = group_winners[gid]
+        for gid, group in staged.groups.items():
             if group is None:
                 self._group_claims.pop(gid, None)
                 self.groups.pop(gid, None)
             else:
-                self._group_claims[gid] = gclaims
+                self._group_claims[gid] = staged.group_claims[gid]
                 self.groups[gid] = group
+
+
+_K = TypeVar("_K")
+_T = TypeVar("_T")
+
+
+def _staged(staging: dict[_K, dict[Owner, _T]], held: Mapping[_K, dict[Owner, _T]], key: _K) -> dict[Owner, _T]:
+    """The claims on ``key`` being changed: a copy of the held ones, made on first touch."""
+    claims = staging.get(key)
+    if claims is None:
+        current = held.get(key)
+        claims = staging[key] = {} if current is None else dict(current)
+    return claims
+
+
+def _winners(flow_claims: Mapping[FlowKey, Mapping[Owner, Flow]]) -> dict[FlowKey, Flow | None]:
+    """The installed flow of each staged match; on collisions the error names the first match in sort order."""
+    winners: dict[FlowKey, Flow | None] = {}
+    errors: dict[FlowKey, PipelineError] = {}
+    for key, claims in flow_claims.items():
+        if len(claims) == 1:
+            winners[key] = next(iter(claims.values()))
+            continue
+        try:
+            winners[key] = _winner_flow(claims) if claims else None
+        except PipelineError as error:
+            errors[key] = error
+    if errors:
+        raise errors[min(errors, key=key_order)]
+    return winners

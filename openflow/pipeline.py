@@ -100,6 +100,8 @@ PIPELINE: tuple[TableSpec, ...] = (
 
 _BUILT: dict[tuple[object, ...], Flow] = {}
 _BUILT_MAX = 200_000  # flows kept for reuse; cleared when full (a bridge holds far fewer)
+_CHECKED_BUCKETS: dict[tuple[TableSpec, int], dict[int, Bucket]] = {}
+_CHECKED_BUCKETS_MAX = 100_000  # per table; cleared when full
 
 
 @dataclass(frozen=True)
@@ -150,9 +152,18 @@ class Table:
         return Flow(self.id, priority, make_match(match), actions, write_metadata, self._next(goto), cookie)
 
     def group(self, group_id: int, type_: str, buckets: tuple[Bucket, ...]) -> Group:
-        """Build a group that flows of this table use; its buckets obey the table's spec like its flows."""
-        for bucket in buckets:
-            self._check_actions(bucket)
+        """Build a group that flows of this table use; its buckets obey the table's spec like its flows.
+
+        A flood group is rebuilt with all its buckets on every attach, mostly the same bucket
+        objects as before (builders share them), so buckets already checked are found by
+        identity with set operations and only new ones are checked."""
+        checked = _CHECKED_BUCKETS.setdefault((self.spec, self.id), {})
+        by_identity = dict(zip(map(id, buckets), buckets, strict=True))
+        for key in set(by_identity).difference(checked):  # iterates the buckets, not all checked
+            self._check_actions(by_identity[key])
+        if len(checked) >= _CHECKED_BUCKETS_MAX:
+            checked.clear()
+        checked.update(by_identity)  # holding the buckets keeps their ids from being reused
         return Group(group_id, type_, buckets)
 
     def _check_actions(self, actions: tuple[Action, ...]) -> None:

@@ -12,6 +12,7 @@ active one; bonding is left to OVS.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from openflow.fields import Category, cookie, group_id, meta
 from openflow.flow import (
@@ -41,6 +42,18 @@ def _to_remote(fabric: Fabric, net: NetworkRef, vtep: int) -> tuple[Action, ...]
     if not fabric.uplinks:
         return None
     return (PushVlan(), SetField("vlan_vid", net.vlan), Output(min(fabric.uplinks)))
+
+
+@lru_cache(maxsize=1 << 16)
+def _output_bucket(port: int) -> Bucket:
+    """Shared buckets: a flood group is rebuilt on every attach, and identical bucket objects make
+    building, checking (Table.group) and comparing it with the installed one cheap."""
+    return (Output(port),)
+
+
+@lru_cache(maxsize=1 << 16)
+def _tunnel_bucket(vni: int, port: int) -> Bucket:
+    return (SetField("tun_id", vni), Output(port))
 
 
 def _flood_ids(net: NetworkRef) -> tuple[int, int]:
@@ -78,9 +91,9 @@ def network_flows(tables: Tables, net: NetworkRef, round_: int) -> list[Flow]:
 
 def network_groups(tables: Tables, net: NetworkRef, ofports: Iterable[int], fabric: Fabric) -> list[Group]:
     """The two flood groups of ``net``: buckets to its local ``ofports`` (ascending), the "all" one also to other nodes."""
-    local: list[Bucket] = [(Output(port),) for port in sorted(ofports)]
+    local = list(map(_output_bucket, sorted(ofports)))
     if fabric.encap == "vxlan":
-        remote: list[Bucket] = [(SetField("tun_id", net.vni), Output(t.ofport)) for t in sorted(fabric.tunnels)]
+        remote = [_tunnel_bucket(net.vni, t.ofport) for t in sorted(fabric.tunnels)]
     else:
         to_uplink = _to_remote(fabric, net, 0)
         remote = [] if to_uplink is None else [to_uplink]

@@ -66,8 +66,15 @@ class FakeSwitch:
         return switch
 
     def apply(self, plan: Plan) -> None:
-        """Apply a plan in its order, failing like OVS would on a dangling group reference."""
-        for group in (*plan.add_groups, *plan.modify_groups):
+        """Apply a plan in its order, failing like OVS would on a dangling group reference, an
+        added group that exists or a modified one that does not."""
+        for group in plan.add_groups:
+            if group.group_id in self.groups:
+                raise AssertionError(f"group {group.group_id} added twice")
+            self.groups[group.group_id] = group
+        for group in plan.modify_groups:
+            if group.group_id not in self.groups:
+                raise AssertionError(f"group {group.group_id} modified before it exists")
             self.groups[group.group_id] = group
         for flow in plan.add_flows:
             for action in flow.actions:

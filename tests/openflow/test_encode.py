@@ -18,6 +18,7 @@ from openflow.encode import (
     encode_flows,
     encode_groups,
     flow_mod_osken,
+    group_mod_osken,
     to_flowspec,
 )
 from openflow.inputs import LocalPort, NodeInputs, RemoteEndpoint
@@ -74,6 +75,14 @@ def test_ovs_decodes_every_message_to_our_text() -> None:
             assert re.sub(r"^OFPT_FLOW_MOD \(OF1.3\) \(xid=0x[0-9a-f]+\): ", "", _ofp_print(message)) == expected
         for group, message in zip(want.groups, encode_groups(want.groups).split(), strict=True):
             assert _ofp_print(message).endswith(f"ADD {group_text(group)}")
+
+
+@pytest.mark.parametrize("command", list(GroupCommand))
+def test_group_mods_are_byte_identical_to_osken(command: GroupCommand) -> None:
+    groups = [g for d in _states() for g in d.groups]
+    assert {g.type for g in groups} == {"all", "select"}
+    messages = encode_groups(groups, command, xid=0xFFFFFFFE).split()
+    assert messages == [group_mod_osken(g, command, 0xFFFFFFFE + k) for k, g in enumerate(groups)]
 
 
 def test_group_delete_carries_no_buckets() -> None:

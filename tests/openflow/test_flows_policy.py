@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from openflow.desired import desired
 from openflow.flows import policy
 from openflow.inputs import InputError, PolicyRuleSpec
 from openflow.pipeline import TABLES
@@ -65,3 +66,13 @@ def test_same_match_twice_deny_wins_whatever_the_order() -> None:
 def test_bad_rules_are_rejected_by_name(fields: dict[str, object], message: str) -> None:
     with pytest.raises(InputError, match=f"policy rule r: {message}"):
         rule(**fields)
+
+
+def test_an_exact_and_a_prefix_source_with_one_address_both_install() -> None:
+    exact = rule(RuleId="e", SrcIpAddr="10.1.1.0")
+    prefix = rule(RuleId="p", SrcIpAddr="10.1.1.0/24")
+    assert policy_texts(exact, prefix) == [
+        "table=6, priority=110,ip,nw_src=10.1.1.0 actions=goto_table:7",
+        "table=6, priority=110,ip,nw_src=10.1.1.0/24 actions=goto_table:7",
+    ]
+    assert len(desired(node_a(rules=(exact, prefix))).flows) == len(desired(node_a(rules=())).flows) + 2

@@ -33,6 +33,7 @@ from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
+from ..state.records import policy_rule_to_json
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document
 
@@ -172,7 +173,7 @@ class Handlers:
         return {
             "MyAddr": self.ctx.control_ip,
             "EndpointDb": {id_: ep.to_json() for id_, ep in sorted(snapshot.endpoints.items())},
-            "PolicyDb": {id_: {"id": rule.rule_id, **rule.to_json()} for id_, rule in sorted(snapshot.rules.items())},
+            "PolicyDb": {id_: policy_rule_to_json(rule) for id_, rule in sorted(snapshot.rules.items())},
         }
 
     async def debug_epcleanup(self, body: bytes, tenant: str, category: str, key: str) -> Any:

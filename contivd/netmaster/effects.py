@@ -12,6 +12,7 @@ from typing import Any
 
 from ..model import VLAN, VXLAN, Attachment, ConflictError, NotFoundError, Remotes, compile_attachment, parse_tag_ranges
 from ..state import keys as layout
+from ..state.records import policy_rule_to_json
 from . import ipam, resources, services
 from .view import View, Writes
 
@@ -191,7 +192,7 @@ def refresh_policies(view: View, writes: Writes, tenant: str) -> None:
                 "RuleMaps": rule_maps,
             }
             for c in compiled:
-                desired[f"{layout.POLICY_RULE_PREFIX}{c.rule_id}"] = {"id": c.rule_id, **c.to_json()}
+                desired[f"{layout.POLICY_RULE_PREFIX}{c.rule_id}"] = policy_rule_to_json(c)
     existing = view.owned_policy_states(tenant)
     for key in existing:
         if key not in desired:

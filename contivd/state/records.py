@@ -33,7 +33,7 @@ def _labels(value: Any) -> Labels:
         return ()
     if not isinstance(value, Mapping):
         raise TypeError(f"labels must be an object, got {type(value).__name__}")
-    return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+    return tuple((str(k), str(v)) for k, v in value.items())  # stored order: to_json gives back the same object
 
 
 def _parse(kind: str, value: Any, build: Callable[[Mapping[str, Any]], T]) -> T:
@@ -62,7 +62,7 @@ class EndpointState:
     homing_host: str
     intf_name: str = ""
     vtep_ip: str = ""
-    labels: Labels = ()
+    labels: Labels | None = None  # None: stored as null (never labelled), () an empty object
     container_id: str = ""
     ep_common_name: str = ""
 
@@ -92,7 +92,7 @@ class EndpointState:
                 str(v.get("homingHost", "")),
                 str(v.get("intfName", "")),
                 str(v.get("vtepIP", "")),
-                _labels(v.get("labels")),
+                None if v.get("labels") is None else _labels(v["labels"]),
                 str(v.get("containerId", "")),
                 str(v.get("epCommonName", "")),
             ),
@@ -112,7 +112,7 @@ class EndpointState:
             "homingHost": self.homing_host,
             "intfName": self.intf_name,
             "vtepIP": self.vtep_ip,
-            "labels": dict(self.labels) if self.labels else None,
+            "labels": None if self.labels is None else dict(self.labels),
             "containerId": self.container_id,
             "epCommonName": self.ep_common_name,
         }
@@ -331,7 +331,7 @@ class ServiceLBState:
                 tuple(str(p) for p in v.get("ports") or ()),
                 _labels(v.get("selectors")),
                 str(v.get("ipaddress", "")),
-                tuple(sorted((str(k), Provider.from_json(p)) for k, p in (v.get("providers") or {}).items())),
+                tuple((str(k), Provider.from_json(p)) for k, p in (v.get("providers") or {}).items()),
             ),
         )
 
@@ -394,3 +394,8 @@ class NodeRecord:
 def policy_rule_from_json(value: Any) -> PolicyRule:
     """An ofnet policy rule (`/contiv.io/state/policyRule/<RuleId>`): the model's PolicyRule is its record."""
     return _parse("policy rule", value, PolicyRule.from_json)
+
+
+def policy_rule_to_json(rule: PolicyRule) -> dict[str, Any]:
+    """The stored value of a policy rule: ofnet's fields and the state's `id`."""
+    return {"id": rule.rule_id, **rule.to_json()}

@@ -93,7 +93,7 @@ def store_model(snapshot: StateSnapshot) -> dict[str, Any]:
             ep.homing_host,
             _qualified(ep.tenant, ep.network),
             _qualified(ep.tenant, ep.service_name) if ep.service_name else "",
-            _labels(ep.labels),
+            _labels(ep.labels or ()),
         ]
         for ep in _by_id(snapshot.endpoints)
     ]

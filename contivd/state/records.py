@@ -6,6 +6,10 @@ agent, the CNI server, the status page, metrics) use the attributes and never se
 JSON shape. `from_json` raises RecordError naming the object when a value is unusable: one bad
 object is reported and skipped by the snapshot, never allowed to hide the rest.
 
+Each record declares its wire format once, as a table of `Wire` entries (attribute, Go field
+name, parser); `from_json`/`to_json` are that table read in both directions, so a value the
+netmaster writes renders back to the same JSON (tests/unit/state checks it).
+
 Not responsible for: validation of configuration (contivd.model), allocation (the netmaster's
 IPAM writes the bitmaps these records carry opaquely).
 """
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from ..model import PolicyRule
 
@@ -28,12 +32,66 @@ class RecordError(ValueError):
 Labels = tuple[tuple[str, str], ...]
 
 
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
 def _labels(value: Any) -> Labels:
     if not value:
         return ()
     if not isinstance(value, Mapping):
         raise TypeError(f"labels must be an object, got {type(value).__name__}")
     return tuple((str(k), str(v)) for k, v in value.items())  # stored order: to_json gives back the same object
+
+
+def _optional_labels(value: Any) -> Labels | None:
+    return None if value is None else _labels(value)
+
+
+def _labels_json(labels: Labels | None) -> dict[str, str] | None:
+    return None if labels is None else dict(labels)
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One stored field: the record's attribute, its Go name, how a stored value is read (a
+    missing field reads as `missing`, or is an error when `required`) and how it is written."""
+
+    attr: str
+    name: str
+    parse: Callable[[Any], Any] = _text
+    missing: Any = ""
+    required: bool = False
+    render: Callable[[Any], Any] | None = None
+
+
+def _int(attr: str, name: str) -> Wire:
+    return Wire(attr, name, int, 0)
+
+
+R = TypeVar("R", bound="_Record")
+
+
+class _Record:
+    """from_json/to_json over the subclass's WIRE table; a subclass adds what the table cannot say."""
+
+    __slots__ = ()
+    KIND: ClassVar[str]
+    WIRE: ClassVar[tuple[Wire, ...]]
+
+    @classmethod
+    def _fields(cls, value: Mapping[str, Any]) -> dict[str, Any]:
+        return {w.attr: w.parse(value[w.name] if w.required else value.get(w.name, w.missing)) for w in cls.WIRE}
+
+    @classmethod
+    def _from(cls: type[R], value: Any, **extra: Callable[[Mapping[str, Any]], Any]) -> R:
+        def build(v: Mapping[str, Any]) -> R:
+            return cls(**cls._fields(v), **{attr: read(v) for attr, read in extra.items()})
+
+        return _parse(cls.KIND, value, build)
+
+    def _wire_json(self) -> dict[str, Any]:
+        return {w.name: (w.render or (lambda x: x))(getattr(self, w.attr)) for w in self.WIRE}
 
 
 def _parse(kind: str, value: Any, build: Callable[[Mapping[str, Any]], T]) -> T:
@@ -47,7 +105,7 @@ def _parse(kind: str, value: Any, build: Callable[[Mapping[str, Any]], T]) -> T:
 
 
 @dataclass(frozen=True, slots=True)
-class EndpointState:
+class EndpointState(_Record):
     """Contiv's `CfgEndpointState` (`/contiv.io/state/eps/<net>.<tenant>-<endpoint>`)."""
 
     id: str
@@ -66,6 +124,25 @@ class EndpointState:
     container_id: str = ""
     ep_common_name: str = ""
 
+    KIND: ClassVar[str] = "endpoint"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("id", "id", required=True),
+        Wire("net_id", "netID", required=True),
+        Wire("endpoint_id", "endpointID"),
+        Wire("service_name", "serviceName"),
+        _int("endpoint_group_id", "endpointGroupId"),
+        Wire("endpoint_group_key", "endpointGroupKey"),
+        Wire("ip_address", "ipAddress"),
+        Wire("ipv6_address", "ipv6Address"),
+        Wire("mac_address", "macAddress"),
+        Wire("homing_host", "homingHost"),
+        Wire("intf_name", "intfName"),
+        Wire("vtep_ip", "vtepIP"),
+        Wire("labels", "labels", _optional_labels, None, render=_labels_json),
+        Wire("container_id", "containerId"),
+        Wire("ep_common_name", "epCommonName"),
+    )
+
     @property
     def tenant(self) -> str:
         return self.net_id.rpartition(".")[2]
@@ -76,54 +153,21 @@ class EndpointState:
 
     @classmethod
     def from_json(cls, value: Any) -> EndpointState:
-        return _parse(
-            "endpoint",
-            value,
-            lambda v: cls(
-                str(v["id"]),
-                str(v["netID"]),
-                str(v.get("endpointID", "")),
-                str(v.get("serviceName", "")),
-                int(v.get("endpointGroupId", 0)),
-                str(v.get("endpointGroupKey", "")),
-                str(v.get("ipAddress", "")),
-                str(v.get("ipv6Address", "")),
-                str(v.get("macAddress", "")),
-                str(v.get("homingHost", "")),
-                str(v.get("intfName", "")),
-                str(v.get("vtepIP", "")),
-                None if v.get("labels") is None else _labels(v["labels"]),
-                str(v.get("containerId", "")),
-                str(v.get("epCommonName", "")),
-            ),
-        )
+        return cls._from(value)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "netID": self.net_id,
-            "endpointID": self.endpoint_id,
-            "serviceName": self.service_name,
-            "endpointGroupId": self.endpoint_group_id,
-            "endpointGroupKey": self.endpoint_group_key,
-            "ipAddress": self.ip_address,
-            "ipv6Address": self.ipv6_address,
-            "macAddress": self.mac_address,
-            "homingHost": self.homing_host,
-            "intfName": self.intf_name,
-            "vtepIP": self.vtep_ip,
-            "labels": None if self.labels is None else dict(self.labels),
-            "containerId": self.container_id,
-            "epCommonName": self.ep_common_name,
-        }
+        return self._wire_json()
+
+
+_IPV6_FIELDS = ("ipv6SubnetIP", "ipv6SubnetLen", "ipv6Gateway", "ipv6AllocMap", "ipv6LastHost")
 
 
 @dataclass(frozen=True, slots=True)
-class NetworkState:
+class NetworkState(_Record):
     """Contiv's `CfgNetworkState` (`/contiv.io/state/nets/<net>.<tenant>`).
 
     The address bitmaps stay in their stored encodings (`ip_alloc_map` base64, the IPv6 map an
-    object): only the netmaster's IPAM and the usage summary read them.
+    object): only the netmaster's IPAM and the usage summary (state.usage) read them.
     """
 
     id: str
@@ -145,62 +189,41 @@ class NetworkState:
     """The IPv6 fields (ipv6SubnetIP, ipv6SubnetLen, ipv6Gateway, ipv6AllocMap, ipv6LastHost) as
     stored, present only for dual-stack networks."""
 
+    KIND: ClassVar[str] = "network"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("id", "id", required=True),
+        Wire("tenant", "tenant"),
+        Wire("network_name", "networkName"),
+        Wire("nw_type", "nwType", missing="data"),
+        Wire("pkt_tag_type", "pktTagType"),
+        _int("pkt_tag", "pktTag"),
+        _int("ext_pkt_tag", "extPktTag"),
+        Wire("subnet_ip", "subnetIP", required=True),
+        Wire("subnet_len", "subnetLen", int, required=True),
+        Wire("gateway", "gateway"),
+        Wire("ip_addr_range", "ipAddrRange"),
+        _int("ep_addr_count", "epAddrCount"),
+        _int("ep_count", "epCount"),
+        Wire("ip_alloc_map", "ipAllocMap"),
+        Wire("network_tag", "networkTag"),
+    )
+
     @property
     def subnet(self) -> str:
         return f"{self.subnet_ip}/{self.subnet_len}"
 
     @classmethod
     def from_json(cls, value: Any) -> NetworkState:
-        return _parse(
-            "network",
-            value,
-            lambda v: cls(
-                str(v["id"]),
-                str(v.get("tenant", "")),
-                str(v.get("networkName", "")),
-                str(v.get("nwType", "data")),
-                str(v.get("pktTagType", "")),
-                int(v.get("pktTag", 0)),
-                int(v.get("extPktTag", 0)),
-                str(v["subnetIP"]),
-                int(v["subnetLen"]),
-                str(v.get("gateway", "") or ""),
-                str(v.get("ipAddrRange", "")),
-                int(v.get("epAddrCount", 0)),
-                int(v.get("epCount", 0)),
-                str(v.get("ipAllocMap", "")),
-                str(v.get("networkTag", "")),
-                tuple((k, v[k]) for k in _IPV6_FIELDS if k in v),
-            ),
-        )
+        return cls._from(value, ipv6=lambda v: tuple((k, v[k]) for k in _IPV6_FIELDS if k in v))
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "tenant": self.tenant,
-            "networkName": self.network_name,
-            "nwType": self.nw_type,
-            "pktTagType": self.pkt_tag_type,
-            "pktTag": self.pkt_tag,
-            "extPktTag": self.ext_pkt_tag,
-            "subnetIP": self.subnet_ip,
-            "subnetLen": self.subnet_len,
-            "gateway": self.gateway,
-            "ipAddrRange": self.ip_addr_range,
-            "epAddrCount": self.ep_addr_count,
-            "epCount": self.ep_count,
-            "ipAllocMap": self.ip_alloc_map,
-            "networkTag": self.network_tag,
-            **dict(self.ipv6),
-        }
-
-
-_IPV6_FIELDS = ("ipv6SubnetIP", "ipv6SubnetLen", "ipv6Gateway", "ipv6AllocMap", "ipv6LastHost")
+        return {**self._wire_json(), **dict(self.ipv6)}
 
 
 @dataclass(frozen=True, slots=True)
-class EndpointGroupState:
-    """Contiv's `EndpointGroupState` (`/contiv.io/state/endpointGroups/<group>:<tenant>`)."""
+class EndpointGroupState(_Record):
+    """Contiv's `EndpointGroupState` (`/contiv.io/state/endpointGroups/<group>:<tenant>`), with the
+    group's netprofile (DSCP, bandwidth, burst) as the netmaster copies it in."""
 
     id: str
     group_name: str
@@ -219,56 +242,38 @@ class EndpointGroupState:
     bandwidth: str = ""
     burst: int = 0
 
+    KIND: ClassVar[str] = "endpoint group"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("id", "id", required=True),
+        Wire("group_name", "groupName"),
+        Wire("tenant_name", "tenantName"),
+        Wire("network_name", "networkName"),
+        _int("endpoint_group_id", "endpointGroupId"),
+        Wire("pkt_tag_type", "pktTagType"),
+        _int("pkt_tag", "pktTag"),
+        _int("ext_pkt_tag", "extPktTag"),
+        _int("ep_count", "epCount"),
+        Wire("group_tag", "groupTag"),
+    )
+    POOL: ClassVar[tuple[Wire, ...]] = (Wire("ip_pool", "IPPool"), Wire("pool_subnet", "poolSubnet"), Wire("epg_ip_alloc_map", "epgIpAllocMap"))
+    PROFILE: ClassVar[tuple[Wire, ...]] = (_int("dscp", "DSCP"), Wire("bandwidth", "Bandwidth"), _int("burst", "Burst"))
+
     @property
     def net_id(self) -> str:
         return f"{self.network_name}.{self.tenant_name}"
 
     @classmethod
     def from_json(cls, value: Any) -> EndpointGroupState:
-        return _parse(
-            "endpoint group",
-            value,
-            lambda v: cls(
-                str(v["id"]),
-                str(v.get("groupName", "")),
-                str(v.get("tenantName", "")),
-                str(v.get("networkName", "")),
-                int(v.get("endpointGroupId", 0)),
-                str(v.get("pktTagType", "")),
-                int(v.get("pktTag", 0)),
-                int(v.get("extPktTag", 0)),
-                int(v.get("epCount", 0)),
-                str(v.get("groupTag", "")),
-                str(v.get("IPPool", "")),
-                str(v.get("poolSubnet", "")),
-                str(v.get("epgIpAllocMap", "")),
-                int(v.get("DSCP", 0)),
-                str(v.get("Bandwidth", "")),
-                int(v.get("Burst", 0)),
-            ),
-        )
+        optional = {w.attr: (lambda v, w=w: w.parse(v.get(w.name, w.missing))) for w in cls.POOL + cls.PROFILE}
+        return cls._from(value, **optional)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.id,
-            "groupName": self.group_name,
-            "tenantName": self.tenant_name,
-            "networkName": self.network_name,
-            "endpointGroupId": self.endpoint_group_id,
-            "pktTagType": self.pkt_tag_type,
-            "pktTag": self.pkt_tag,
-            "extPktTag": self.ext_pkt_tag,
-            "epCount": self.ep_count,
-            "groupTag": self.group_tag,
-        }
-        if self.ip_pool:
-            out.update(IPPool=self.ip_pool, poolSubnet=self.pool_subnet, epgIpAllocMap=self.epg_ip_alloc_map)
-        out.update(DSCP=self.dscp, Bandwidth=self.bandwidth, Burst=self.burst)  # the netprofile's, always written
-        return out
+        pool = {w.name: getattr(self, w.attr) for w in self.POOL} if self.ip_pool else {}
+        return {**self._wire_json(), **pool, **{w.name: getattr(self, w.attr) for w in self.PROFILE}}  # the profile: always written
 
 
 @dataclass(frozen=True, slots=True)
-class Provider:
+class Provider(_Record):
     """One provider of a service load balancer (Contiv's `ServiceProvider`)."""
 
     ip_address: str
@@ -279,33 +284,26 @@ class Provider:
     services: tuple[str, ...]
     endpoint_key: str
 
+    KIND: ClassVar[str] = "service provider"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("ip_address", "IPAddress", required=True),
+        Wire("container_id", "ContainerID"),
+        Wire("labels", "Labels", _labels, None, render=dict),
+        Wire("tenant", "Tenant"),
+        Wire("network", "Network"),
+        Wire("services", "Services", lambda v: tuple(str(s) for s in v or ()), None, render=list),
+    )
+
     @classmethod
-    def from_json(cls, v: Mapping[str, Any]) -> Provider:
-        return cls(
-            str(v["IPAddress"]),
-            str(v.get("ContainerID", "")),
-            _labels(v.get("Labels")),
-            str(v.get("Tenant", "")),
-            str(v.get("Network", "")),
-            tuple(str(s) for s in v.get("Services") or ()),
-            str(v.get("EpIDKey", "")),
-        )
+    def from_json(cls, value: Any) -> Provider:
+        return cls._from(value, endpoint_key=lambda v: _text(v.get("EpIDKey")))
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "IPAddress": self.ip_address,
-            "ContainerID": self.container_id,
-            "Labels": dict(self.labels),
-            "Tenant": self.tenant,
-            "Network": self.network,
-            "Services": list(self.services),
-            "Container": self.container_id,
-            "EpIDKey": self.endpoint_key,
-        }
+        return {**self._wire_json(), "Container": self.container_id, "EpIDKey": self.endpoint_key}  # ContainerID again, as Contiv writes it
 
 
 @dataclass(frozen=True, slots=True)
-class ServiceLBState:
+class ServiceLBState(_Record):
     """Contiv's `ServiceLBState` (`/contiv.io/state/serviceLB/<service>:<tenant>`)."""
 
     id: str
@@ -318,38 +316,34 @@ class ServiceLBState:
     ip_address: str
     providers: tuple[tuple[str, Provider], ...]
 
+    KIND: ClassVar[str] = "service"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("id", "id", required=True),
+        Wire("service_name", "servicename"),
+        Wire("tenant_name", "tenantname"),
+        Wire("network", "subnet"),
+        Wire("ports", "ports", lambda v: tuple(str(p) for p in v or ()), None, render=list),
+        Wire("selectors", "selectors", _labels, None, render=dict),
+        Wire("ip_address", "ipaddress"),
+        Wire(
+            "providers",
+            "providers",
+            lambda v: tuple((str(k), Provider.from_json(p)) for k, p in (v or {}).items()),
+            None,
+            render=lambda providers: {key: provider.to_json() for key, provider in providers},
+        ),
+    )
+
     @classmethod
     def from_json(cls, value: Any) -> ServiceLBState:
-        return _parse(
-            "service",
-            value,
-            lambda v: cls(
-                str(v["id"]),
-                str(v.get("servicename", "")),
-                str(v.get("tenantname", "")),
-                str(v.get("subnet", "")),
-                tuple(str(p) for p in v.get("ports") or ()),
-                _labels(v.get("selectors")),
-                str(v.get("ipaddress", "")),
-                tuple((str(k), Provider.from_json(p)) for k, p in (v.get("providers") or {}).items()),
-            ),
-        )
+        return cls._from(value)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "servicename": self.service_name,
-            "tenantname": self.tenant_name,
-            "subnet": self.network,
-            "ports": list(self.ports),
-            "selectors": dict(self.selectors),
-            "ipaddress": self.ip_address,
-            "providers": {key: provider.to_json() for key, provider in self.providers},
-        }
+        return self._wire_json()
 
 
 @dataclass(frozen=True, slots=True)
-class NodeRecord:
+class NodeRecord(_Record):
     """A live node (`/contiv.io/nodes/<name>`, under the node's lease)."""
 
     name: str
@@ -361,34 +355,24 @@ class NodeRecord:
     version: str
     agent_url: str = ""  # the node agent's REST API; "" when the node runs no datapath
 
+    KIND: ClassVar[str] = "node"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("name", "name", required=True),
+        Wire("raft_address", "raft_address", lambda v: None if v is None else str(v), None),
+        Wire("api_url", "api_url"),
+        Wire("control_ip", "control_ip"),
+        Wire("vtep_ip", "vtep_ip"),
+        Wire("readonly", "readonly", bool, False),
+        Wire("version", "version"),
+        Wire("agent_url", "agent_url"),
+    )
+
     @classmethod
     def from_json(cls, value: Any) -> NodeRecord:
-        return _parse(
-            "node",
-            value,
-            lambda v: cls(
-                str(v["name"]),
-                None if v.get("raft_address") is None else str(v["raft_address"]),
-                str(v.get("api_url", "")),
-                str(v.get("control_ip", "")),
-                str(v.get("vtep_ip", "")),
-                bool(v.get("readonly", False)),
-                str(v.get("version", "")),
-                str(v.get("agent_url", "")),
-            ),
-        )
+        return cls._from(value)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "raft_address": self.raft_address,
-            "api_url": self.api_url,
-            "control_ip": self.control_ip,
-            "vtep_ip": self.vtep_ip,
-            "readonly": self.readonly,
-            "version": self.version,
-            "agent_url": self.agent_url,
-        }
+        return self._wire_json()
 
 
 def policy_rule_from_json(value: Any) -> PolicyRule:

@@ -63,31 +63,20 @@ class Plugin:
     config: dict[str, Any]
 
     def call(self, command: str, pod: Pod) -> float:
-        """Exec the plugin once; its wall time in seconds. A failed call stops the benchmark."""
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "CNI_COMMAND": command,
-            "CNI_CONTAINERID": pod.container,
-            "CNI_NETNS": pod.netns,
-            "CNI_IFNAME": "eth0",
-            "CNI_ARGS": "",
-            "CNI_PATH": str(self.cni_path),
-        }
-        stdin = json.dumps(self.config).encode()
+        """Exec the plugin once for `pod`; its wall time in seconds. A failed call stops the benchmark."""
+        env = {"CNI_CONTAINERID": pod.container, "CNI_NETNS": pod.netns, "CNI_IFNAME": "eth0", "CNI_ARGS": "", "CNI_PATH": str(self.cni_path)}
+        return self._exec(command, env, json.dumps(self.config).encode())
+
+    def version(self) -> float:
+        return self._exec("VERSION", {}, b'{"cniVersion": "1.0.0"}')
+
+    def _exec(self, command: str, env: dict[str, str], stdin: bytes) -> float:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CNI_COMMAND": command, **env}
         started = time.perf_counter()
         done = subprocess.run([str(self.executable)], input=stdin, env=env, capture_output=True, timeout=150)
         elapsed = time.perf_counter() - started
         if done.returncode:
-            raise RuntimeError(f"{self.name} {command} for {pod.name} failed: {done.stdout.decode()} {done.stderr.decode()}")
-        return elapsed
-
-    def version(self) -> float:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CNI_COMMAND": "VERSION"}
-        started = time.perf_counter()
-        done = subprocess.run([str(self.executable)], input=b'{"cniVersion": "1.0.0"}', env=env, capture_output=True, timeout=30)
-        elapsed = time.perf_counter() - started
-        if done.returncode or b"supportedVersions" not in done.stdout:
-            raise RuntimeError(f"{self.name} VERSION failed: {done.stdout.decode()} {done.stderr.decode()}")
+            raise RuntimeError(f"{self.name} {command} {env.get('CNI_NETNS', '')} failed: {done.stdout.decode()} {done.stderr.decode()}")
         return elapsed
 
 

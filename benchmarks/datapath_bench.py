@@ -7,11 +7,14 @@
   starts from an empty bridge and is checked by dumping the flows back. Runs inside a
   private network namespace with contivd's managed OVS.
 * ``rule_to_flows_p50_ms`` / ``_p99_ms``: three contivd nodes (each in its namespace with its
-  own OVS, joined by a fabric namespace, as in tests/nodes.py); a policy rule is POSTed to the
-  leader's API and the time until its flow shows up on all three bridges is taken from
-  ``ovs-ofctl monitor`` on each bridge (events, no polling).
+  own OVS, joined by a fabric namespace, as in tests/nodes.py), each holding
+  ``--endpoints-per-node`` endpoints (default 250; ``--quick``: 20) in the group the policy
+  applies to, added through each node's CNI socket as the plugin would (a pod namespace each,
+  8 concurrent requests per node); a policy rule is POSTed to the leader's API and the time
+  until its flow shows up on all three bridges is taken from ``ovs-ofctl monitor`` on each
+  bridge (events, no polling).
 
-Usage: python3 benchmarks/datapath_bench.py [--quick]   (root; Open vSwitch installed)
+Usage: python3 benchmarks/datapath_bench.py [--quick] [--endpoints-per-node N]   (root; Open vSwitch installed)
 The last line printed is one JSON object with every figure.
 """
 
@@ -27,6 +30,7 @@ import tempfile
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +41,8 @@ import httpx  # noqa: E402
 import trio  # noqa: E402
 
 import fastpath  # noqa: E402
+from cni.plugin import exchange  # noqa: E402
+from cni.protocol import Request  # noqa: E402
 from contivd.agent.datapath import bridge_spec  # noqa: E402
 from contivd.ovs import ManagedOvs, open_ovsdb  # noqa: E402
 from openflow import Controller  # noqa: E402
@@ -45,7 +51,10 @@ from openflow.flow import Flow  # noqa: E402
 from openflow.flows.policy import rule_flow  # noqa: E402
 from openflow.inputs import PolicyRuleSpec  # noqa: E402
 from openflow.pipeline import TABLES  # noqa: E402
-from tests.nodes import SECRET, cluster_of_nodes, sh  # noqa: E402
+from tests.cni.harness import Pod, netconf, socket_of  # noqa: E402
+from tests.nodes import SECRET, Node, cluster_of_nodes, sh  # noqa: E402
+
+POD_SUBNET, POD_GATEWAY = "198.19.128.0/20", "198.19.143.254"  # clear of the fabric (198.19.0.0/24) and the VTEPs
 
 
 def policy_flows(count: int) -> list[Flow]:
@@ -154,7 +163,8 @@ class FlowWatch:
         self.proc.wait()
 
 
-def measure_rule_latency(changes: int) -> dict[str, float]:
+def measure_rule_latency(changes: int, endpoints_per_node: int) -> dict[str, float]:
+    pods: list[Pod] = []
     with tempfile.TemporaryDirectory(prefix="datapath-bench-") as tmp, cluster_of_nodes(Path(tmp), 3) as nodes:
         # The benchmark talks to the API from the fabric's control bridge.
         fabric = nodes[0].fabric_ns
@@ -162,28 +172,56 @@ def measure_rule_latency(changes: int) -> dict[str, float]:
         sh("ip", "-n", fabric, "addr", "add", "198.19.0.254/24", "dev", "ctl")
         watches = [FlowWatch(node.ns, node.data / "ovs" / "contivVxlanBridge.mgmt") for node in nodes]
         try:
-            return _rule_latencies(fabric, nodes[0].host, nodes[0].api, watches, changes)
+            client = _client_in(fabric, nodes[0].host, nodes[0].api)
+            _create_objects(client)
+            started = time.perf_counter()
+            for node in nodes:
+                _add_endpoints(node, endpoints_per_node, pods)
+            print(f"{endpoints_per_node} endpoints on each of 3 nodes in {time.perf_counter() - started:.0f} s", flush=True)
+            return {**_rule_latencies(client, watches, changes), "endpoints_per_node": endpoints_per_node}
         finally:
             for watch in watches:
                 watch.close()
+            for pod in pods:
+                pod.remove()
 
 
-def _rule_latencies(fabric: str, host: str, api: int, watches: list[FlowWatch], changes: int) -> dict[str, float]:
+def _client_in(fabric: str, host: str, api: int) -> httpx.Client:
     from pyroute2 import netns as pyroute_netns
 
     pyroute_netns.setns(fabric)  # this thread's new sockets live in the fabric namespace
-    client = httpx.Client(base_url=f"http://{host}:{api}", headers={"Authorization": f"Bearer {SECRET}"}, timeout=10)
-    base = "/api/v1"
+    return httpx.Client(base_url=f"http://{host}:{api}/api/v1", headers={"Authorization": f"Bearer {SECRET}"}, timeout=10)
+
+
+def _create_objects(client: httpx.Client) -> None:
     for path, body in (
         (
             "/networks/default:pods/",
-            {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/24", "gateway": "198.18.0.254"},
+            {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": POD_SUBNET, "gateway": POD_GATEWAY},
         ),
         ("/policys/default:bench/", {"tenantName": "default", "policyName": "bench"}),
         ("/endpointGroups/default:web/", {"tenantName": "default", "groupName": "web", "networkName": "pods", "policies": ["bench"]}),
     ):
-        response = client.post(base + path, json=body)
+        response = client.post(path, json=body)
         response.raise_for_status()
+
+
+def _add_endpoints(node: Node, count: int, pods: list[Pod]) -> None:
+    """`count` pods in group `web` on `node`, through its CNI socket (pods records each namespace, for removal)."""
+    config = netconf(node, network="pods", group="web")
+
+    def add(pod: Pod) -> None:
+        exchange(str(socket_of(node)), Request("ADD", config, pod.container, pod.netns, "eth0"))  # raises CniError on failure
+
+    created = []
+    for _ in range(count):
+        created.append(Pod().create())
+        pods.append(created[-1])
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(add, created))
+
+
+def _rule_latencies(client: httpx.Client, watches: list[FlowWatch], changes: int) -> dict[str, float]:
     latencies = []
     for k in range(changes):
         port = 20000 + k
@@ -197,7 +235,7 @@ def _rule_latencies(fabric: str, host: str, api: int, watches: list[FlowWatch], 
             "action": "allow",
         }
         started = time.perf_counter()
-        client.post(f"{base}/rules/default:bench:r{k}/", json=rule).raise_for_status()
+        client.post(f"/rules/default:bench:r{k}/", json=rule).raise_for_status()
         latencies.append(max(watch.wait(f"tp_dst={port}", 30) for watch in watches) - started)
     client.close()
     ordered = sorted(latencies)
@@ -211,7 +249,8 @@ def _rule_latencies(fabric: str, host: str, api: int, watches: list[FlowWatch], 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer flows and rule changes (well under 120 s)")
+    parser.add_argument("--quick", action="store_true", help="fewer flows, endpoints and rule changes (well under 120 s)")
+    parser.add_argument("--endpoints-per-node", type=int, help="endpoints on each of the 3 nodes during the rule changes (default 250; --quick: 20)")
     parser.add_argument("--inner-flows", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -223,8 +262,12 @@ def main() -> None:
     figures.update(measure_flows(count))
     print(f"{count} flows: bundle {figures['flows_per_s_bundle']:.0f}/s, pipelined {figures['flows_per_s_pipelined']:.0f}/s, "
           f"single {figures['flows_per_s_single']:.0f}/s ({figures['flows_per_s_bundle'] / figures['flows_per_s_single']:.1f}x)", flush=True)  # fmt: skip
-    figures.update(measure_rule_latency(changes))
-    print(f"rule -> flows on 3 nodes: p50 {figures['rule_to_flows_p50_ms']:.1f} ms, p99 {figures['rule_to_flows_p99_ms']:.1f} ms", flush=True)
+    endpoints = args.endpoints_per_node if args.endpoints_per_node is not None else (20 if args.quick else 250)
+    figures.update(measure_rule_latency(changes, endpoints))
+    print(
+        f"rule -> flows on 3 nodes with {endpoints} endpoints each: p50 {figures['rule_to_flows_p50_ms']:.1f} ms, p99 {figures['rule_to_flows_p99_ms']:.1f} ms",
+        flush=True,
+    )
     figures["bundle_vs_single"] = figures["flows_per_s_bundle"] / figures["flows_per_s_single"]
     print(json.dumps(figures))
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Debian packages contivd and its tests need. Idempotent; skips apt when all are present.
+# Debian packages contivd, its tests and benchmarks need (containernetworking-plugins: the
+# reference bridge + host-local CNI plugins that benchmarks/cni_bench.py compares contiv with).
+# Idempotent; skips apt when all are present.
 set -euo pipefail
-packages=(openvswitch-switch iproute2 iputils-ping iptables ethtool etcd-server gcc libc6-dev python3-dev chromium systemd lintian)
+packages=(openvswitch-switch iproute2 iputils-ping iptables ethtool etcd-server gcc libc6-dev python3-dev chromium systemd lintian containernetworking-plugins)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq

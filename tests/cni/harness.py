@@ -1,7 +1,7 @@
 """Driving the `contiv` CNI plugin as a container runtime does, and checking what a node holds.
 
 The plugin runs as the executable packaging builds (packaging/build-cni-plugin.sh, for this
-interpreter), with the CNI environment and the network config on stdin; pod namespaces are
+interpreter, with its code in a temporary directory instead of /usr/lib/contivd), with the CNI environment and the network config on stdin; pod namespaces are
 `ip netns` namespaces given by path (/var/run/netns/<name>). Each node's CNI
 socket lives in its data dir (`--cni-socket cni.sock`), so parallel runs never share one.
 """
@@ -32,8 +32,9 @@ def plugin_executable() -> Path:
     """The `contiv` plugin as installed: built once per process, removed at exit."""
     directory = Path(tempfile.mkdtemp(prefix="contiv-cni-"))
     atexit.register(shutil.rmtree, directory, True)
-    subprocess.run(["bash", str(ROOT / "packaging" / "build-cni-plugin.sh"), str(directory / "contiv"), sys.executable], check=True, timeout=60)
-    return directory / "contiv"
+    plugin, libdir = directory / "bin" / "contiv", directory / "lib"
+    subprocess.run(["bash", str(ROOT / "packaging" / "build-cni-plugin.sh"), str(plugin), str(libdir), sys.executable], check=True, timeout=60)
+    return plugin
 
 
 def socket_of(node: Node) -> Path:

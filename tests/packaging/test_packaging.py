@@ -5,6 +5,7 @@ files, conffiles, relations and maintainer scripts, and lintian reports no error
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import signal
@@ -105,3 +106,18 @@ def test_deb_contents_and_relations(built: tuple[Path, Path]) -> None:
     assert "deb-systemd-invoke stop 'contivd.service'" in files["prerm"]
     before_purge, purge = files["postrm"].split('if [ "$1" = "purge" ]')
     assert "rm -rf /var/lib/contivd" in purge and "rm -rf /var/lib/contivd" not in before_purge  # remove keeps the state
+
+
+def test_deb_cni_plugin_is_a_script_answering_version(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """/opt/cni/bin/contiv runs `python3 -IS` and imports its code from /usr/lib/contivd/cni-plugin."""
+    _, deb = built
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path)], check=True)
+    script = (tmp_path / "opt" / "cni" / "bin" / "contiv").read_text()
+    assert script.startswith("#!/usr/bin/python3 -IS\n") and '"/usr/lib/contivd/cni-plugin"' in script
+    libdir = tmp_path / "usr" / "lib" / "contivd" / "cni-plugin"
+    assert sorted(p.name for p in (libdir / "cni").iterdir()) == ["__init__.py", "plugin.py", "protocol.py"]
+    extracted = script.replace("/usr/lib/contivd/cni-plugin", str(libdir))
+    done = subprocess.run(
+        ["/usr/bin/python3", "-I", "-S", "-c", extracted], env={"CNI_COMMAND": "VERSION"}, input=b'{"cniVersion": "1.0.0"}', capture_output=True
+    )
+    assert done.returncode == 0 and json.loads(done.stdout) == {"cniVersion": "1.0.0", "supportedVersions": ["1.0.0", "1.1.0"]}, done.stderr

@@ -11,9 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from cni.plugin import run
-from cni.protocol import CniError, Request, answer_line, parse_answer, parse_cni_args, request_from_environment, request_from_line
+from cni.plugin import environment, run
+from cni.protocol import (
+    CniError,
+    Request,
+    answer_line,
+    decode_json,
+    encode_json,
+    parse_answer,
+    parse_cni_args,
+    request_from_environment,
+    request_from_line,
+)
 
+ROOT = Path(__file__).resolve().parents[3]
 ENV = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "abc123", "CNI_NETNS": "/var/run/netns/x", "CNI_IFNAME": "eth0", "CNI_ARGS": "A=1;B=two"}
 CONFIG = b'{"cniVersion": "1.0.0", "name": "contiv", "type": "contiv"}'
 
@@ -37,6 +48,8 @@ def test_a_full_add_becomes_a_request_and_survives_the_wire() -> None:
         ({**ENV, "CNI_COMMAND": ""}, CONFIG, 4),
         ({k: v for k, v in ENV.items() if k != "CNI_IFNAME"}, CONFIG, 4),
         ({**ENV, "CNI_CONTAINERID": "has/slash"}, CONFIG, 4),
+        ({**ENV, "CNI_CONTAINERID": ".starts-with-a-dot"}, CONFIG, 4),
+        ({**ENV, "CNI_CONTAINERID": "é-not-ascii"}, CONFIG, 4),
         ({**ENV, "CNI_IFNAME": "a" * 16}, CONFIG, 4),
         ({**ENV, "CNI_IFNAME": "bad:name"}, CONFIG, 4),
         ({**ENV, "CNI_ARGS": "novalue"}, CONFIG, 4),
@@ -115,7 +128,65 @@ def test_plugin_relays_one_exchange_over_the_socket(tmp_path: Path) -> None:
     assert seen[0].container_id == "abc123" and seen[0].args == {"A": "1", "B": "two"}
 
 
+SAMPLES = [
+    {"cniVersion": "1.0.0", "ips": [{"address": "198.18.0.5/24", "interface": 1}], "dns": {}},
+    ["é", "\u2603", "tab\tand\nnewline", 'quote " and \\', ""],
+    [0, -1, 2**70, 1.5, -2.25e-300, True, False, None],
+    "just a string",
+]
+
+
+@pytest.mark.parametrize("value", SAMPLES)
+def test_the_codec_reads_and_writes_what_json_does(value: object) -> None:
+    text = json.dumps(value, separators=(",", ":"))
+    assert encode_json(value) == text
+    assert decode_json(text) == value and decode_json(f" \n{text}\t ".encode()) == value
+    assert decode_json(json.dumps(value, indent=2)) == value
+
+
+@pytest.mark.parametrize("raw", [b"", b"  ", b'{"a" 1}', b'{"a": 1,}', b'"unterminated', b"[1, 2] extra", b'"\x01 control"', b"\xff\xfe"])
+def test_the_codec_refuses_what_json_refuses(raw: bytes) -> None:
+    with pytest.raises(ValueError):
+        json.loads(raw)
+    with pytest.raises(ValueError):
+        decode_json(raw)
+
+
+def test_the_codec_refuses_values_json_cannot_write() -> None:
+    with pytest.raises(TypeError, match="set"):
+        encode_json({"a": {1, 2}})
+
+
+def test_malformed_input_gets_jsons_error_where_json_was_not_imported() -> None:
+    """Python 3.11's C scanner raises SystemError for most syntax errors when json is not loaded."""
+    probe = (
+        "import sys; from cni.protocol import decode_json\n"
+        "assert decode_json(b'{\"a\": [1]}') == {'a': [1]} and 'json' not in sys.modules\n"
+        "try:\n    decode_json(b'{\"a\" 1}')\nexcept ValueError as exc:\n    print(exc)"
+    )
+    done = subprocess.run([sys.executable, "-S", "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "Expecting ':' delimiter: line 1 column 6 (char 5)"
+
+
+def test_the_environment_is_decoded_as_os_environ_does() -> None:
+    assert environment({b"CNI_COMMAND": b"ADD", b"ODD": b"\xff"}) == {"CNI_COMMAND": "ADD", "ODD": "\udcff"}
+
+
 def test_the_plugin_imports_only_the_standard_library() -> None:
     probe = "import json, sys, cni.plugin; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
     loaded = set(json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout))
     assert not loaded & {"trio", "httpx", "contivd", "pyroute2", "raftstore", "kubernetes"}, loaded
+
+
+def test_the_installed_plugin_loads_nothing_slow(tmp_path: Path) -> None:
+    """Its start is `python3 -I -S` plus these modules (json, re, os, socket, typing would add ms)."""
+    plugin = tmp_path / "contiv"
+    subprocess.run(["bash", str(ROOT / "packaging" / "build-cni-plugin.sh"), str(plugin), str(tmp_path / "lib"), sys.executable], check=True)
+    probe = "import sys; print(' '.join(sorted(sys.modules)))"
+    bare = set(subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, check=True).stdout.split())
+    script = plugin.read_text().replace("sys.exit(main())", "status = main(); " + probe.replace("import sys; ", ""))
+    env = {"CNI_COMMAND": "VERSION"}
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", script], env=env, input=b'{"cniVersion": "1.0.0"}', capture_output=True, check=True)
+    answer, modules = done.stdout.decode().splitlines()
+    assert json.loads(answer) == {"cniVersion": "1.0.0", "supportedVersions": ["1.0.0", "1.1.0"]}
+    assert set(modules.split()) - bare == {"__future__", "_json", "_socket", "cni", "cni.plugin", "cni.protocol"}

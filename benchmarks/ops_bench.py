@@ -8,7 +8,7 @@ the CNI plugin's VERSION round trip, size and start-up of dist/contivd.
   (the store summary is recomputed: the worst case); metrics_scrape_cached_ms_10k without one.
 - status_page_ms_10k: Debian's chromium through Playwright loads `/` until the page sets
   `document.body.dataset.ready = "true"`; null without the page, Playwright or chromium.
-- cni_version_ms: `dist/contiv-cni` (else `python3 -m cni`) with CNI_COMMAND=VERSION; null if absent.
+- cni_version_ms: the CNI plugin as the .deb installs it (packaging/build-cni-plugin.sh) with CNI_COMMAND=VERSION.
 - binary_start_ms / binary_mb: `dist/contivd --version` once unpacked (median of 5); null if not built.
 
     python3 benchmarks/ops_bench.py [--quick]
@@ -36,6 +36,7 @@ import httpx  # noqa: E402
 import trio  # noqa: E402
 
 from benchmarks.api_bench import create_endpoints  # noqa: E402
+from benchmarks.cni_bench import contiv_plugin  # noqa: E402
 from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS, ContivdCluster, ContivdProcess  # noqa: E402
 from tests.support.waiting import wait_for  # noqa: E402
 
@@ -142,14 +143,9 @@ def median_run_ms(command: list[str], env: dict[str, str] | None = None, runs: i
     return round(statistics.median(samples) * 1000, 1)
 
 
-def cni_version_ms() -> float | None:
-    env = {**os.environ, "CNI_COMMAND": "VERSION"}
-    binary = ROOT / "dist" / "contiv-cni"
-    if binary.exists():
-        return median_run_ms([str(binary)], env, runs=10)
-    if (ROOT / "cni" / "__main__.py").exists():
-        return median_run_ms([sys.executable, "-m", "cni"], {**env, "PYTHONPATH": str(ROOT)}, runs=10)
-    return None
+def cni_version_ms(root: Path) -> float:
+    """The plugin as the .deb installs it (a plain `python3 -IS` script), answering VERSION."""
+    return median_run_ms([str(contiv_plugin(root))], {**os.environ, "CNI_COMMAND": "VERSION"}, runs=10)
 
 
 def binary_figures(root: Path) -> dict[str, Any]:
@@ -181,7 +177,7 @@ def main() -> None:
             f"/metrics at {ENDPOINTS} endpoints: {figures['metrics_scrape_ms_10k']} ms after a write, {figures['metrics_scrape_cached_ms_10k']} ms cached",
             flush=True,
         )
-        figures["cni_version_ms"] = cni_version_ms()
+        figures["cni_version_ms"] = cni_version_ms(root / "cni")
         figures.update(binary_figures(root))
         shutil.rmtree(root / "shiv", ignore_errors=True)
     figures["quick"] = args.quick

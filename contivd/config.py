@@ -96,6 +96,16 @@ def _interface_names(value: Any) -> tuple[str, ...]:
     return names
 
 
+def _audit_interval(value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("must be a number of seconds") from None
+    if not 2 <= seconds <= 86400:
+        raise ValueError("must be between 2 seconds and one day (86400)")
+    return seconds
+
+
 def _log_level(value: Any) -> str:
     level = _text(value).upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
@@ -153,6 +163,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("vlan_uplinks", _interface_names, tuple, "Comma-separated interfaces trunking VLAN networks to other nodes (ports of contivVlanBridge)."),
     Option("fwd_mode", _fwd_mode, lambda: "bridge", "Forwarding mode; bridge (L2 within a network, Contiv's default) is the one supported."),
     Option("agent_listen", _listen_address, lambda: "127.0.0.1:9090", "The node agent's REST API (netplugin's /inspect/driver, /svcstats, ...)."),
+    Option(
+        "audit_interval",
+        _audit_interval,
+        lambda: 60.0,
+        "Seconds between audits of each bridge's flows against a full recomputation and the switch (drift is reported and repaired).",
+    ),
     Option("log_level", _log_level, lambda: "INFO", "debug, info, warning or error."),
     Option(
         "contiv_error_compat",
@@ -190,6 +206,7 @@ class Config:
     vlan_uplinks: tuple[str, ...]
     fwd_mode: str
     agent_listen: str
+    audit_interval: float
     log_level: str
     contiv_error_compat: bool
     log_format: str

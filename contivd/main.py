@@ -105,6 +105,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     (host, int(port)),
                     net_mode="vlan" if config.net_mode == "vlan" else "vxlan",
                     vlan_uplinks=config.vlan_uplinks,
+                    audit_seconds=config.audit_interval,
                 )
                 agent = Agent(cache, settings)
                 await nursery.start(agent.run)

@@ -30,6 +30,8 @@ def test_precedence_flag_over_env_over_file(tmp_path: Path) -> None:
         ({}, {"CONTIVD_READONLY": "maybe"}, "CONTIVD_READONLY: 'maybe' must be true or false"),
         ({"log_level": "loud"}, {}, "--log-level"),
         ({"control_ip": "not-an-ip"}, {}, "--control-ip"),
+        ({"audit_interval": "0.5"}, {}, "--audit-interval: '0.5' must be between 2 seconds and one day"),
+        ({}, {"CONTIVD_AUDIT_INTERVAL": "often"}, "CONTIVD_AUDIT_INTERVAL: 'often' must be a number of seconds"),
         ({"datapath": "gre"}, {}, "must be ovs or none"),
         ({"ovs": "/run/openvswitch/db.sock"}, {}, "OVSDB target"),
         ({"peers": "127.0.0.1:9002", "raft_listen": "127.0.0.1:9002"}, {}, "listed twice"),

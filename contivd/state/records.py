@@ -101,7 +101,8 @@ def _parse(kind: str, value: Any, build: Callable[[Mapping[str, Any]], T]) -> T:
     try:
         return build(value)
     except (KeyError, TypeError, ValueError) as exc:
-        raise RecordError(f"{kind} {value.get('id', '?')}: {type(exc).__name__}: {exc}") from None
+        name = value.get("id") or value.get("RuleId") or value.get("name") or "?"
+        raise RecordError(f"{kind} {name}: {type(exc).__name__}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)

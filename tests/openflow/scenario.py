@@ -1,5 +1,8 @@
 """Store-shaped states and NodeInputs shared by the openflow tests (two nodes, one tenant).
 
+The states are parsed with contivd's state records and turned into flow inputs by the agent's
+adapter (contivd.agent.inputs), as the daemon does: openflow itself knows no store format.
+
 Node A (vtep 192.168.0.1) hosts web1 (EPG 5, port 3) and db1 (EPG 6, port 4, DSCP 46);
 node B (vtep 192.168.0.2) hosts web2 (EPG 5); all on network blue (VNI 100, local VLAN 1).
 """
@@ -9,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from contivd.agent.inputs import local_port, remote_endpoint, rule_spec, service_spec
+from contivd.state import EndpointGroupState, EndpointState, NetworkState, ServiceLBState
+from contivd.state.records import policy_rule_from_json
 from openflow.flow import Flow
 from openflow.inputs import (
     LocalPort,
@@ -21,6 +27,29 @@ from openflow.inputs import (
     mac,
 )
 from openflow.text import flow_text
+
+
+def local_of(ep: dict[str, Any], net: dict[str, Any], epg: dict[str, Any] | None, ofport: int) -> LocalPort:
+    """A local port from stored states, through the records and the agent's adapter."""
+    group = None if epg is None else EndpointGroupState.from_json({"id": f"g{epg['endpointGroupId']}:t", **epg})
+    return local_port(EndpointState.from_json(ep), _network(net), group, ofport)
+
+
+def remote_of(ep: dict[str, Any], net: dict[str, Any], vtep: str = "") -> RemoteEndpoint:
+    return remote_endpoint(EndpointState.from_json(ep), _network(net), vtep)
+
+
+def rule_of(state: dict[str, Any]) -> PolicyRuleSpec:
+    return rule_spec(policy_rule_from_json(state))
+
+
+def service_of(lb: dict[str, Any], provider: dict[str, Any] | None = None) -> ServiceSpec:
+    return service_spec(ServiceLBState.from_json(lb), None if provider is None else provider.get("Providers") or [])
+
+
+def _network(net: dict[str, Any]) -> NetworkState:
+    return NetworkState.from_json({"subnetIP": "10.1.0.0", "subnetLen": 24, **net})
+
 
 BLUE = {"id": "blue.t", "pktTagType": "vxlan", "pktTag": 1, "extPktTag": 100}
 RED_VLAN = {"id": "red.t", "pktTagType": "vlan", "pktTag": 200, "extPktTag": 0}
@@ -63,11 +92,11 @@ def node_a(round_: int = 1, **changes: Any) -> NodeInputs:
     """Node A's inputs; keyword arguments replace NodeInputs fields."""
     fields: dict[str, Any] = {
         "encap": "vxlan",
-        "local_ports": (LocalPort.from_state(WEB1, BLUE, WEB_EPG, 3), LocalPort.from_state(DB1, BLUE, DB_EPG, 4)),
-        "remote_endpoints": (RemoteEndpoint.from_state(WEB2, BLUE, VTEP_B),),
+        "local_ports": (local_of(WEB1, BLUE, WEB_EPG, 3), local_of(DB1, BLUE, DB_EPG, 4)),
+        "remote_endpoints": (remote_of(WEB2, BLUE, VTEP_B),),
         "tunnels": (TunnelPort(7, ipv4(VTEP_B, "vtep")),),
-        "rules": (PolicyRuleSpec.from_state(DENY_WEB_TO_DB_TCP_5432),),
-        "services": (ServiceSpec.from_state(SERVICE_LB),),
+        "rules": (rule_of(DENY_WEB_TO_DB_TCP_5432),),
+        "services": (service_of(SERVICE_LB),),
         "round": round_,
     }
     fields.update(changes)

@@ -21,9 +21,9 @@ from openflow.encode import (
     group_mod_osken,
     to_flowspec,
 )
-from openflow.inputs import LocalPort, NodeInputs, RemoteEndpoint
+from openflow.inputs import NodeInputs
 from openflow.text import actions_text, group_text, match_text
-from tests.openflow.scenario import RED_VLAN, ep, node_a
+from tests.openflow.scenario import RED_VLAN, ep, local_of, node_a, remote_of
 from tests.openflow.test_flows_policy import rule
 
 
@@ -36,8 +36,8 @@ def _states() -> list[Desired]:
     )  # fmt: skip
     vlan = NodeInputs(
         "vlan",
-        (LocalPort.from_state(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),),
-        (RemoteEndpoint.from_state(ep("b", "10.2.0.3", 0, RED_VLAN), RED_VLAN),),
+        (local_of(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),),
+        (remote_of(ep("b", "10.2.0.3", 0, RED_VLAN), RED_VLAN),),
         uplinks=(8,),
     )
     return [desired(dataclasses.replace(a, rules=a.rules + more)), desired(vlan)]

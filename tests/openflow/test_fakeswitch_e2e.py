@@ -7,7 +7,7 @@ from typing import Any
 
 from openflow.desired import desired
 from openflow.flow import ETH_IPV4, IP_TCP
-from openflow.inputs import LocalPort, RemoteEndpoint, TunnelPort, ipv4, vip_mac
+from openflow.inputs import TunnelPort, ipv4, vip_mac
 from tests.openflow.fakeswitch import FakeSwitch, arp_request
 from tests.openflow.scenario import (
     BLUE,
@@ -18,7 +18,9 @@ from tests.openflow.scenario import (
     WEB1,
     WEB2,
     WEB_EPG,
+    local_of,
     node_a,
+    remote_of,
 )
 
 VIP = ipv4("10.1.0.250", "vip")
@@ -94,8 +96,8 @@ def test_vip_to_a_remote_provider_unnats_the_reply_from_the_tunnel() -> None:
 
 def test_node_b_delivers_what_node_a_tunnels() -> None:
     node_b = node_a(
-        local_ports=(LocalPort.from_state(WEB2, BLUE, WEB_EPG, 5),),
-        remote_endpoints=(RemoteEndpoint.from_state(WEB1, BLUE, VTEP_A), RemoteEndpoint.from_state(DB1, BLUE, VTEP_A)),
+        local_ports=(local_of(WEB2, BLUE, WEB_EPG, 5),),
+        remote_endpoints=(remote_of(WEB1, BLUE, VTEP_A), remote_of(DB1, BLUE, VTEP_A)),
         tunnels=(TunnelPort(9, ipv4(VTEP_A, "vtep")),),
     )
     a, b = switch_a(), FakeSwitch.with_state(desired(node_b))

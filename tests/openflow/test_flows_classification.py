@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from openflow.fields import Category, cookie
 from openflow.flows import arp, classifier, spoofguard
-from openflow.inputs import LocalPort, NodeInputs
+from openflow.inputs import NodeInputs
 from openflow.pipeline import TABLES
-from tests.openflow.scenario import BLUE, RED_VLAN, WEB1, WEB_EPG, ep, node_a, texts
+from tests.openflow.scenario import BLUE, RED_VLAN, WEB1, WEB_EPG, ep, local_of, node_a, texts
 
 ARP_REPLY = (
     "move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:{mac}->eth_src,set_field:2->arp_op,"
@@ -24,7 +24,7 @@ def test_classifier_vxlan() -> None:
 
 
 def test_classifier_vlan_pops_the_uplink_tag() -> None:
-    inputs = NodeInputs("vlan", (LocalPort.from_state(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),), uplinks=(9, 8))
+    inputs = NodeInputs("vlan", (local_of(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),), uplinks=(9, 8))
     assert texts(classifier.flows(TABLES, inputs)) == [
         "priority=100,in_port=3 actions=write_metadata:0xc800000000/0x1ffffffffff0000,goto_table:1",
         "priority=100,in_port=8,dl_vlan=200 actions=pop_vlan,write_metadata:0x10000c800000000/0x1ffffffffff0000,goto_table:3",
@@ -33,12 +33,12 @@ def test_classifier_vlan_pops_the_uplink_tag() -> None:
 
 
 def test_bridge_ignores_ports_of_the_other_encap() -> None:
-    vlan_port = LocalPort.from_state(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 5)
+    vlan_port = local_of(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 5)
     assert classifier.flows(TABLES, node_a(local_ports=(vlan_port,))) == []
 
 
 def test_spoof_guard() -> None:
-    inputs = node_a(local_ports=(LocalPort.from_state(WEB1, BLUE, WEB_EPG, 3),))
+    inputs = node_a(local_ports=(local_of(WEB1, BLUE, WEB_EPG, 3),))
     assert texts(spoofguard.flows(TABLES, inputs)) == [
         "table=1, priority=100,ip,in_port=3,dl_src=02:02:0a:01:00:02,nw_src=10.1.0.2 actions=goto_table:3",
         ("table=1, priority=100,arp,in_port=3,dl_src=02:02:0a:01:00:02,arp_spa=10.1.0.2,arp_sha=02:02:0a:01:00:02 actions=goto_table:2"),
@@ -60,7 +60,7 @@ def test_proxy_arp_for_local_and_remote_endpoints() -> None:
 
 def test_proxy_arp_answers_for_the_gateway_of_networks_with_local_ports() -> None:
     with_gateway = {**BLUE, "gateway": "10.1.0.254"}
-    inputs = node_a(local_ports=(LocalPort.from_state(WEB1, with_gateway, WEB_EPG, 3),))
+    inputs = node_a(local_ports=(local_of(WEB1, with_gateway, WEB_EPG, 3),))
     gateway = [f for f in arp.flows(TABLES, inputs) if f.cookie == cookie(Category.ARP, "gateway:blue.t", 1)]
     assert texts(gateway) == [
         "table=2, priority=100,arp,metadata=0x6400000000/0xffffff00000000,arp_tpa=10.1.0.254,arp_op=1 actions="

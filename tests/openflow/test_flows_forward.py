@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from openflow.fields import Category, group_id
 from openflow.flows import dstepg, forward, qos
-from openflow.inputs import LocalPort, NodeInputs, RemoteEndpoint
+from openflow.inputs import NodeInputs
 from openflow.pipeline import TABLES
 from openflow.text import group_text
-from tests.openflow.scenario import RED_VLAN, ep, node_a, texts
+from tests.openflow.scenario import RED_VLAN, ep, local_of, node_a, remote_of, texts
 
 ALL = group_id(Category.FLOOD, "all:blue.t")
 LOCAL = group_id(Category.FLOOD, "local:blue.t")
@@ -50,8 +50,8 @@ def test_remote_endpoint_waits_for_its_tunnel() -> None:
 def test_forward_vlan_tags_towards_the_active_uplink() -> None:
     inputs = NodeInputs(
         "vlan",
-        (LocalPort.from_state(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),),
-        (RemoteEndpoint.from_state(ep("b", "10.2.0.3", 0, RED_VLAN), RED_VLAN),),
+        (local_of(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),),
+        (remote_of(ep("b", "10.2.0.3", 0, RED_VLAN), RED_VLAN),),
         uplinks=(9, 8),
     )
     unicast = [f for f in texts(forward.flows(TABLES, inputs)) if "priority=100" in f]

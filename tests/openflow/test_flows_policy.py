@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from contivd.state import RecordError
 from openflow.desired import desired
 from openflow.flows import policy
 from openflow.inputs import InputError, PolicyRuleSpec
 from openflow.pipeline import TABLES
-from tests.openflow.scenario import node_a, texts
+from tests.openflow.scenario import node_a, rule_of, texts
 
 
 def rule(**fields: object) -> PolicyRuleSpec:
     base: dict[str, object] = {"RuleId": "r", "Priority": 100, "Action": "allow"}
-    return PolicyRuleSpec.from_state({**base, **fields})
+    return rule_of({**base, **fields})
 
 
 def policy_texts(*rules: PolicyRuleSpec) -> list[str]:
@@ -60,12 +61,16 @@ def test_same_match_twice_deny_wins_whatever_the_order() -> None:
     [
         ({"Action": "accept"}, "Action 'accept'"),
         ({"IpProtocol": 6, "TcpFlags": "fin"}, "TcpFlags 'fin'"),
-        ({"SrcIpAddr": "10.0.0.300"}, "'10.0.0.300' is not an IPv4 address or prefix"),
     ],
 )
 def test_bad_rules_are_rejected_by_name(fields: dict[str, object], message: str) -> None:
     with pytest.raises(InputError, match=f"policy rule r: {message}"):
         rule(**fields)
+
+
+def test_an_unparsable_rule_address_is_refused_by_the_state_record() -> None:
+    with pytest.raises(RecordError, match="policy rule r: .*'10.0.0.300'"):
+        rule(SrcIpAddr="10.0.0.300")
 
 
 def test_an_exact_and_a_prefix_source_with_one_address_both_install() -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from openflow.fields import CT_ZONE, Category, group_id
 from openflow.flow import Ct, Nat
 from openflow.flows import service
-from openflow.inputs import ServiceSpec
 from openflow.pipeline import TABLES
 from openflow.text import group_text
-from tests.openflow.scenario import IP, SERVICE_LB, node_a, texts
+from tests.openflow.scenario import IP, SERVICE_LB, node_a, service_of, texts
 
 GROUP = group_id(Category.SERVICE, "web:t:6:80")
 
@@ -37,7 +36,7 @@ def test_select_group_commits_dnat_to_each_provider() -> None:
 
 
 def test_service_without_providers_has_no_vip_flows() -> None:
-    empty = ServiceSpec.from_state({**SERVICE_LB, "providers": {}})
+    empty = service_of({**SERVICE_LB, "providers": {}})
     inputs = node_a(services=(empty,))
     assert service.groups(TABLES, inputs) == []
     assert texts(service.flows(TABLES, inputs)) == [
@@ -47,6 +46,6 @@ def test_service_without_providers_has_no_vip_flows() -> None:
 
 
 def test_provider_state_overrides_the_lb_state_providers() -> None:
-    spec = ServiceSpec.from_state(SERVICE_LB, {"id": "web:t", "Providers": ["10.1.0.9"]})
+    spec = service_of(SERVICE_LB, {"id": "web:t", "Providers": ["10.1.0.9"]})
     [group] = service.groups(TABLES, node_a(services=(spec,)))
     assert group.buckets == ((Ct(TABLES["dst_epg"].id, CT_ZONE, commit=True, nat=Nat(IP["web2"], 8080)),),)

@@ -8,31 +8,29 @@ from openflow.inputs import (
     InputError,
     LocalPort,
     NetworkRef,
-    RemoteEndpoint,
     ServicePort,
-    ServiceSpec,
     bandwidth_kbps,
 )
-from tests.openflow.scenario import BLUE, DB1, DB_EPG, SERVICE_LB, WEB2
+from tests.openflow.scenario import BLUE, DB1, DB_EPG, SERVICE_LB, WEB2, local_of, remote_of, service_of
 
 
 def test_local_port_carries_network_epg_and_netprofile() -> None:
-    port = LocalPort.from_state(DB1, BLUE, DB_EPG, 4)
+    port = local_of(DB1, BLUE, DB_EPG, 4)
     assert port == LocalPort(4, "blue.t-db1", 0x0A010003, 0x02020A010003, NetworkRef("blue.t", "vxlan", 1, 100), 6, 46, 10_000, 64)
     assert port.network.tag == 100
 
 
 def test_remote_vxlan_endpoint_needs_a_vtep() -> None:
-    assert RemoteEndpoint.from_state(WEB2, BLUE, "192.168.0.2").vtep == 0xC0A80002
+    assert remote_of(WEB2, BLUE, "192.168.0.2").vtep == 0xC0A80002
     with pytest.raises(InputError, match="endpoint blue.t-web2: a vxlan endpoint needs"):
-        RemoteEndpoint.from_state(WEB2, BLUE)
+        remote_of(WEB2, BLUE)
 
 
 def test_service_spec() -> None:
-    spec = ServiceSpec.from_state(SERVICE_LB)
+    spec = service_of(SERVICE_LB)
     assert (spec.vip, spec.ports, spec.providers) == (0x0A0100FA, (ServicePort(6, 80, 8080),), (0x0A010002, 0x0A010009))
     with pytest.raises(InputError, match="service web:t: port '80:TCP'"):
-        ServiceSpec.from_state({**SERVICE_LB, "ports": ["80:TCP"]})
+        service_of({**SERVICE_LB, "ports": ["80:TCP"]})
 
 
 @pytest.mark.parametrize("text, kbps", [("", 0), ("10Mbps", 10_000), ("500 kbps", 500), ("1g", 1_000_000)])
@@ -51,4 +49,4 @@ def test_bandwidth(text: str, kbps: int) -> None:
 )
 def test_bad_state_is_named(ep: dict[str, object], net: dict[str, object], message: str) -> None:
     with pytest.raises(InputError, match=message):
-        LocalPort.from_state(ep, net, DB_EPG, 4)
+        local_of(ep, net, DB_EPG, 4)

@@ -8,10 +8,10 @@ from collections.abc import Callable
 import pytest
 
 from openflow.desired import Desired, desired
-from openflow.inputs import LocalPort, NodeInputs, RemoteEndpoint
+from openflow.inputs import NodeInputs
 from openflow.text import flow_text, group_text
 from tests.openflow.ovs_fixture import Ovs, fixture_ovs, fixture_ovs_instance  # noqa: F401  (pytest fixtures)
-from tests.openflow.scenario import RED_VLAN, ep, node_a
+from tests.openflow.scenario import RED_VLAN, ep, local_of, node_a, remote_of
 from tests.openflow.test_flows_policy import rule
 
 pytestmark = pytest.mark.ovs
@@ -33,8 +33,8 @@ def _vlan() -> Desired:
     return desired(
         NodeInputs(
             "vlan",
-            (LocalPort.from_state(ep("a", "198.18.2.2", 0, RED_VLAN), RED_VLAN, None, 3),),
-            (RemoteEndpoint.from_state(ep("b", "198.18.2.3", 0, RED_VLAN), RED_VLAN),),
+            (local_of(ep("a", "198.18.2.2", 0, RED_VLAN), RED_VLAN, None, 3),),
+            (remote_of(ep("b", "198.18.2.3", 0, RED_VLAN), RED_VLAN),),
             uplinks=(9, 8),
         )
     )

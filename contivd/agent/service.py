@@ -91,6 +91,7 @@ class Agent:
         self._audit_due = False
         self._synced = trio.Event()
         self._port_epoch = 0  # bumped by every port added or removed
+        self._switches_up = True  # the last sync found every bridge's switch connected
         self._done = (0, 0)  # (snapshot revision, port epoch) the last successful sync covered
         self._synced_revision = -1  # snapshot revision of the last sync (incremental ones start from it)
         self._started = self._syncs = self._failures = 0
@@ -149,6 +150,8 @@ class Agent:
             await self._synced.wait()
             if self._failures > failures and self._last_error:
                 raise OvsError(f"programming the datapath failed: {self._last_error}")
+            if not self._switches_up:  # no sync can cover it until a switch reconnects: fail now, the caller retries
+                raise OvsError("a bridge's OpenFlow connection is down; its flows cannot be programmed now")
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -268,6 +271,7 @@ class Agent:
                 log.warning("agent: skipped %s", problem)
             self._problems = problems
         done = all(result is not None for result in results)
+        self._switches_up = done
         if done:
             self._done = covered
         log.debug(

@@ -5,6 +5,9 @@ stored value; the netmaster writes through `keys` and produces what `records` pa
 from . import keys as keys
 from .records import EndpointGroupState as EndpointGroupState
 from .records import EndpointState as EndpointState
+from .records import KubeBackend as KubeBackend
+from .records import KubeServicePort as KubeServicePort
+from .records import KubeServiceState as KubeServiceState
 from .records import NetworkState as NetworkState
 from .records import NodeRecord as NodeRecord
 from .records import Provider as Provider

@@ -18,6 +18,8 @@ GLOBAL_CONFIG = f"{ROOT}/master/config/global"
 GLOBAL_STATE = f"{ROOT}/state/global/global"
 TAGS_STATE = f"{ROOT}/state/tags/global"  # VLAN, VXLAN, local VLAN and EPG id bitsets
 NODES_PREFIX = f"{ROOT}/nodes/"
+# Kubernetes mode: what the leader's watch of the API server resolved (not Contiv's layout).
+K8S_SERVICES_PREFIX = f"{ROOT}/k8s/services/"
 
 
 def model(kind: str, key: str) -> str:
@@ -48,6 +50,11 @@ def ep_state(endpoint_id: str) -> str:
 
 def epg_state(tenant: str, group: str) -> str:
     return f"{EPGS_PREFIX}{group}:{tenant}"
+
+
+def k8s_service(namespace: str, name: str) -> str:
+    """A Kubernetes Service, `<namespace>/<name>` under K8S_SERVICES_PREFIX."""
+    return f"{K8S_SERVICES_PREFIX}{namespace}/{name}"
 
 
 def node(name: str) -> str:

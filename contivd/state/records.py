@@ -343,6 +343,85 @@ class ServiceLBState(_Record):
         return self._wire_json()
 
 
+@dataclass(frozen=True, order=True, slots=True)
+class KubeBackend:
+    """One ready endpoint of a Service port: its address and the port it listens on (a named
+    `targetPort` resolved from the EndpointSlice, so backends of one Service port may differ)."""
+
+    ip: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class KubeServicePort:
+    """One port of a Kubernetes Service and the ready backends behind it."""
+
+    name: str
+    protocol: str  # "TCP" or "UDP": the leader skips what the datapath cannot program
+    port: int
+    node_port: int  # 0: no NodePort
+    backends: tuple[KubeBackend, ...]  # sorted; endpoints that are not ready are left out
+
+    @classmethod
+    def from_json(cls, value: Any) -> KubeServicePort:
+        def build(v: Mapping[str, Any]) -> KubeServicePort:
+            backends = tuple(sorted(KubeBackend(str(b["ip"]), int(b["port"])) for b in v.get("backends") or ()))
+            return cls(_text(v.get("name")), str(v["protocol"]), int(v["port"]), int(v.get("nodePort") or 0), backends)
+
+        return _parse("kubernetes service port", value, build)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "protocol": self.protocol,
+            "port": self.port,
+            "nodePort": self.node_port,
+            "backends": [{"ip": b.ip, "port": b.port} for b in self.backends],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class KubeServiceState(_Record):
+    """A Kubernetes Service as the leader resolved it from the Service and its EndpointSlices
+    (`/contiv.io/k8s/services/<namespace>/<name>`). Only what the datapath programs is kept:
+    a headless or unprogrammable Service has no record."""
+
+    namespace: str
+    name: str
+    cluster_ip: str
+    ports: tuple[KubeServicePort, ...]
+    affinity_timeout: int  # sessionAffinity ClientIP: seconds a client keeps its backend; 0 = none
+    resource_version: str  # the Service's, as last resolved (shown by ctl and the status page)
+
+    KIND: ClassVar[str] = "kubernetes service"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("namespace", "namespace", required=True),
+        Wire("name", "name", required=True),
+        Wire("cluster_ip", "clusterIP", required=True),
+        Wire(
+            "ports",
+            "ports",
+            lambda v: tuple(KubeServicePort.from_json(p) for p in v or ()),
+            None,
+            render=lambda ports: [p.to_json() for p in ports],
+        ),
+        _int("affinity_timeout", "affinityTimeoutSeconds"),
+        Wire("resource_version", "resourceVersion"),
+    )
+
+    @property
+    def key(self) -> str:
+        """`<namespace>/<name>`, the id the snapshot files it under."""
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_json(cls, value: Any) -> KubeServiceState:
+        return cls._from(value)
+
+    def to_json(self) -> dict[str, Any]:
+        return self._wire_json()
+
+
 @dataclass(frozen=True, slots=True)
 class NodeRecord(_Record):
     """A live node (`/contiv.io/nodes/<name>`, under the node's lease)."""

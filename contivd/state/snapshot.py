@@ -30,6 +30,7 @@ from . import keys
 from .records import (
     EndpointGroupState,
     EndpointState,
+    KubeServiceState,
     NetworkState,
     NodeRecord,
     RecordError,
@@ -44,7 +45,7 @@ JOURNAL_REVISIONS = 4096  # how far back `changes_since` can answer; older asks 
 @dataclass(frozen=True, order=True)
 class Change:
     """One changed object: its kind (`endpoint`, `network`, `group`, `rule`, `service`,
-    `provider`, `node`, `object`, `other`) and id."""
+    `provider`, `node`, `k8s-service`, `object`, `other`) and id."""
 
     kind: str
     id: str
@@ -58,6 +59,7 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
     (keys.SERVICE_LB_PREFIX, "service"),
     (keys.PROVIDER_PREFIX, "provider"),
     (keys.NODES_PREFIX, "node"),
+    (keys.K8S_SERVICES_PREFIX, "k8s-service"),
     (keys.MODEL_PREFIX, "object"),
 )
 
@@ -82,6 +84,7 @@ class StateSnapshot:
         self.services: dict[str, ServiceLBState] = {}  # by `<service>:<tenant>`
         self.providers: dict[str, tuple[str, ...]] = {}  # provider IPs by `<service>:<tenant>`
         self.nodes: dict[str, NodeRecord] = {}
+        self.k8s_services: dict[str, KubeServiceState] = {}  # by `<namespace>/<name>`
         self.objects: dict[str, dict[str, Mapping[str, Any]]] = {}  # model kind → key → stored object
         self.other: dict[str, Any] = {}  # global config/state and tag bitmaps: as stored
         self.problems: dict[str, str] = {}  # key → why its value was not usable
@@ -102,7 +105,7 @@ class StateSnapshot:
             self._oldest = self._journal.popleft()[0] + 1
 
     def reset(self, kvs: Iterable[KeyValue], revision: int) -> None:
-        for table in (self.endpoints, self.networks, self.groups, self.rules, self.services, self.providers, self.nodes):
+        for table in (self.endpoints, self.networks, self.groups, self.rules, self.services, self.providers, self.nodes, self.k8s_services):
             table.clear()
         self.objects.clear()
         self.other.clear()
@@ -147,6 +150,8 @@ class StateSnapshot:
                 parsed = tuple(str(ip) for ip in value.get("Providers") or ())
             elif kind == "node":
                 parsed = NodeRecord.from_json(value)
+            elif kind == "k8s-service":
+                parsed = KubeServiceState.from_json(value)
         tables: dict[str, dict[str, Any]] = {
             "endpoint": self.endpoints,
             "network": self.networks,
@@ -155,6 +160,7 @@ class StateSnapshot:
             "service": self.services,
             "provider": self.providers,
             "node": self.nodes,
+            "k8s-service": self.k8s_services,
         }
         _put(tables.get(kind, self.other), id_, parsed)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from contivd.netmaster.service import Netmaster
-from contivd.state import Change, NodeRecord, StateCache, StateSnapshot, keys
+from contivd.state import Change, KubeBackend, KubeServicePort, KubeServiceState, NodeRecord, StateCache, StateSnapshot, keys
 from contivd.state.records import RecordError, policy_rule_to_json
 from contivd.state.snapshot import classify
 from raftstore import KeyValue, MemoryStore
@@ -133,3 +133,26 @@ def test_an_unusable_value_is_reported_and_absent() -> None:
         assert "node" in str(exc)
     else:
         raise AssertionError("a node without a name must be refused")
+
+
+def test_a_kubernetes_service_round_trips_and_is_filed_by_namespace_and_name() -> None:
+    service = KubeServiceState(
+        "shop",
+        "web",
+        "198.19.128.10",
+        (
+            KubeServicePort("http", "TCP", 80, 30080, (KubeBackend("198.18.1.2", 8080), KubeBackend("198.18.1.3", 8081))),
+            KubeServicePort("dns", "UDP", 53, 0, ()),
+        ),
+        10800,
+        "42",
+    )
+    stored = service.to_json()
+    assert stored["clusterIP"] == "198.19.128.10" and stored["ports"][0]["backends"][1] == {"ip": "198.18.1.3", "port": 8081}
+    assert KubeServiceState.from_json(stored) == service
+    snapshot = StateSnapshot()
+    snapshot.reset(
+        [KeyValue(keys.k8s_service("shop", "web"), stored, 1, 1, 1), KeyValue(keys.k8s_service("shop", "bad"), {"namespace": "shop"}, 2, 2, 1)], 2
+    )
+    assert snapshot.k8s_services == {"shop/web": service} and service.key == "shop/web"
+    assert "kubernetes service" in snapshot.problems[keys.k8s_service("shop", "bad")]

@@ -21,8 +21,8 @@ from hypercorn.trio import serve
 from raftstore import Store, StoreError, StoreStatistics, open_store
 
 from . import __version__
-from .agent.api import create_agent_app
 from .agent.service import Agent, AgentSettings, AgentStatistics
+from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError

@@ -35,7 +35,7 @@ from .netmaster.service import Netmaster
 from .nodes import keep_registered
 from .sdnotify import Notifier
 from .state import NodeRecord, StateCache
-from .status.routes import register_status_routes
+from .status.routes import StatusContext, register_status_routes
 
 log = logging.getLogger("contivd")
 STATUS_SECONDS = 5.0  # how often the systemd STATUS= line is refreshed
@@ -123,7 +123,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 except SocketInUseError as exc:  # keep serving the pods this node has; the live socket's owner answers CNI
                     log.error("CNI server not started: %s", exc)
             api = create_app(context)
-            register_status_routes(api.quart, context, api.dispatcher)
+            register_status_routes(api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent))
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:

@@ -29,6 +29,7 @@ from .config import Config, ConfigError
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .metrics import StoreSummaries, observe_cni
+from .migrate import ImportContext, register_import_route
 from .model import ModelError
 from .netmaster.control import LocalControlPlane
 from .netmaster.service import Netmaster
@@ -124,6 +125,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     log.error("CNI server not started: %s", exc)
             api = create_app(context)
             register_status_routes(api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent))
+            register_import_route(api.quart, ImportContext(store, config.cluster_secret))
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:

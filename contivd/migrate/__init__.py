@@ -8,10 +8,10 @@ side: one guarded transaction, refused on a non-empty store unless forced; `veri
 the source with what contivd then answers through its REST API.
 """
 
+from .client import submit_import as submit_import
 from .commit import IMPORT_PATH as IMPORT_PATH
 from .commit import ImportContext as ImportContext
 from .commit import register_import_route as register_import_route
-from .client import submit_import as submit_import
 from .plan import ImportPlan as ImportPlan
 from .plan import plan_import as plan_import
 from .source import ContivTree as ContivTree

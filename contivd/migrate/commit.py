@@ -24,7 +24,7 @@ from typing import Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from raftstore import Delete, KeyValueStore, Put, mod_revision_is
+from raftstore import Delete, KeyValueStore, Put, Store, mod_revision_is
 
 from ..http import auth
 from ..http.errors import BadRequestError, UnauthorizedError, answer_for
@@ -42,7 +42,7 @@ OWNED_PREFIXES = (layout.MODEL_PREFIX, f"{layout.ROOT}/state/", f"{layout.ROOT}/
 
 @dataclass(frozen=True)
 class ImportContext:
-    store: KeyValueStore
+    store: Store
     secret: str | None
 
 
@@ -88,6 +88,7 @@ def register_import_route(app: QuartTrio, ctx: ImportContext) -> None:
     @app.post(IMPORT_PATH)
     async def import_contiv() -> Response:
         body = await request.get_data(as_text=False)
+        assert isinstance(body, bytes)
         headers = {k.lower(): v for k, v in request.headers.items()}
         try:
             auth.authenticate(ctx.secret, request.method, request.full_path.rstrip("?"), body, headers, request.remote_addr)

@@ -32,7 +32,20 @@ from .gobitset import to_fastpath
 from .source import ContivTree, MigrationError
 
 # Dependency order: whatever an object refers to is replayed before it.
-REPLAY_ORDER = ("global", "tenant", "netprofile", "policy", "extContractsGroup", "network", "endpointGroup", "rule", "serviceLB", "appProfile", "Bgp", "aciGw")
+REPLAY_ORDER = (
+    "global",
+    "tenant",
+    "netprofile",
+    "policy",
+    "extContractsGroup",
+    "network",
+    "endpointGroup",
+    "rule",
+    "serviceLB",
+    "appProfile",
+    "Bgp",
+    "aciGw",
+)
 COLLECTIONS = {spec.kind: spec.collection for spec in SPECS.values()}
 SERVER_FIELDS = frozenset({"links", "link-sets"})  # Contiv stores them with each object; contivd derives its own
 State = dict[str, Any]
@@ -160,7 +173,9 @@ def _overlay(tree: ContivTree, entries: dict[str, Any]) -> None:
 
 def _overlay_network(label: str, theirs: Mapping[str, Any], ours: State) -> None:
     if (theirs.get("subnetIP"), int(theirs.get("subnetLen", 0))) != (ours["subnetIP"], ours["subnetLen"]):
-        raise MigrationError(f"{label}: Contiv's state has subnet {theirs.get('subnetIP')}/{theirs.get('subnetLen')}, its configuration {ours['subnetIP']}/{ours['subnetLen']}")
+        raise MigrationError(
+            f"{label}: Contiv's state has subnet {theirs.get('subnetIP')}/{theirs.get('subnetLen')}, its configuration {ours['subnetIP']}/{ours['subnetLen']}"
+        )
     ours["ipAllocMap"] = _bitmap(f"{label} ipAllocMap", theirs.get("ipAllocMap", ""), ours)
     ours["epCount"] = int(theirs.get("epCount", 0))
     ours["epAddrCount"] = int(theirs.get("epAddrCount", 0))

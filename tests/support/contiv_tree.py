@@ -40,15 +40,36 @@ class ContivTreeBuilder:
         self.put(f"/contiv.io/obj/modeldb/{kind}/{key}", {"key": key, **body, **extra})
 
     def glob(self, vlans: str, vxlans: str, pvt: str) -> None:
-        body = {"name": "global", "networkInfraType": "default", "vlans": vlans, "vxlans": vxlans, "fwdMode": "bridge", "arpMode": "proxy", "pvtSubnet": pvt}
+        body = {
+            "name": "global",
+            "networkInfraType": "default",
+            "vlans": vlans,
+            "vxlans": vxlans,
+            "fwdMode": "bridge",
+            "arpMode": "proxy",
+            "pvtSubnet": pvt,
+        }
         self.obj("global", "global", body)
-        self.put("/contiv.io/master/config/global", {"id": "", "nw-infra-type": "default", "fwd-mode": "bridge", "arp-mode": "proxy", "pvt-subnet": pvt})
+        self.put(
+            "/contiv.io/master/config/global", {"id": "", "nw-infra-type": "default", "fwd-mode": "bridge", "arp-mode": "proxy", "pvt-subnet": pvt}
+        )
         self.put("/contiv.io/state/global/global", {"id": "", "auto": {"VLANs": vlans, "VXLANs": vxlans}})
 
     def tenant(self, name: str) -> None:
         self.obj("tenant", name, {"tenantName": name}, links=True)
 
-    def network(self, tenant: str, name: str, encap: str, subnet: str, gateway: str, pkt_tag: int, ext_tag: int, cfg_tag: int = 0, v6: tuple[str, str] | None = None) -> None:
+    def network(
+        self,
+        tenant: str,
+        name: str,
+        encap: str,
+        subnet: str,
+        gateway: str,
+        pkt_tag: int,
+        ext_tag: int,
+        cfg_tag: int = 0,
+        v6: tuple[str, str] | None = None,
+    ) -> None:
         net = IPv4Network(subnet)
         body: dict[str, Any] = {"tenantName": tenant, "networkName": name, "encap": encap, "nwType": "data", "subnet": subnet, "gateway": gateway}
         if cfg_tag:
@@ -65,7 +86,9 @@ class ContivTreeBuilder:
         }  # fmt: skip
         if v6:
             net6 = v6[0].split("/")
-            state.update(ipv6SubnetIP=net6[0], ipv6SubnetLen=int(net6[1]), ipv6Gateway=v6[1], ipv6AllocMap={self._host6(net6[0], v6[1]): True}, ipv6LastHost="")
+            state.update(
+                ipv6SubnetIP=net6[0], ipv6SubnetLen=int(net6[1]), ipv6Gateway=v6[1], ipv6AllocMap={self._host6(net6[0], v6[1]): True}, ipv6LastHost=""
+            )
         self.nets[net_id] = state
 
     @staticmethod
@@ -75,7 +98,9 @@ class ContivTreeBuilder:
     def _offset(self, net_id: str, ip: str) -> int:
         return int(IPv4Address(ip)) - int(IPv4Address(self.nets[net_id]["subnetIP"]))
 
-    def group(self, tenant: str, name: str, network: str, epg_id: int, policies: list[str] = (), pool: str = "", profile: str = "", dscp: int = 0) -> None:  # type: ignore[assignment]
+    def group(
+        self, tenant: str, name: str, network: str, epg_id: int, policies: list[str] = (), pool: str = "", profile: str = "", dscp: int = 0
+    ) -> None:  # type: ignore[assignment]
         body: dict[str, Any] = {"tenantName": tenant, "groupName": name, "networkName": network}
         if policies:
             body["policies"] = list(policies)
@@ -124,15 +149,26 @@ class ContivTreeBuilder:
             },
         )  # fmt: skip
 
-    def service(self, tenant: str, name: str, network: str, vip: str, selectors: dict[str, str], ports: list[str], providers: list[tuple[str, str]]) -> None:
-        body = {"tenantName": tenant, "serviceName": name, "networkName": network, "selectors": [f"{k}={v}" for k, v in selectors.items()], "ports": ports}
+    def service(
+        self, tenant: str, name: str, network: str, vip: str, selectors: dict[str, str], ports: list[str], providers: list[tuple[str, str]]
+    ) -> None:
+        body = {
+            "tenantName": tenant,
+            "serviceName": name,
+            "networkName": network,
+            "selectors": [f"{k}={v}" for k, v in selectors.items()],
+            "ports": ports,
+        }
         self.obj("serviceLB", f"{tenant}:{name}", body)
         self.used[f"{network}.{tenant}"].add(self._offset(f"{network}.{tenant}", vip))
         provs = {f"{ip}:{tenant}": {"IPAddress": ip, "ContainerID": f"c-{ep}", "Labels": selectors, "Tenant": tenant, "Network": network,
                                      "Services": [f"{name}:{tenant}"], "Container": f"c-{ep}", "EpIDKey": f"{network}.{tenant}-{ep}"} for ep, ip in providers}  # fmt: skip
         self.put(f"/contiv.io/state/serviceLB/{name}:{tenant}", {"id": f"{name}:{tenant}", "servicename": name, "tenantname": tenant, "subnet": network,
                                                                   "ports": ports, "selectors": selectors, "ipaddress": vip, "providers": provs})  # fmt: skip
-        self.put(f"/contiv.io/state/provider/{name}:{tenant}", {"id": f"{name}:{tenant}", "ServiceName": f"{name}:{tenant}", "Providers": [ip for _, ip in providers]})
+        self.put(
+            f"/contiv.io/state/provider/{name}:{tenant}",
+            {"id": f"{name}:{tenant}", "ServiceName": f"{name}:{tenant}", "Providers": [ip for _, ip in providers]},
+        )
 
     def finish(self) -> dict[str, str]:
         """The tree's values, bitmaps encoded."""

@@ -23,16 +23,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..agent.hostnet import HostAccessError, node_address
 from .resolve import Attachment
 
 POD_IFNAME = "host1"  # Contiv's name for the pod end
 HOST_PREFIX = "ch"  # node end: `ch` + the attachment's 12-hex digest, beside the data veth's `cv`
-DEFAULT_PVT_SUBNET = "172.19.0.0/16"  # Contiv's default, used while the global object is absent
 SERVICE_CIDR_KEY = "serviceCidr"  # optional network-config key; it wins over contivd's --service-cidr
-
-
-class HostAccessError(Exception):
-    """Host access cannot be given as configured (a bad or overlapping subnet)."""
 
 
 class HostAccessExhaustedError(HostAccessError):
@@ -70,24 +66,6 @@ def temp_ifname(attachment: Attachment) -> str:
 
 def is_host_access_ifname(name: str) -> bool:
     return len(name) == 14 and name.startswith(HOST_PREFIX) and all(c in "0123456789abcdef" for c in name[2:])
-
-
-def private_subnet(text: str | None) -> ipaddress.IPv4Network:
-    """The global pvtSubnet (Contiv's default when unset); HostAccessError when it is not a subnet
-    with room for a node address and at least one pod."""
-    value = text or DEFAULT_PVT_SUBNET
-    try:
-        subnet = ipaddress.IPv4Network(value)
-    except ValueError:
-        raise HostAccessError(f"global pvtSubnet {value!r} is not an IPv4 subnet (e.g. {DEFAULT_PVT_SUBNET})") from None
-    if subnet.prefixlen > 29:
-        raise HostAccessError(f"global pvtSubnet {subnet} is too small for host access (at most /29)")
-    return subnet
-
-
-def node_address(subnet: ipaddress.IPv4Network) -> ipaddress.IPv4Address:
-    """The node's private address: the subnet's last host (`<a>.<b>.255.254` in a /16, Contiv's)."""
-    return subnet.broadcast_address - 1
 
 
 def service_cidr(config: Mapping[str, Any], daemon_default: str | None) -> str:

@@ -1,9 +1,7 @@
 """The host-access veth through netlink: the node's private address, both ends, their routes.
 
 Blocking functions (the server calls them through `trio.to_thread.run_sync`), like netlink.py
-whose helpers they share. The node's private address sits once on `lo` (label
-`lo:contivpvt`), not on every node end: a pod's ARP for it is answered on any interface (Linux's
-default arp_ignore=0), and removing one pod's veth never takes the address from the others.
+whose helpers they share. The node's private address sits once on `lo` (contivd.agent.hostnet), not on every node end.
 Each node end carries the routes to its pod (the private /32, which is also the allocation
 record, and the pod's data address, so the node reaches the pod on it), both with the node's
 private address as their source. Removing the node end removes the pair and its routes.
@@ -25,7 +23,6 @@ from .netlink import NetnsMissingError, PodInterfaceError, in_netns, remove_host
 from .rtnl import Rtnl
 
 log = logging.getLogger("contivd.cni")
-NODE_ADDRESS_LABEL = "lo:contivpvt"  # the node's private address is on lo under this label
 
 
 def used_private_addresses(subnet: ipaddress.IPv4Network) -> list[str]:
@@ -40,32 +37,6 @@ def used_private_addresses(subnet: ipaddress.IPv4Network) -> list[str]:
             if route["dst_len"] == 32 and route.get_attr("RTA_OIF") in ours and dst and ipaddress.IPv4Address(dst) in subnet:
                 found.append(str(dst))
         return found
-
-
-def ensure_node_address(address: str) -> None:
-    """The node's private address /32 on `lo`, labelled `lo:contivpvt`; idempotent. A different
-    private address under that label (the global pvtSubnet changed) is replaced."""
-    with IPRoute() as ipr:
-        index = ipr.link_lookup(ifname="lo")[0]
-        present = {str(a.get_attr("IFA_ADDRESS")) for a in ipr.get_addr(index=index, family=socket.AF_INET, label=NODE_ADDRESS_LABEL)}
-        for stale in present - {address}:
-            ipr.addr("del", index=index, address=stale, prefixlen=32)
-        if address not in present:
-            try:
-                ipr.addr("add", index=index, address=address, prefixlen=32, label=NODE_ADDRESS_LABEL)
-            except NetlinkError as exc:
-                if exc.code != errno.EEXIST:  # a concurrent ADD added it
-                    raise
-
-
-def remove_node_address() -> bool:
-    """Remove the node's private address (uninstall); False if there was none."""
-    with IPRoute() as ipr:
-        index = ipr.link_lookup(ifname="lo")[0]
-        present = [str(a.get_attr("IFA_ADDRESS")) for a in ipr.get_addr(index=index, family=socket.AF_INET, label=NODE_ADDRESS_LABEL)]
-        for address in present:
-            ipr.addr("del", index=index, address=address, prefixlen=32)
-        return bool(present)
 
 
 def create_host_access(access: HostAccess, netns: str) -> tuple[str, str]:

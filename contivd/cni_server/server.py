@@ -44,13 +44,14 @@ from cni.protocol import (
     version_result,
 )
 
+from ..agent.hostnet import HostAccessError, ensure_node_address, private_subnet
 from ..agent.service import Agent
 from ..netmaster.control import ControlPlane, DeleteEndpoint, UpdateEndpoint
 from ..ovs import OvsError
 from ..state import EndpointState, NetworkState, StateCache, StateSnapshot
 from . import hostaccess, k8s
-from .hostaccess import HostAccessError, HostAccessExhaustedError
-from .hostlink import create_host_access, ensure_node_address, used_private_addresses
+from .hostaccess import HostAccessExhaustedError
+from .hostlink import create_host_access, used_private_addresses
 from .netlink import (
     NetnsMissingError,
     PodInterface,
@@ -391,7 +392,7 @@ class CniServer:
         """Contiv's host access for a pod on a network without a gateway: `host1` with a private
         address, its default route through the node, the Service subnet through the data
         interface; the result lists both ends. HostAccessError when it cannot be given."""
-        subnet = hostaccess.private_subnet(snapshot.private_subnet())
+        subnet = private_subnet(snapshot.private_subnet())
         services = hostaccess.service_cidr(request.config, self.service_cidr)
         problem = hostaccess.overlap_problem(subnet, network.subnet, network.id, services)
         if problem:

@@ -171,3 +171,33 @@ def test_private_subnet_overlapping_the_network_is_refused_and_nothing_is_left(n
     assert node_links(node) == links
     pod_links = [line.split(":")[1].strip() for line in pod.exec("ip", "-o", "link", "show").stdout.splitlines()]
     assert pod_links == ["lo"], pod_links
+
+
+def test_node_reaches_its_pods_on_a_gateway_network_while_a_deny_between_pods_holds(node: Node, pods: list[Pod]) -> None:
+    create_network(node, "routed", "198.19.11.0/24", "198.19.11.254")
+    objects = [
+        ("/api/v1/policys/default:db/", {"tenantName": "default", "policyName": "db"}),
+        ("/api/v1/rules/default:db:deny-tcp/", {"tenantName": "default", "policyName": "db", "ruleId": "deny-tcp", "direction": "in", "protocol": "tcp", "action": "deny", "priority": 1}),
+        ("/api/v1/endpointGroups/default:db/", {"tenantName": "default", "groupName": "db", "networkName": "routed", "policies": ["db"]}),
+    ]  # fmt: skip
+    for path, body in objects:
+        status, answer = node.api_call("POST", path, body)
+        assert status == 200, answer
+    server_pod, client = new_pod(pods), new_pod(pods)
+    served = server_pod.add(node, network="routed", group="db")
+    assert served.status == 0, served.output
+    assert client.add(node, network="routed").status == 0
+    target = address_of(served.output, "eth0")
+    assert "host1" not in server_pod.exec("ip", "link").stdout, "a network with a gateway needs no host access"
+    server = serve(server_pod.name, 8080, "db")
+    try:
+        wait_until(lambda: reaches(node.ns, target), 30, f"the node to ping its pod {target}", node)
+        assert fetch(node.ns, target, 8080) == "db", "the node's TCP (a kubelet probe) passes the pod's deny rule"
+        assert reaches(client.name, target), "ICMP between the pods is not denied"
+        assert fetch(client.name, target, 8080) == "", "the deny rule still holds between the pods"
+        assert f"{target} dev cvhost-vxlan" in node_routes(node)
+    finally:
+        server.kill()
+        server.wait()
+    assert server_pod.delete(node, network="routed").status == 0
+    wait_until(lambda: target not in node_routes(node), 30, "the node's route to the deleted pod to go", node)

@@ -6,16 +6,17 @@ import ipaddress
 
 import pytest
 
+from contivd.agent.hostnet import HostAccessError, node_address, private_subnet
 from contivd.cni_server import hostaccess
-from contivd.cni_server.hostaccess import HostAccessError, HostAccessExhaustedError
+from contivd.cni_server.hostaccess import HostAccessExhaustedError
 from contivd.cni_server.resolve import Attachment
 
 SUBNET = ipaddress.IPv4Network("198.18.0.0/16")
 
 
 def test_contivs_default_subnet_and_node_address() -> None:
-    assert hostaccess.private_subnet(None) == ipaddress.IPv4Network("172.19.0.0/16")
-    assert hostaccess.node_address(SUBNET) == ipaddress.IPv4Address("198.18.255.254")
+    assert private_subnet(None) == ipaddress.IPv4Network("172.19.0.0/16")
+    assert node_address(SUBNET) == ipaddress.IPv4Address("198.18.255.254")
 
 
 @pytest.mark.parametrize(
@@ -23,7 +24,7 @@ def test_contivs_default_subnet_and_node_address() -> None:
 )
 def test_unusable_private_subnets_are_named(text: str, why: str) -> None:
     with pytest.raises(HostAccessError, match=why):
-        hostaccess.private_subnet(text)
+        private_subnet(text)
 
 
 def test_allocation_takes_the_lowest_free_address_and_never_the_nodes() -> None:

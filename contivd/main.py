@@ -118,7 +118,16 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             )
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
                 control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
-                cni_server = CniServer(control, cache, agent, config.node_name, config.cni_socket_path, config.kubeconfig, observe=observe_cni)
+                cni_server = CniServer(
+                    control,
+                    cache,
+                    agent,
+                    config.node_name,
+                    config.cni_socket_path,
+                    config.kubeconfig,
+                    observe=observe_cni,
+                    service_cidr=getattr(config, "service_cidr", None),  # --service-cidr comes with Kubernetes Services
+                )
                 try:
                     await nursery.start(cni_server.run)
                 except SocketInUseError as exc:  # keep serving the pods this node has; the live socket's owner answers CNI

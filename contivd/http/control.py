@@ -22,10 +22,10 @@ from ..netmaster.control import Committed, ControlPlane, CreateEndpoint, DeleteE
 from ..nodes import leader_api_url
 from ..state import EndpointState
 from . import auth
+from .errors import TYPED_ERRORS_HEADER
 from .forwarder import ForwardingClient
 
 log = logging.getLogger("contivd.control")
-TYPED_ERRORS_HEADER = "X-Contivd-Errors"  # "typed": JSON errors with their 4xx status even under --contiv-error-compat
 REVISION_HEADER = "X-Contivd-Revision"  # the store revision that holds a write's result
 HOPS_HEADER = "X-Contivd-Hops"
 

@@ -10,6 +10,8 @@ from ._addresses import Subnet as Subnet
 from ._addresses import parse_pool as parse_pool
 from ._addresses import parse_subnet as parse_subnet
 from ._addresses import parse_subnet6 as parse_subnet6
+from .contiv_messages import CONTIV_MESSAGES as CONTIV_MESSAGES
+from .contiv_messages import contiv_line as contiv_line
 from .endpoint import EndpointOper as EndpointOper
 from .endpoint import go_map_string as go_map_string
 from .errors import ConflictError as ConflictError

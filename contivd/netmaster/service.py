@@ -18,6 +18,7 @@ import trio
 from raftstore import KeyValueStore, UnavailableError
 
 from ..model import (
+    contiv_line,
     ModelError,
     NotFoundError,
     check_create,
@@ -116,7 +117,7 @@ class Netmaster:
                 view = await self.view()
                 existing = view.get(kind, key)
                 if existing is None:
-                    raise NotFoundError(f"{kind} not found")
+                    raise NotFoundError(f"{kind} not found: {key}", contiv=contiv_line("object-not-found", kind=kind))
                 dependents = check_delete(kind, key, view)
                 writes = Writes(view)
                 for dep_kind, dep_key in (*dependents, (kind, key)):
@@ -138,7 +139,7 @@ class Netmaster:
         view = await self.view()
         obj = view.get(kind, key)
         if obj is None:
-            raise NotFoundError(f"{kind} not found")
+            raise NotFoundError(f"{kind} not found: {key}", contiv=contiv_line("object-not-found", kind=kind))
         return kind, view, obj
 
     async def get_object(self, collection: str, key: str) -> dict[str, Any]:
@@ -165,7 +166,7 @@ class Netmaster:
         for kv in self.store.list_nowait(layout.EPS_PREFIX):
             if key in kv.key[len(layout.EPS_PREFIX) :]:
                 return {"Oper": EndpointOper.from_state(kv.value).to_json()}
-        raise NotFoundError("endpoint not found")
+        raise NotFoundError(f"endpoint not found: {key}", contiv=contiv_line("endpoint-not-found"))
 
     # ---- endpoints (batched per network) ---------------------------------------------------
 

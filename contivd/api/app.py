@@ -145,8 +145,10 @@ class Handlers:
         return await self._plugin(body, self.nm.release_address)
 
     async def create_endpoint(self, body: bytes) -> Any:
+        """Contiv's answer leaves `containerId` empty (its netplugin sets it later, on the start
+        event); contivd records it at once for its CNI server, but answers as Contiv did."""
         answer, revision = await self._plugin(body, self.nm.create_endpoint_at)
-        return AtRevision(answer, revision)
+        return AtRevision({**answer, "EndpointConfig": {**answer["EndpointConfig"], "containerId": ""}}, revision)
 
     async def delete_endpoint(self, body: bytes) -> Any:
         return AtRevision(await self._plugin(body, self.nm.delete_endpoint), self.ctx.store.revision)

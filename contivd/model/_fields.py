@@ -24,6 +24,7 @@ Value = str | int | list[str]
 Parser = Callable[[str], object]
 """Parses one string (a list field: one item); raises `ValueError` with a problem text."""
 
+
 class ParseError(ValueError):
     """A parser's refusal that Contiv words in its own way (`contiv`), not as a format error."""
 
@@ -88,7 +89,9 @@ class Field:
             except ParseError as err:
                 raise ValidationError(self.name, f"{label} {show(value)}: {err}", contiv=err.contiv) from None
             except ValueError as err:
-                raise ValidationError(self.name, f"{label} {show(value)}: {err}", contiv=contiv_line("string-invalid-format", field=self.name)) from None
+                raise ValidationError(
+                    self.name, f"{label} {show(value)}: {err}", contiv=contiv_line("string-invalid-format", field=self.name)
+                ) from None
 
     def _check_integer(self, value: int) -> None:
         if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:

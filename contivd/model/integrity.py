@@ -63,9 +63,14 @@ def _check_refs(kind: str, obj: Obj, lookup: Lookup) -> None:
 def _global_ready(obj: Obj, lookup: Lookup) -> None:
     glob = _global(lookup)
     if glob is None:
-        raise ConflictError("Global configuration is not ready: no global object", contiv=contiv_line("global-not-ready", reason="global configuration is not ready"))
+        raise ConflictError(
+            "Global configuration is not ready: no global object", contiv=contiv_line("global-not-ready", reason="global configuration is not ready")
+        )
     if not glob.get("fwdMode"):
-        raise ConflictError("Global configuration is not ready: global fwdMode is not set", contiv=contiv_line("global-not-ready", reason="global forwarding mode is not set"))
+        raise ConflictError(
+            "Global configuration is not ready: global fwdMode is not set",
+            contiv=contiv_line("global-not-ready", reason="global forwarding mode is not set"),
+        )
 
 
 def _no_subnet_overlap(obj: Obj, lookup: Lookup) -> None:
@@ -150,7 +155,8 @@ def _ip_pool(obj: Obj, lookup: Lookup) -> None:
     gateway = network.get("gateway")
     if gateway and start <= IPv4Address(gateway) <= end:
         raise ConflictError(
-            f"ip address {gateway} is not available: ipPool {pool} holds the gateway of network {key}", contiv=contiv_line("address-unavailable", address=gateway)
+            f"ip address {gateway} is not available: ipPool {pool} holds the gateway of network {key}",
+            contiv=contiv_line("address-unavailable", address=gateway),
         )
     for other in _sorted(lookup, "endpointGroup"):
         if other["key"] == obj["key"] or not other.get("ipPool") or _network_key(other) != key:

@@ -18,15 +18,15 @@ import trio
 from raftstore import KeyValueStore, UnavailableError
 
 from ..model import (
-    contiv_line,
     ModelError,
     NotFoundError,
     check_create,
     check_delete,
     check_update,
+    contiv_line,
     kind_for,
-    render,
     omit_empty,
+    render,
     validate,
     with_network_subnets,
 )

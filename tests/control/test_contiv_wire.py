@@ -51,18 +51,54 @@ CASES: list[tuple[str, str, str, dict[str, Any] | None, dict[str, Any]]] = [
     ("unsupported-type", "POST", "/api/v1/volumes/v/", {}, {}),
     ("endpoint-not-found", "GET", "/api/v1/inspect/endpoints/nosuch/", None, {}),
     ("tenant-missing", "POST", "/api/v1/networks/nope:n/", {**NET, "tenantName": "nope", "networkName": "n"}, {}),
-    ("policy-missing", "POST", "/api/v1/endpointGroups/default:g10/", {"tenantName": "default", "groupName": "g10", "networkName": "wnet", "policies": ["nosuchpol"]}, {}),
-    ("network-missing-named", "POST", "/api/v1/endpointGroups/default:g11/", {"tenantName": "default", "groupName": "g11", "networkName": "nonet"}, {"name": "nonet"}),
+    (
+        "policy-missing",
+        "POST",
+        "/api/v1/endpointGroups/default:g10/",
+        {"tenantName": "default", "groupName": "g10", "networkName": "wnet", "policies": ["nosuchpol"]},
+        {},
+    ),
+    (
+        "network-missing-named",
+        "POST",
+        "/api/v1/endpointGroups/default:g11/",
+        {"tenantName": "default", "groupName": "g11", "networkName": "nonet"},
+        {"name": "nonet"},
+    ),
     ("rule-group-missing", "POST", "/api/v1/rules/default:wpol:r9/", {**RULE, "fromEndpointGroup": "nogroup"}, {}),
     ("rule-from-network-missing", "POST", "/api/v1/rules/default:wpol:r9/", {**RULE, "fromNetwork": "nonet"}, {}),
-    ("subnet-overlap", "POST", "/api/v1/networks/default:wnet2/", {**NET, "networkName": "wnet2", "gateway": ""}, {"other": "wnet", "subnet": NET["subnet"]}),
-    ("group-name-clash", "POST", "/api/v1/endpointGroups/default:wnet/", {"tenantName": "default", "groupName": "wnet", "networkName": "wnet"}, {"name": "wnet"}),
+    (
+        "subnet-overlap",
+        "POST",
+        "/api/v1/networks/default:wnet2/",
+        {**NET, "networkName": "wnet2", "gateway": ""},
+        {"other": "wnet", "subnet": NET["subnet"]},
+    ),
+    (
+        "group-name-clash",
+        "POST",
+        "/api/v1/endpointGroups/default:wnet/",
+        {"tenantName": "default", "groupName": "wnet", "networkName": "wnet"},
+        {"name": "wnet"},
+    ),
     ("network-frozen", "POST", "/api/v1/networks/default:wnet/", {**NET, "gateway": "198.18.60.1"}, {}),
     ("tenant-has-groups", "DELETE", "/api/v1/tenants/default/", None, {"name": "default", "count": 1}),
     ("network-has-groups", "DELETE", "/api/v1/networks/default:wnet/", None, {"name": "wnet", "count": 1}),
     ("policy-in-use", "DELETE", "/api/v1/policys/default:wpol/", None, {}),
-    ("service-ports", "POST", "/api/v1/serviceLBs/default:s1/", {"tenantName": "default", "serviceName": "s1", "networkName": "wnet", "selectors": ["a=b"]}, {}),
-    ("service-selectors", "POST", "/api/v1/serviceLBs/default:s2/", {"tenantName": "default", "serviceName": "s2", "networkName": "wnet", "ports": ["80:80:TCP"]}, {}),
+    (
+        "service-ports",
+        "POST",
+        "/api/v1/serviceLBs/default:s1/",
+        {"tenantName": "default", "serviceName": "s1", "networkName": "wnet", "selectors": ["a=b"]},
+        {},
+    ),
+    (
+        "service-selectors",
+        "POST",
+        "/api/v1/serviceLBs/default:s2/",
+        {"tenantName": "default", "serviceName": "s2", "networkName": "wnet", "ports": ["80:80:TCP"]},
+        {},
+    ),
     ("rule-to-in-incoming", "POST", "/api/v1/rules/default:wpol:r9/", {**RULE, "toNetwork": "wnet"}, {}),
 ]
 
@@ -107,7 +143,9 @@ def test_bodies_follow_omitempty_and_contivs_quirks(world: ContivdProcess) -> No
     ensure(world, "/api/v1/networks/default:empty/", {**NET, "networkName": "empty", "subnet": "198.18.61.0/30", "gateway": ""})
     net_oper = world.get("/api/v1/inspect/networks/default:empty/").json()["Oper"]
     assert "numEndpoints" not in net_oper and "allocatedIPAddresses" not in net_oper and "endpoints" not in net_oper
-    created = world.post("/plugin/createEndpoint", {"TenantName": "default", "NetworkName": "wnet", "EndpointID": "e1", "ConfigEP": {"Container": "e1", "Host": "h"}})
+    created = world.post(
+        "/plugin/createEndpoint", {"TenantName": "default", "NetworkName": "wnet", "EndpointID": "e1", "ConfigEP": {"Container": "e1", "Host": "h"}}
+    )
     assert created.json()["EndpointConfig"]["containerId"] == ""
     rule = ensure(world, "/api/v1/rules/default:wpol:rn/", {**RULE, "ruleId": "rn", "fromNetwork": "wnet"})
     assert rule["fromIpAddress"] == NET["subnet"]

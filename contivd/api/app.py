@@ -256,7 +256,7 @@ def _error_answer(exc: BaseException, contiv_compat: bool = False) -> Answer:
     answer = answer_for(exc)
     if contiv_compat and isinstance(exc, NoRouteError):
         return _contiv_text_answer(404, CONTIV_NO_ROUTE)
-    if contiv_compat:  # Contiv answered every error 500 with its message as text (Decision 1)
+    if contiv_compat and answer.status != 401:  # Contiv answered every error 500 with its text (Decision 1); it had no 401
         return _contiv_text_answer(500, answer.contiv_text)
     return _answer({"error": answer.message}, answer.status, {"retry-after": str(answer.retry_after)} if answer.retry_after else None)
 

@@ -45,7 +45,8 @@ class Client:
 
     def __init__(self, server: str, token: str | None = None, transport: httpx.BaseTransport | None = None):
         self.server = server.rstrip("/")
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # Accept: application/json chooses contivd's typed errors (4xx + JSON) over Contiv's 500 + text.
+        headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
         self._http = httpx.Client(base_url=self.server, headers=headers, timeout=REQUEST_TIMEOUT_SECONDS, transport=transport)
 
     def get(self, path: str) -> Any:

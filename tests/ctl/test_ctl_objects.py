@@ -100,7 +100,7 @@ def test_policy_and_rules(ctl: Ctl) -> None:
     incoming, outgoing = listing.split("\nOutgoing Rules:\n")
     assert incoming.startswith("Incoming Rules:\nRule  Priority  From EndpointGroup")
     assert rows(incoming.split("\n", 1)[1]) == [["2", "5", "198.18.0.0/15", "deny"], ["1", "10", "app", "tcp", "80", "allow"]]
-    assert rows(outgoing) == [["3", "1", "pnet", "udp", "53", "allow"]]
+    assert rows(outgoing) == [["3", "1", "pnet", "198.18.22.0/24", "udp", "53", "allow"]], "Contiv stores the network's subnet in toIpAddress"
     assert sorted(ctl("policy", "rule-ls", "web", "-q").stdout.split()) == ["1", "2", "3"]
     assert {r["key"] for r in json.loads(ctl("policy", "rule-ls", "web", "--json").stdout)} == {
         "default:web:1",

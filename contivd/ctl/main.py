@@ -1,8 +1,8 @@
 """`contivd ctl`: the netctl-compatible command line, built from commands.py's declarations.
 
 This module only translates. It turns each record into a click command, opens one Client
-per invocation (server from `--server` / CONTIVD_SERVER, bearer token from `--token` /
-CONTIVD_TOKEN) and prints what actions.py returns. Exit statuses are netctl's: 1 for usage
+per invocation (server from `--server` or netctl's `--netmaster` / CONTIVD_SERVER or
+NETMASTER, bearer token from `--token` / CONTIVD_TOKEN) and prints what actions.py returns. Exit statuses are netctl's: 1 for usage
 errors (click's own and netctl's client-side checks), 3 when the request failed (any
 CtlError, printed as `Error: <message>` on stderr). It talks HTTP only and never imports
 daemon internals, so it works against any contivd (or Contiv) server.
@@ -202,8 +202,8 @@ def _server_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 @click.pass_context
-def _connect(ctx: click.Context, server: str, token: str | None) -> None:
-    ctx.obj = ctx.with_resource(Client(server, token))
+def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool) -> None:
+    ctx.obj = ctx.with_resource(Client(server, token, verify=not insecure))
 
 
 def build() -> click.Group:
@@ -214,12 +214,17 @@ def build() -> click.Group:
         callback=_connect,
         params=[
             click.Option(
-                ["server", "--server"], envvar="CONTIVD_SERVER", default=DEFAULT_SERVER, show_default=True,
-                callback=_server_url, help="contivd API URL [env CONTIVD_SERVER].",
+                ["server", "--server", "--netmaster"], envvar=["CONTIVD_SERVER", "NETMASTER"], default=DEFAULT_SERVER,
+                show_default=True, callback=_server_url,
+                help="contivd API URL; --netmaster as netctl [env CONTIVD_SERVER, else NETMASTER].",
             ),
             click.Option(
                 ["token", "--token"], envvar="CONTIVD_TOKEN", default=None,
                 help="Cluster secret, sent as a bearer token; needed from other hosts [env CONTIVD_TOKEN].",
+            ),
+            click.Option(
+                ["insecure", "--insecure"], envvar="INSECURE", is_flag=True,
+                help="Do not verify the server's TLS certificate, as netctl's flag [env INSECURE].",
             ),
         ],
     )  # fmt: skip

@@ -43,8 +43,10 @@ def labelled(labels: Sequence[tuple[str, str]], objects: Sequence[Mapping[str, A
 
 
 def joined(field: str, obj: Mapping[str, Any]) -> str:
-    """One list field of an object, comma-joined on one line (`app-profile group-ls`)."""
-    return output.cell(obj.get(field, [])) + "\n"
+    """One list field of an object, comma-joined on one line (`app-profile group-ls`); an
+    empty list prints nothing, as netctl (which ends no line at all)."""
+    text = output.cell(obj.get(field, []))
+    return text + "\n" if text else ""
 
 
 def version(server: Mapping[str, Any], client_version: str) -> str:

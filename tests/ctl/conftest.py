@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from contivd.cli import cli
 from tests.support.contivd_nodes import ContivdProcess, running_cluster
 
-NO_CTL_ENV: Mapping[str, str | None] = {"CONTIVD_SERVER": None, "CONTIVD_TOKEN": None}
+NO_CTL_ENV: Mapping[str, str | None] = {"CONTIVD_SERVER": None, "CONTIVD_TOKEN": None, "NETMASTER": None, "INSECURE": None}
 
 
 @pytest.fixture(scope="module")

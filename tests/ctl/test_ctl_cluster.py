@@ -53,6 +53,16 @@ def test_server_and_token_from_the_environment(node: ContivdProcess) -> None:
     assert "default" in right.stdout.split()
 
 
+def test_netctl_server_flag_and_environment(node: ContivdProcess) -> None:
+    """netctl's `--netmaster` and NETMASTER name the server too (CONTIVD_SERVER wins over NETMASTER)."""
+    assert "default" in invoke(["ctl", "--netmaster", node.url, "tenant", "ls", "-q"]).stdout.split()
+    assert "default" in invoke(["ctl", "tenant", "ls", "-q"], env={"NETMASTER": node.url}).stdout.split()
+    unreachable = f"http://127.0.0.1:{free_ports(1)[0]}"
+    both = invoke(["ctl", "tenant", "ls", "-q"], env={"CONTIVD_SERVER": unreachable, "NETMASTER": node.url}, code=3)
+    assert unreachable in both.stderr
+    assert "default" in invoke(["ctl", "--insecure", "--server", node.url, "tenant", "ls", "-q"]).stdout.split()
+
+
 def test_usage_errors_exit_1_without_a_request(ctl: Ctl) -> None:
     """netctl's exit status for usage errors (its exitHelp), where click's default is 2."""
     ctl("tenant", "create", code=1)

@@ -29,6 +29,8 @@ from click.testing import CliRunner
 from contivd.cli import cli
 from tests.support.contivd_nodes import ContivdProcess
 
+from .conftest import NO_CTL_ENV
+
 NETCTL = os.environ.get("CONTIVD_NETCTL")
 
 pytestmark = [
@@ -118,6 +120,10 @@ CHAPTERS: dict[str, tuple[Step, ...]] = {
         text("policy", "rule-add", "-t", "cmp-pt", "-d", "out", "-e", "cmp-src", "-l", "tcp", "-P", "22", "cmp-p2", "3"),
         text("policy", "rule-add", "-t", "cmp-pt", "-d", "out", "-o", "cmp-pn", "-p", "3", "cmp-p2", "4"),
         text("policy", "rule-add", "-t", "cmp-pt", "-d", "out", "-s", "192.0.2.0/24", "-p", "7", "cmp-p2", "5"),
+        text("policy", "rule-add", "--tenant", "cmp-pt", "--from-group", "cmp-src", "--from-ip-address", "10.3.0.0/16", "cmp-p2", "6"),
+        text("policy", "rule-add", "--tenant", "cmp-pt", "--from-network", "cmp-pn", "-p", "2", "cmp-p2", "7"),
+        text("policy", "rule-add", "--tenant", "cmp-pt", "-d", "out", "--to-group", "cmp-src", "-p", "2", "cmp-p2", "8"),
+        text("policy", "rule-add", "--tenant", "cmp-pt", "-d", "out", "--to-network", "cmp-pn", "-p", "9", "cmp-p2", "9"),
         text("policy", "rule-ls", "cmp-p1"), text("policy", "rule-ls", "-t", "cmp-pt", "cmp-p2"),
         text("policy", "rule-ls", "-q", "cmp-p1"), js("policy", "rule-ls", "-j", "cmp-p1"), js("policy", "rule-ls", "--json", "-t", "cmp-pt", "cmp-p2"),
         text("policy", "rule-ls", "cmp-nosuch"), text("policy", "rule-ls", "-t", "cmp-nosuch", "cmp-p1"),
@@ -136,7 +142,7 @@ CHAPTERS: dict[str, tuple[Step, ...]] = {
         text("policy", "rule-rm", "cmp-p1", "1"), text("policy", "rule-rm", "cmp-p1", "2"), text("policy", "rule-rm", "cmp-p1", "3"),
         text("policy", "rule-ls", "cmp-p1"),
         text("policy", "rm", "cmp-p1"), text("policy", "rm", "cmp-nosuch", differs="announce"),
-        *(text("policy", "rule-rm", "-t", "cmp-pt", "cmp-p2", rule) for rule in ("1", "2", "3", "4", "5")),
+        *(text("policy", "rule-rm", "-t", "cmp-pt", "cmp-p2", rule) for rule in "123456789"),
         text("group", "rm", "-t", "cmp-pt", "cmp-src"), text("policy", "delete", "-t", "cmp-pt", "cmp-p2"),
         text("network", "rm", "-t", "cmp-pt", "cmp-pn"), text("tenant", "rm", "cmp-pt"),
     ),
@@ -230,6 +236,8 @@ CHAPTERS: dict[str, tuple[Step, ...]] = {
         text("app-profile", "ls"), text("app-profile", "list", "-a"), text("app-profile", "ls", "-q"), js("app-profile", "ls", "-j"),
         text("app-profile", "group-ls", "cmp-a1"), text("app-profile", "group-list", "-t", "default", "cmp-a1"),
         js("app-profile", "group-ls", "-j", "cmp-a1"), text("app-profile", "group-ls", "cmp-nosuch"),
+        text("app-profile", "group-ls", "-a", "-q", "cmp-a2"), js("app-profile", "ls", "--json", "--all"), text("app-profile", "ls", "--quiet"),
+        text("app-profile", "ls", "-t", "cmp-nosuch"),
         text("app-profile", "update", "--group", "cmp-ag2", "cmp-a1"), text("app-profile", "group-ls", "cmp-a1"),
         text("app-profile", "update", "-g", "cmp-nosuch", "cmp-a1"), text("app-profile", "create", "-g", "cmp-nosuch", "cmp-a3"),
         usage("app-profile", "create"), usage("app-profile", "update"), usage("app-profile", "rm"), usage("app-profile", "group-ls"),
@@ -240,12 +248,15 @@ CHAPTERS: dict[str, tuple[Step, ...]] = {
     "external-contracts": (
         text("external-contracts", "create", "-c", "-a", "uni/tn-common/brc-default", "cmp-e1"),
         text("external-contracts", "create", "--provided", "--contract", "uni/tn-x/brc-a", "--contract", "uni/tn-x/brc-b", "-t", "default", "cmp-e2"),
+        text("external-contracts", "create", "--consumed", "--contract", "uni/tn-y/brc-c", "--tenant", "default", "cmp-e3"),
         text("external-contracts", "ls"), text("external-contracts", "list", "-a"), text("external-contracts", "ls", "-q"),
+        text("external-contracts", "ls", "--quiet", "--all"), js("external-contracts", "ls", "--json", "--all"),
         js("external-contracts", "ls", "-j"), text("external-contracts", "ls", "-t", "cmp-nosuch"),
         usage("external-contracts", "create", "-c", "-p", "-a", "x", "cmp-e3"), usage("external-contracts", "create", "-a", "x", "cmp-e3"),
         usage("external-contracts", "create", "-c", "cmp-e3"), usage("external-contracts", "create"), usage("external-contracts", "rm"),
         text("external-contracts", "rm", "cmp-nosuch", differs="announce"),
         text("external-contracts", "rm", "cmp-e1"), text("external-contracts", "delete", "-t", "default", "cmp-e2"),
+        text("external-contracts", "rm", "--tenant", "default", "cmp-e3"),
     ),
     "endpoint-version": (
         text("endpoint", "inspect", "cmp-nosuch"), text("ep", "inspect", "0123456789abcdef"), usage("endpoint", "inspect"),
@@ -268,7 +279,7 @@ def run_netctl(url: str, args: tuple[str, ...], home: Path) -> Outcome:
 
 
 def run_ctl(url: str, args: tuple[str, ...]) -> Outcome:
-    result = CliRunner().invoke(cli, ["ctl", "--server", url, *args], env={"CONTIVD_SERVER": None, "CONTIVD_TOKEN": None})
+    result = CliRunner().invoke(cli, ["ctl", "--netmaster", url, *args], env=dict(NO_CTL_ENV))
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return Outcome(result.stdout, result.stderr, result.exit_code)
 

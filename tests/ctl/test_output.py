@@ -64,6 +64,7 @@ def test_go_list_labelled_joined() -> None:
     assert views.labelled(labels, [{"fwdMode": "routing"}]) == "Forward mode: routing\nARP mode: \n"
     assert views.labelled(labels, []) == ""
     assert views.joined("endpointGroups", {"endpointGroups": ["a", "b"]}) == "a,b\n"
+    assert views.joined("endpointGroups", {}) == ""
 
 
 def test_version_page() -> None:

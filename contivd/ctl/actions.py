@@ -75,8 +75,8 @@ def show(client: Client, command: Show, values: Mapping[str, str], *, raw: bool)
 
 
 def set_singleton(client: Client, setter: Setter, flags: Mapping[str, Any]) -> str:
-    """Read the singleton, overlay the flags given (an empty value clears the setting) and
-    write it back; prints nothing, as netctl."""
+    """Read the singleton, overlay the flags given and write it back; prints nothing, as
+    netctl. An empty value clears the setting: it is left out, as Go's omitempty leaves it."""
     try:
         current = client.get(setter.path)
     except CtlError as exc:
@@ -84,5 +84,5 @@ def set_singleton(client: Client, setter: Setter, flags: Mapping[str, Any]) -> s
             raise
         current = dict(setter.initial)
     given = {option.field: flags[option.param] for option in setter.options if flags.get(option.param) is not None}
-    client.post(setter.path, {**current, **given})
+    client.post(setter.path, {name: value for name, value in {**current, **given}.items() if value != ""})
     return ""

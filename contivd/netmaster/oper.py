@@ -73,3 +73,6 @@ def service_lb(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 OPER = {"network": network, "endpointGroup": endpoint_group, "tenant": tenant, "serviceLB": service_lb}
+# Types whose Contiv `<Type>Inspect` has an `Oper` struct with nothing contivd fills in (contivModel.go);
+# the others (appProfile, extContractsGroup, netprofile, rule) have no Oper member at all.
+EMPTY_OPER = frozenset({"policy", "Bgp", "global", "aciGw"})

@@ -168,6 +168,8 @@ class Netmaster:
         answer: dict[str, Any] = {"Config": render(kind, obj, view)}
         if kind in oper.OPER:
             answer["Oper"] = omit_empty(oper.OPER[kind](view, obj))
+        elif kind in oper.EMPTY_OPER:
+            answer["Oper"] = {}  # a Go struct, never omitted: netctl prints `"Oper": {}`
         return answer
 
     async def inspect_endpoint(self, key: str) -> dict[str, Any]:

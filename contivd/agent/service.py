@@ -26,7 +26,8 @@ from openflow.inputs import Encap
 from raftstore import StoreError
 
 from ..ovs import ManagedOvs, OvsError, kernel_datapath_available, open_ovsdb, system_db_socket
-from ..state import StateCache
+from ..state import StateCache, StateSnapshot
+from . import hostnet, noderules
 from .datapath import BridgeDatapath, bridge_spec
 
 log = logging.getLogger("contivd.agent")
@@ -34,6 +35,7 @@ log = logging.getLogger("contivd.agent")
 RESYNC_SECONDS = 2.0  # a full sync: ports re-read from OVSDB (ports attached by other tools show up)
 DEBOUNCE_SECONDS = 0.005  # coalesce a burst of store events into one sync (not when someone waits)
 MIN_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 0.1, 5.0  # between failed syncs, doubling
+NODE_RULES_CHECK_SECONDS = 10.0  # contivd's iptables chains re-read (and repaired) at least this often
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,9 @@ class Agent:
         self._first_sync_done = False
         self._last_error = ""
         self._problems: tuple[str, ...] = ()
+        self._node_rules: noderules.NodeRules | None = None  # as last found or made in iptables
+        self._node_rules_checked = float("-inf")
+        self._node_rules_problem = ""
         self.db_socket = ""
 
     async def wait_synced(self) -> None:
@@ -265,7 +270,10 @@ class Agent:
             self._incremental_syncs += 1
         if audit:
             await self._audit()
+        await self._reconcile_node_rules(snapshot)
         problems = tuple(problem for result in results if result is not None for problem in result.problems)
+        if self._node_rules_problem:
+            problems += (self._node_rules_problem,)
         if problems != self._problems:
             for problem in problems:
                 log.warning("agent: skipped %s", problem)
@@ -278,6 +286,28 @@ class Agent:
             "agent: %s sync at revision %d in %.1f ms", "full" if full else "incremental", snapshot.revision, (time.monotonic() - started) * 1000
         )
         return done
+
+    async def _reconcile_node_rules(self, snapshot: StateSnapshot) -> None:
+        """contivd's iptables chains (contivd.agent.noderules) when what they must hold changed,
+        and re-read every NODE_RULES_CHECK_SECONDS so a flushed or edited chain is put back.
+        A failure is a problem line, retried at the next check; pods keep working."""
+        try:
+            subnet = hostnet.private_subnet(snapshot.private_subnet())
+        except hostnet.HostAccessError as exc:
+            self._node_rules_problem = f"node iptables rules: {exc}"
+            return
+        rules = noderules.node_rules(subnet, hostnet.node_address(subnet))
+        if rules == self._node_rules and trio.current_time() < self._node_rules_checked + NODE_RULES_CHECK_SECONDS:
+            return
+        self._node_rules_checked = trio.current_time()
+        try:
+            rewritten = await trio.to_thread.run_sync(noderules.reconcile, rules)
+        except noderules.NodeRulesError as exc:
+            self._node_rules, self._node_rules_problem = None, f"node iptables rules: {exc}"
+            return
+        if rewritten:
+            log.info("agent: iptables chains rewritten in table %s", ", ".join(rewritten))
+        self._node_rules, self._node_rules_problem = rules, ""
 
     async def _audit(self) -> None:
         """Does what each bridge holds equal a from-scratch computation, and does the switch hold

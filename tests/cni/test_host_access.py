@@ -2,7 +2,9 @@
 through the `contiv` plugin. A pod on a network without a gateway gets `host1` (private
 address from the global pvtSubnet, default route through the node) and reaches the node over
 it and a service VIP over its data interface; the node reaches its pods; DEL removes both
-ends; a pvtSubnet that overlaps the pod's network is refused with nothing left behind."""
+ends; a pvtSubnet that overlaps the pod's network is refused with nothing left behind. With
+forwarding on (as on every Kubernetes node) contivd's iptables chains keep the node from
+carrying pod → node → other pod, and masquerade pods' private traffic to the outside."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,23 @@ SERVE_NAME = (
     "while True:\n"
     "    c=s.accept()[0]; c.sendall(sys.argv[2].encode()); c.close()\n"
 )
+SERVE_PEER = (  # answers each connection with the address it came from
+    "import socket,sys\n"
+    "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', int(sys.argv[1]))); s.listen()\n"
+    "print('ready', flush=True)\n"
+    "while True:\n"
+    "    c, peer = s.accept(); c.sendall(peer[0].encode()); c.close()\n"
+)
+RECEIVE_UDP = (  # prints the first datagram on a port within 2 s, or nothing
+    "import socket,sys\n"
+    "s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('0.0.0.0', int(sys.argv[1]))); s.settimeout(2)\n"
+    "print('ready', flush=True)\n"
+    "try:\n"
+    "    print(s.recv(64).decode(), flush=True)\n"
+    "except TimeoutError:\n"
+    "    print('', flush=True)\n"
+)
+SEND_UDP = "import socket,sys,time\ns=socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nfor _ in range(5): s.sendto(b'hello', (sys.argv[1], int(sys.argv[2]))); time.sleep(0.2)"
 FETCH = "import socket,sys; c=socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2); print(c.recv(64).decode())"
 
 
@@ -84,12 +104,22 @@ def fetch(namespace: str, address: str, port: int) -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
-def serve(namespace: str, port: int, name: str) -> subprocess.Popen[str]:
-    server = subprocess.Popen(
-        ["ip", "netns", "exec", namespace, sys.executable, "-c", SERVE_NAME, str(port), name], stdout=subprocess.PIPE, text=True
-    )
+def serve(namespace: str, port: int, name: str, script: str = SERVE_NAME) -> subprocess.Popen[str]:
+    server = subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-c", script, str(port), name], stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None and server.stdout.readline().strip() == "ready"
     return server
+
+
+def udp_arrives(sender: str, receiver: str, address: str, port: int) -> bool:
+    """Does a datagram sent from `sender` to address:port arrive in `receiver` (within 2 s)?"""
+    listener = serve(receiver, port, "", RECEIVE_UDP)
+    try:
+        sh("ip", "netns", "exec", sender, sys.executable, "-c", SEND_UDP, address, str(port), check=False)
+        out, _ = listener.communicate(timeout=10)
+    finally:
+        listener.kill()
+        listener.wait()
+    return out.strip() == "hello"
 
 
 def address_of(result: dict[str, Any], interface: str) -> str:
@@ -201,3 +231,83 @@ def test_node_reaches_its_pods_on_a_gateway_network_while_a_deny_between_pods_ho
         server.wait()
     assert server_pod.delete(node, network="routed").status == 0
     wait_until(lambda: target not in node_routes(node), 30, "the node's route to the deleted pod to go", node)
+
+
+def deny_all_group(node: Node, group: str, network: str) -> None:
+    objects = [
+        (f"/api/v1/policys/default:{group}/", {"tenantName": "default", "policyName": group}),
+        (f"/api/v1/rules/default:{group}:deny-in/", {"tenantName": "default", "policyName": group, "ruleId": "deny-in", "direction": "in", "action": "deny", "priority": 1}),
+        (f"/api/v1/endpointGroups/default:{group}/", {"tenantName": "default", "groupName": group, "networkName": network, "policies": [group]}),
+    ]  # fmt: skip
+    for path, body in objects:
+        status, answer = node.api_call("POST", path, body)
+        assert status == 200, answer
+
+
+def forwarding_on(node: Node) -> None:
+    assert in_node(node, "sysctl", "-w", "net.ipv4.ip_forward=1").returncode == 0
+
+
+def test_node_with_forwarding_on_carries_no_traffic_between_pods(node: Node, pods: list[Pod]) -> None:
+    forwarding_on(node)
+    create_network(node, "flat", "198.19.10.0/24")
+    create_network(node, "other", "198.19.12.0/24")
+    create_network(node, "routed", "198.19.11.0/24", "198.19.11.254")
+    deny_all_group(node, "db", "other")
+    a, b, c = new_pod(pods), new_pod(pods), new_pod(pods)
+    added = [a.add(node, network="flat"), b.add(node, network="other", group="db"), c.add(node, network="routed")]
+    assert all(out.status == 0 for out in added), [out.output for out in added]
+    b_data, b_private, c_data = address_of(added[1].output, "eth0"), address_of(added[1].output, "host1"), address_of(added[2].output, "eth0")
+    # A's own route to B's private address through the node (its host1 subnet would ARP for it directly)
+    assert a.exec("ip", "route", "add", f"{b_private}/32", "via", NODE_PRIVATE, "dev", "host1").returncode == 0
+    servers = [serve(b.name, 8080, "b"), serve(c.name, 8080, "c")]
+    try:
+        assert fetch(node.ns, b_data, 8080) == "b" and fetch(node.ns, b_private, 8080) == "b", "the node reaches a pod without a gateway"
+        wait_until(lambda: fetch(node.ns, c_data, 8080) == "c", 30, "the node to reach its pod through the host port", node)
+
+        def forwarded() -> list[str]:
+            """What A's datagrams reach through the node: B is behind a deny rule, C has no policy.
+            (Only one way: a pod answers a private address on its own host1 subnet, never
+            through the node, so TCP would not complete anyway.)"""
+            targets = {"B's data address": (b, b_data), "B's private address": (b, b_private), "C's data address": (c, c_data)}
+            return [what for what, (pod, address) in targets.items() if udp_arrives(a.name, pod.name, address, 9090)]
+
+        assert forwarded() == []
+        assert fetch(a.name, b_data, 8080) == "" and fetch(a.name, c_data, 8080) == ""
+        # what stops it is contivd's chain: emptied, the node carries them all, until the agent puts it back
+        assert in_node(node, "iptables", "-F", "CONTIVD-FORWARD").returncode == 0
+        assert forwarded() == ["B's data address", "B's private address", "C's data address"]
+        wait_until(lambda: forwarded() == [], 60, "the agent to restore CONTIVD-FORWARD", node)
+        assert fetch(node.ns, b_data, 8080) == "b" and fetch(node.ns, c_data, 8080) == "c"
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait()
+    jumps = in_node(node, "iptables", "-S", "FORWARD").stdout.splitlines()
+    assert jumps.count("-A FORWARD -j CONTIVD-FORWARD") == 1, jumps
+
+
+def test_pod_without_gateway_reaches_the_outside_masqueraded(node: Node, pods: list[Pod]) -> None:
+    forwarding_on(node)
+    outside, tag = f"cdt-{uuid.uuid4().hex[:6]}-o", uuid.uuid4().hex[:6]
+    sh("ip", "netns", "add", outside)
+    try:
+        sh("ip", "-n", node.ns, "link", "add", f"cvo{tag}", "type", "veth", "peer", "name", "out0", "netns", outside)
+        sh("ip", "-n", node.ns, "addr", "add", "198.19.250.1/24", "dev", f"cvo{tag}")
+        sh("ip", "-n", node.ns, "link", "set", f"cvo{tag}", "up")
+        sh("ip", "-n", outside, "addr", "add", "198.19.250.2/24", "dev", "out0")
+        sh("ip", "-n", outside, "link", "set", "out0", "up")
+        create_network(node, "flat", "198.19.10.0/24")
+        pod = new_pod(pods)
+        assert pod.add(node, network="flat").status == 0
+        server = serve(outside, 9090, "", SERVE_PEER)
+        try:
+            assert fetch(node.ns, "198.19.250.2", 9090) == "198.19.250.1"
+            assert fetch(pod.name, "198.19.250.2", 9090) == "198.19.250.1", "the pod's private address is masqueraded as the node's"
+        finally:
+            server.kill()
+            server.wait()
+        rules = in_node(node, "iptables", "-t", "nat", "-S", "CONTIVD-POSTROUTING").stdout
+        assert f"-A CONTIVD-POSTROUTING -s {PVT_SUBNET} -j MASQUERADE" in rules, rules
+    finally:
+        sh("ip", "netns", "del", outside, check=False)

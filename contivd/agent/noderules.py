@@ -1,0 +1,125 @@
+"""contivd's iptables chains on the node: no forwarding between pods through the node, masquerading of pods' private traffic.
+
+A pod on a network without a gateway has its default route through the node (host access), and
+the node routes every local pod through either that pod's `ch…` veth or a bridge's host port
+(`cvhost-<encap>`, whose traffic the switch classifies as coming from the node, so policy is
+skipped). A node with `ip_forward=1` (every Kubernetes node) would therefore carry pod → node
+→ other pod and bypass Contiv's policy. The filter chain forbids that: nothing new is forwarded
+into a `ch…` or `cvhost-…` interface, except connections the node DNATed itself (NodePort).
+The node's own traffic (kubelet probes) takes OUTPUT, not FORWARD, and is not affected.
+
+The chains are contivd's alone (`CONTIVD-*`): each is rewritten whole, atomically, with
+`iptables-restore --noflush` (declaring a chain flushes it in the same transaction, so there is
+no moment without rules), and one jump to it is inserted first in its built-in chain. They are
+never removed by contivd: pods, their routes and the datapath outlive a stopped or restarting
+contivd, so must the rules that keep them apart (removing them by hand is in docs/kubernetes.md).
+
+Pure rendering first (`node_rules`, `restore_input`, `differs`), then the blocking shell around
+`iptables-save`/`iptables-restore` (callers use `trio.to_thread.run_sync`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+FORWARD_CHAIN = "CONTIVD-FORWARD"
+POSTROUTING_CHAIN = "CONTIVD-POSTROUTING"
+POD_LINKS = "ch+"  # the node ends of host-access veths (contivd.cni_server.hostaccess.HOST_PREFIX)
+HOST_PORTS = "cvhost-+"  # every bridge's host port
+JUMPS: dict[str, tuple[tuple[str, str], ...]] = {
+    "filter": (("FORWARD", FORWARD_CHAIN),),
+    "nat": (("POSTROUTING", POSTROUTING_CHAIN),),
+}
+TIMEOUT_SECONDS = 30.0
+
+
+class NodeRulesError(Exception):
+    """iptables could not be read or written (missing binary, no permission, a rule refused)."""
+
+
+@dataclass(frozen=True)
+class NodeRules:
+    """The body of each contivd chain, table → chain → rules, in `iptables-save` form."""
+
+    tables: Mapping[str, Mapping[str, tuple[str, ...]]]
+
+
+def node_rules(private_subnet: ipaddress.IPv4Network, node_private: ipaddress.IPv4Address) -> NodeRules:
+    """What contivd's chains hold for this node's private subnet and address."""
+    forward = (
+        # replies of connections the node accepted (a pod's to the outside, masqueraded)
+        f"-o {POD_LINKS} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+        f"-o {POD_LINKS} -j DROP",  # nothing new into a pod's host1: pod → node → pod
+        f"-o {HOST_PORTS} -m conntrack --ctstate DNAT -j ACCEPT",  # NodePort: DNATed by the node itself
+        f"-o {HOST_PORTS} -j DROP",  # nothing else into a bridge: it would skip policy
+        f"-i {POD_LINKS} -j ACCEPT",  # pods without a gateway reach the outside (even with FORWARD policy DROP)
+        f"-i {HOST_PORTS} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",  # NodePort replies
+    )
+    postrouting = (
+        # a DNATed connection into a bridge gets the node's private address, which the switch routes back to the node
+        f"-o {HOST_PORTS} -m conntrack --ctstate DNAT -j SNAT --to-source {node_private}",
+        f"-o {POD_LINKS} -j RETURN",
+        f"-o {HOST_PORTS} -j RETURN",
+        f"-s {private_subnet} -j MASQUERADE",  # Contiv's: private traffic leaving the node
+    )
+    return NodeRules({"filter": {FORWARD_CHAIN: forward}, "nat": {POSTROUTING_CHAIN: postrouting}})
+
+
+def owned_lines(saved: str) -> tuple[dict[str, tuple[str, ...]], set[tuple[str, str]]]:
+    """From one table's `iptables-save` text: the rules of contivd's chains (chain → rules in
+    order) and the jumps to them present in built-in chains ((built-in, chain) pairs)."""
+    ours: dict[str, list[str]] = {}
+    jumps = set()
+    for line in saved.splitlines():
+        parts = line.split(maxsplit=2)
+        if len(parts) < 3 or parts[0] != "-A":
+            continue
+        if parts[1].startswith("CONTIVD-"):
+            ours.setdefault(parts[1], []).append(parts[2])
+        elif parts[2].startswith("-j CONTIVD-") and " " not in parts[2][3:]:
+            jumps.add((parts[1], parts[2][3:]))
+    return {chain: tuple(body) for chain, body in ours.items()}, jumps
+
+
+def restore_input(rules: NodeRules, table: str, present_jumps: set[tuple[str, str]]) -> str:
+    """One `iptables-restore --noflush` transaction making `table`'s contivd chains exactly
+    `rules` and inserting the jumps that are missing."""
+    chains = rules.tables[table]
+    lines = [f"*{table}", *(f":{chain} - [0:0]" for chain in chains)]
+    lines += [f"-A {chain} {rule}" for chain, body in chains.items() for rule in body]
+    lines += [f"-I {builtin} 1 -j {chain}" for builtin, chain in JUMPS[table] if (builtin, chain) not in present_jumps]
+    return "\n".join([*lines, "COMMIT", ""])
+
+
+def differs(rules: NodeRules, table: str, saved: str) -> bool:
+    ours, jumps = owned_lines(saved)
+    chains = rules.tables[table]
+    return any(ours.get(chain, ()) != body for chain, body in chains.items()) or not set(JUMPS[table]) <= jumps
+
+
+# ---- blocking iptables -------------------------------------------------------------------
+
+
+def _run(command: list[str], stdin: str = "") -> str:
+    try:
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=TIMEOUT_SECONDS, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NodeRulesError(f"{command[0]}: {exc}") from None
+    if done.returncode != 0:
+        raise NodeRulesError(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+def reconcile(rules: NodeRules) -> list[str]:
+    """Make contivd's chains and jumps equal `rules` in every table where they are not; returns
+    the tables rewritten. Other chains and rules are never touched."""
+    rewritten = []
+    for table in rules.tables:
+        saved = _run(["iptables-save", "-t", table])
+        if differs(rules, table, saved):
+            _run(["iptables-restore", "--noflush", "-w", "5"], restore_input(rules, table, owned_lines(saved)[1]))
+            rewritten.append(table)
+    return rewritten

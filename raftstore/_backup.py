@@ -86,16 +86,23 @@ def encode_image(image: StoreImage, created: str) -> Iterator[bytes]:
 
 def check_framing(data: bytes, source: str) -> BackupHeader:
     """The header of a complete, undamaged backup; BackupFileError naming the fault otherwise."""
+    if not data:
+        raise BackupFileError(f"{source} is truncated: it is empty")
+    if MAGIC.startswith(data):
+        raise BackupFileError(f"{source} is truncated: {len(data)} bytes, it ends inside the snapshot magic")
     if not data.startswith(MAGIC):
-        what = "it is empty" if not data else "it does not start with the contivd snapshot magic"
-        raise BackupFileError(f"{source} is not a contivd snapshot: {what}")
+        raise BackupFileError(f"{source} is not a contivd snapshot: it does not start with the contivd snapshot magic")
     if len(data) < len(MAGIC) + _HEADER_LENGTH.size + _TRAILER.size:
         raise BackupFileError(f"{source} is truncated: {len(data)} bytes, too short to hold a header and the end mark")
     mark, length, checksum = _TRAILER.unpack_from(data, len(data) - _TRAILER.size)
     if mark != END_MARK:
-        raise BackupFileError(f"{source} is truncated (or was not completely written): no end mark in its last {_TRAILER.size} bytes ({len(data)} bytes in all)")
+        raise BackupFileError(
+            f"{source} is truncated (or was not completely written): no end mark in its last {_TRAILER.size} bytes ({len(data)} bytes in all)"
+        )
     if length != len(data) - _TRAILER.size:
-        raise BackupFileError(f"{source} is truncated or damaged: its end mark says {length} bytes of data, the file holds {len(data) - _TRAILER.size}")
+        raise BackupFileError(
+            f"{source} is truncated or damaged: its end mark says {length} bytes of data, the file holds {len(data) - _TRAILER.size}"
+        )
     if hashlib.sha256(memoryview(data)[:length]).digest() != checksum:
         raise BackupFileError(f"{source} is corrupted: SHA-256 checksum mismatch (expected {checksum.hex()})")
     (header_length,) = _HEADER_LENGTH.unpack_from(data, len(MAGIC))
@@ -108,7 +115,9 @@ def check_framing(data: bytes, source: str) -> BackupHeader:
     except (ValueError, KeyError, TypeError) as exc:
         raise BackupFileError(f"{source} has an unreadable header: {exc}") from None
     if parsed.format != FORMAT_VERSION:
-        raise BackupFileError(f"{source} is snapshot format {parsed.format}; this contivd reads format {FORMAT_VERSION} (use a newer contivd to restore it)")
+        raise BackupFileError(
+            f"{source} is snapshot format {parsed.format}; this contivd reads format {FORMAT_VERSION} (use a newer contivd to restore it)"
+        )
     return parsed
 
 
@@ -125,7 +134,9 @@ def decode_backup(data: bytes, source: str) -> tuple[BackupHeader, StoreImage]:
         footer = next(unpacker)
         next_lease_id = int(footer["next_lease_id"])
     except (StopIteration, ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:
-        raise BackupFileError(f"{source} does not match its header ({header.keys} keys, {header.leases} leases): {exc or type(exc).__name__}") from None
+        raise BackupFileError(
+            f"{source} does not match its header ({header.keys} keys, {header.leases} leases): {exc or type(exc).__name__}"
+        ) from None
     if any(True for _ in unpacker):
         raise BackupFileError(f"{source} holds more records than its header announces ({header.keys} keys, {header.leases} leases)")
     return header, StoreImage(header.revision, keys, leases, next_lease_id, header.cluster_id)

@@ -177,7 +177,7 @@ def test_recover_turns_the_survivor_of_a_lost_quorum_into_a_cluster_keeping_ever
         flags = ["--data-dir", str(survivor.data_dir), "--raft-listen", survivor.raft]
         recovered = contivd("recover", *flags)
         assert recovered.returncode == 0, recovered.stderr
-        assert "journal entries" in recovered.stdout and f"kept revision" in recovered.stdout
+        assert "journal entries" in recovered.stdout and "kept revision" in recovered.stdout
         assert list(survivor.data_dir.glob("raft.before-recover-*")), "the old raft files are kept aside"
 
         survivor.start()  # with its old --peers: the recovered member list wins over them

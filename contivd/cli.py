@@ -121,7 +121,7 @@ def import_contiv(etcd: str, server: str, token: str | None, dry_run: bool, forc
 def restore(file: Path, config_file: Path | None, **flags: Any) -> None:
     """Seed a new, empty --data-dir from a snapshot FILE (`ctl cluster snapshot save`): a new
     single-voter cluster at --raft-listen with every key of the snapshot; then `contivd run`."""
-    from .backup import restore_backup
+    from .backup.offline import restore_backup
 
     config = _load(config_file, flags)
     _offline(lambda: restore_backup(config.data_dir, config.store_config(), file))
@@ -132,7 +132,7 @@ def restore(file: Path, config_file: Path | None, **flags: Any) -> None:
 def recover(config_file: Path | None, **flags: Any) -> None:
     """After a permanent loss of quorum, on one stopped survivor: make its --data-dir a
     single-voter cluster keeping everything its log holds (old files kept aside)."""
-    from .backup import recover_member
+    from .backup.offline import recover_member
 
     config = _load(config_file, flags)
     _offline(lambda: recover_member(config.store_config()))

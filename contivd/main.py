@@ -24,7 +24,7 @@ from . import __version__
 from .agent.service import Agent, AgentSettings, AgentStatistics
 from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
-from .backup import SnapshotContext, register_snapshot_route
+from .backup.route import SnapshotContext, register_snapshot_route
 from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError
 from .http.control import LeaderRouter, RemoteControlPlane

@@ -25,8 +25,8 @@ from raftstore import Store, encode_image
 from ..http import auth
 from ..http.errors import UnauthorizedError, answer_for
 from ..nodes import leader_api_url
+from .protocol import SNAPSHOT_PATH
 
-SNAPSHOT_PATH = "/contivd/snapshot"
 REVISION_HEADER = "X-Contivd-Snapshot-Revision"
 
 

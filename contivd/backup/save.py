@@ -17,7 +17,7 @@ import httpx
 
 from raftstore import BackupFileError, BackupHeader, read_backup_file
 
-from .route import SNAPSHOT_PATH
+from .protocol import SNAPSHOT_PATH
 
 SAVE_TIMEOUT_SECONDS = 300.0  # between two chunks of the stream, not for the whole file
 CHUNK_BYTES = 1 << 20

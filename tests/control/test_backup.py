@@ -98,6 +98,23 @@ def wait_replicated(node: ContivdProcess, ep: str, address: str) -> None:
     wait_for(lambda: answers(node, lambda: endpoint_addresses(node).get(ep) == address), 90, f"{node.name} to replicate {ep}", interval=0.2)
 
 
+def serves_everything_alone_then_accepts_a_member(
+    node: ContivdProcess, joiner: ContivdProcess, before: dict[str, Any], acked: dict[str, str]
+) -> None:
+    """`node` (a new single-voter cluster) serves what the old cluster served, takes a write
+    that allocates a fresh address, and a new read-only member replicates it."""
+    node.start()
+    wait_serving(node, f"{node.name} to serve")
+    assert served(node) == before
+    assert endpoint_addresses(node) == acked
+    info = node.info()
+    assert info is not None and info["current-state"] == "leader" and info["cluster"]["voters"] == [node.raft]
+    fresh = create_endpoint(node, "after")
+    assert fresh not in acked.values(), "the IPAM state knows every address in use"
+    joiner.start()
+    wait_replicated(joiner, "after", fresh)
+
+
 def test_snapshot_from_a_cluster_restores_into_a_new_cluster_that_serves_it_all(tmp_path: Path) -> None:
     cluster = ContivdCluster(tmp_path / "old", 3)
     restored = new_node(tmp_path, "restored", [])
@@ -122,17 +139,7 @@ def test_snapshot_from_a_cluster_restores_into_a_new_cluster_that_serves_it_all(
         again = contivd(*args)
         assert again.returncode != 0 and "not empty" in again.stderr, "a restore never overwrites a data dir"
 
-        restored.start()
-        wait_serving(restored, "the restored node to serve")
-        assert served(restored) == before
-        assert endpoint_addresses(restored) == acked
-        info = restored.info()
-        assert info is not None and info["current-state"] == "leader" and info["cluster"]["voters"] == [restored.raft]
-
-        fresh = create_endpoint(restored, "after-restore")
-        assert fresh not in acked.values(), "the restored IPAM state knows every address in use"
-        joiner.start()
-        wait_replicated(joiner, "after-restore", fresh)
+        serves_everything_alone_then_accepts_a_member(restored, joiner, before, acked)
         assert served(joiner) == served(restored)
     finally:
         cluster.close()
@@ -180,18 +187,9 @@ def test_recover_turns_the_survivor_of_a_lost_quorum_into_a_cluster_keeping_ever
         assert "journal entries" in recovered.stdout and "kept revision" in recovered.stdout
         assert list(survivor.data_dir.glob("raft.before-recover-*")), "the old raft files are kept aside"
 
-        survivor.start()  # with its old --peers: the recovered member list wins over them
-        wait_serving(survivor, "the recovered survivor to serve")
-        assert endpoint_addresses(survivor) == acked
-        assert served(survivor) == before
-        info = survivor.info()
-        assert info is not None and info["current-state"] == "leader" and info["cluster"]["voters"] == [survivor.raft]
-        fresh = create_endpoint(survivor, "after-recovery")
-        assert fresh not in acked.values()
-
         joiner.peers = [survivor.raft]
-        joiner.start()
-        wait_replicated(joiner, "after-recovery", fresh)
+        # Started with its old --peers: the recovered member list wins over them.
+        serves_everything_alone_then_accepts_a_member(survivor, joiner, before, acked)
     finally:
         cluster.close()
         joiner.kill()

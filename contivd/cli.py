@@ -13,8 +13,9 @@ import trio
 from raftstore._cli import store_group
 
 from . import __version__, logs
+from .backup.commands import snapshot_group
 from .config import OPTIONS, Config, ConfigError, load
-from .ctl import ctl_group
+from .ctl import build as build_ctl
 
 
 def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -148,18 +149,9 @@ def _offline(step: Callable[[], list[str]]) -> None:
     click.echo("\n".join(lines))
 
 
-def _mount_snapshot_commands() -> None:
-    """`ctl cluster snapshot save` checks files with raftstore, which contivd.ctl may not import."""
-    from .backup.commands import snapshot_group
-
-    cluster = ctl_group.commands["cluster"]
-    assert isinstance(cluster, click.Group)
-    cluster.add_command(snapshot_group)
-
-
-_mount_snapshot_commands()
 cli.add_command(store_group)
-cli.add_command(ctl_group, "ctl")
+# `ctl cluster snapshot save` checks files with raftstore, which contivd.ctl may not import.
+cli.add_command(build_ctl({"cluster": [snapshot_group]}), "ctl")
 
 
 def main() -> None:

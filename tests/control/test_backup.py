@@ -109,6 +109,7 @@ def serves_everything_alone_then_accepts_a_member(
     assert endpoint_addresses(node) == acked
     info = node.info()
     assert info is not None and info["current-state"] == "leader" and info["cluster"]["voters"] == [node.raft]
+    assert info["cluster"]["cluster_id"], "a seeded cluster has its own identity"
     fresh = create_endpoint(node, "after")
     assert fresh not in acked.values(), "the IPAM state knows every address in use"
     joiner.start()

@@ -128,6 +128,7 @@ def test_a_survivors_files_seed_a_new_cluster_that_a_new_member_joins(tmp_path: 
         assert {kv["key"]: kv["value"] for kv in joiner.call("list", prefix="/acked/")} == acknowledged
         assert joiner.call("get", key="/after")["value"] == 1
         assert voter.status()["voters"] == [listen]
+        assert joiner.status()["cluster_id"] == image.cluster_id, "the identity is replicated with the state"
     finally:
         cluster.close()
         for member in seeded:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import shutil
 import threading
 import time
 import uuid
@@ -56,10 +57,20 @@ def seed_data_dir(config: StoreConfig, image: StoreImage) -> None:
     """Make `config.data_dir` (empty) a single-voter cluster at `config.listen` holding `image`.
 
     Binds the Raft address while it runs (a few seconds); the caller stops any member using it.
+    On failure the data dir is removed again: a journal without the image would otherwise
+    start as an empty cluster.
     """
     if config.data_dir is None or config.listen is None:
         raise StoreConfigError("seeding needs a data dir and this member's Raft address")
     refuse_non_empty(config.data_dir)
+    try:
+        _seed(config, config.data_dir, image)
+    except BaseException:
+        shutil.rmtree(config.data_dir, ignore_errors=True)
+        raise
+
+
+def _seed(config: StoreConfig, data_dir: Path, image: StoreImage) -> None:
     changed = threading.Event()
     node = RaftNode(replace(config, peers=()), lambda: None, changed.set)
     try:
@@ -70,10 +81,10 @@ def seed_data_dir(config: StoreConfig, image: StoreImage) -> None:
         _barrier(node, deadline)  # two entries after the image: the snapshot starts past the
         _barrier(node, deadline)  # log a new member could match, so it gets the snapshot
         node.compact()
-        snapshot = config.data_dir / SNAPSHOT
+        snapshot = data_dir / SNAPSHOT
         _wait(snapshot.is_file, threading.Event(), deadline, f"PySyncObj to write {snapshot}")
         fsync_path(str(snapshot))
-        fsync_path(str(config.data_dir))
+        fsync_path(str(data_dir))
     finally:
         node.close()
 

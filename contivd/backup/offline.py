@@ -15,7 +15,6 @@ Neither may run while contivd runs on the node: recover checks that the Raft add
 
 from __future__ import annotations
 
-import shutil
 import socket
 from dataclasses import replace
 from pathlib import Path
@@ -75,8 +74,7 @@ def recover_member(config: StoreConfig) -> list[str]:
     cluster_id = new_cluster_id()
     try:
         seed_data_dir(config, replace(found.image, cluster_id=cluster_id))
-    except BaseException:
-        shutil.rmtree(raft_dir, ignore_errors=True)
+    except BaseException:  # seed_data_dir removed what it wrote: put the member's files back
         kept.rename(raft_dir)
         raise
     image = found.image

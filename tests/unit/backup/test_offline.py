@@ -61,3 +61,15 @@ def test_a_pysyncobj_whose_journal_entry_kinds_changed_is_refused(monkeypatch: p
     monkeypatch.setattr(pysyncobj.syncobj, "_COMMAND_TYPE", Renumbered)
     with pytest.raises(IncompatiblePySyncObjError, match=r"_COMMAND_TYPE.REGULAR.*pysyncobj==0\.3\.17"):
         check()
+
+
+def test_a_seed_that_fails_leaves_no_data_dir_behind(tmp_path: Path) -> None:
+    backup = tmp_path / "b.snap"
+    backup.write_bytes(b"".join(encode_image(StateMachine().export_image(), "now")))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        with pytest.raises(StoreConfigError, match=f"cannot listen on raft address {address}"):
+            restore_backup(tmp_path / "node", config(tmp_path / "node", address), backup)
+    assert not (tmp_path / "node" / "raft").exists(), "a journal without the image would start an empty cluster"

@@ -24,6 +24,7 @@ from . import __version__
 from .agent.service import Agent, AgentSettings, AgentStatistics
 from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
+from .backup.route import SnapshotContext, register_snapshot_route
 from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError
 from .http.control import LeaderRouter, RemoteControlPlane
@@ -135,6 +136,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             api = create_app(context)
             register_status_routes(api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent))
             register_import_route(api.quart, ImportContext(store, config.cluster_secret))
+            register_snapshot_route(api.quart, SnapshotContext(store, config.cluster_secret))
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:

@@ -79,7 +79,7 @@ class _ReplicatedStateMachine(compat.ConsumerBase):
         self._on_applied()
 
 
-def _fsync_path(path: str) -> None:
+def fsync_path(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -195,8 +195,8 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None) -> Callable[[], None]:
         # Compaction: the snapshot (written by PySyncObj's forked child without fsync) must
         # be on disk before the journal entries it replaces are dropped.
         if snapshot and os.path.isfile(snapshot):
-            _fsync_path(snapshot)
-            _fsync_path(os.path.dirname(snapshot) or ".")
+            fsync_path(snapshot)
+            fsync_path(os.path.dirname(snapshot) or ".")
         journal.raw_delete_entries_to(entry_to)
 
     def send(node: Any, message: Any) -> bool:
@@ -214,7 +214,7 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None) -> Callable[[], None]:
             f.flush()
             os.fsync(f.fileno())
         os.replace(path + ".tmp", path)
-        _fsync_path(os.path.dirname(path) or ".")
+        fsync_path(os.path.dirname(path) or ".")
 
     journal.install(write=write, add=add, delete_entries_to=delete_entries_to, send=send, store_meta=store_meta)
     return flusher.flush
@@ -416,6 +416,15 @@ class RaftNode:
         """Run `fn` against local state under the apply lock. Keep `fn` short."""
         with self._replicated.lock:
             return fn(self._replicated.fsm)
+
+    def replace_state(self, fsm: StateMachine) -> None:
+        """Make `fsm` this member's whole state (seeding a new cluster from an image only:
+        the log does not produce it, so `compact()` must persist it before anything else)."""
+        self._replicated.load_snapshot(lambda: setattr(self._replicated, "fsm", fsm))
+
+    def compact(self) -> None:
+        """Ask PySyncObj for a snapshot of the applied state at its next tick."""
+        self._syncobj.forceLogCompaction()
 
     def transfer_leadership(self, address: str | None, callback: Callback) -> None:
         self._syncobj.transferLeadership(address, callback=callback)

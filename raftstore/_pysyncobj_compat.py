@@ -60,6 +60,8 @@ def _keep_socket_inet_ntop() -> None:
 _keep_socket_inet_ntop()
 
 from pysyncobj import SyncObj, SyncObjConsumer, tcp_connection  # noqa: E402  (after the shim stand-in is registered)
+from pysyncobj import pickle as pysyncobj_pickle  # noqa: E402
+from pysyncobj import syncobj as syncobj_module  # noqa: E402
 from pysyncobj import version as installed  # noqa: E402
 from pysyncobj.journal import FileJournal, MetaStorer, ResizableFile  # noqa: E402
 from pysyncobj.tcp_connection import TcpConnection  # noqa: E402
@@ -99,6 +101,8 @@ def check() -> None:
         for name in names:
             if name not in assigned:
                 raise _incompatible(f"{owner.__name__}.__init__ no longer sets {name}")
+    if getattr(getattr(syncobj_module, "_COMMAND_TYPE", None), "REGULAR", None) != 0:
+        raise _incompatible("syncobj._COMMAND_TYPE.REGULAR (journal entry kinds) changed")
     for method in ("send", "_TcpConnection__processParseMessage"):  # compress, decompress
         code = getattr(vars(TcpConnection).get(method), "__code__", None)
         if code is None or "zlib" not in code.co_names or not hasattr(tcp_connection, "zlib"):
@@ -159,6 +163,27 @@ def install_encryptor(syncobj: SyncObj, encryptor: Any) -> None:
         raise _incompatible("cannot install the raft encryptor")
     for connection in connections.values():  # outgoing connections were prepared in SyncObj()
         connection.encryptor = encryptor
+
+
+def regular_command_args(command: bytes) -> tuple[Any, ...] | None:
+    """The arguments of a replicated method call stored in a journal entry, or None for
+    PySyncObj's own entries (no-op, membership, code version), which carry no store state."""
+    if command[:1] != bytes([syncobj_module._COMMAND_TYPE.REGULAR]):
+        return None
+    call = pysyncobj_pickle.loads(command[1:])
+    if isinstance(call, tuple) and len(call) >= 2:
+        return tuple(call[1])
+    return ()
+
+
+def read_journal(path: str) -> tuple[list[tuple[bytes, int, int]], int]:
+    """A journal file's entries (command, index, term) and the commit index its meta file last
+    recorded (PySyncObj saves it at most once a second, so it may lag), without changing it."""
+    found = FileJournal(path)
+    try:
+        return [tuple(found[i]) for i in range(len(found))], int(found.getRaftCommitIndex())
+    finally:
+        found._destroy()
 
 
 def install_message_codec(codec: Any) -> None:

@@ -130,3 +130,4 @@ class StoreStatistics:
     readonly_members: int
     has_quorum: bool
     fsync: bool
+    cluster_id: str | None = None  # set once the cluster was seeded by a restore or a recovery

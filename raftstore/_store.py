@@ -344,6 +344,7 @@ class Store(StateMachineStore):
             readonly_members=int(status.get("readonly_nodes_count", 0)),
             has_quorum=bool(status.get("has_quorum", False)),
             fsync=self.config.fsync and self.config.data_dir is not None,
+            wire_formats=node.wire_formats(),
         )
 
 

@@ -130,3 +130,4 @@ class StoreStatistics:
     readonly_members: int
     has_quorum: bool
     fsync: bool
+    wire_formats: tuple[tuple[str, int], ...] = ()  # (peer, Raft wire format in use with it) per connected peer

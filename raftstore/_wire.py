@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -61,6 +60,7 @@ SCHEMA: dict[str, tuple[int, tuple[str, ...]]] = {
     "hello_welcome": (9, ()),  # transport: the accepting member authenticated it
 }
 _BY_CODE = {code: (name, fields) for name, (code, fields) in SCHEMA.items()}
+_ALLOWED = {name: frozenset(fields) | {"type"} for name, (_, fields) in SCHEMA.items()}
 
 
 class WireError(Exception):
@@ -78,21 +78,21 @@ class Sealer(Protocol):
 def encode_message(message: dict[str, Any], version: int) -> bytes:
     """A Raft message in the given format version; raises WireError for an unknown type or field."""
     kind = message.get("type")
-    spec = SCHEMA.get(kind) if isinstance(kind, str) else None
-    if spec is None:
+    if not isinstance(kind, str) or kind not in SCHEMA:
         raise WireError(f"no wire encoding for raft message type {kind!r}")
-    code, fields = spec
-    extra = message.keys() - fields - {"type"}
-    if extra:
-        raise WireError(f"raft message {kind!r} has fields outside the wire schema: {sorted(extra)}")
+    allowed = _ALLOWED[kind]
+    if not message.keys() <= allowed:
+        raise WireError(f"raft message {kind!r} has fields outside the wire schema: {sorted(message.keys() - allowed)}")
     if version == 1:
         return bytes(msgpack.packb(message, use_bin_type=True))
-    present, values = 0, []
+    code, fields = SCHEMA[kind]
+    present, values = 0, [code, 0]
     for bit, name in enumerate(fields):
         if name in message:
             present |= 1 << bit
             values.append(message[name])
-    return bytes(msgpack.packb([code, present, *values], use_bin_type=True))
+    values[1] = present
+    return bytes(msgpack.packb(values, use_bin_type=True))
 
 
 def decode_message(data: bytes, version: int) -> dict[str, Any]:
@@ -104,7 +104,7 @@ def decode_message(data: bytes, version: int) -> dict[str, Any]:
     if version == 1:
         if not isinstance(decoded, dict) or not isinstance(decoded.get("type"), str) or decoded["type"] not in SCHEMA:
             raise WireError("raft message is not a known message map")
-        if decoded.keys() - SCHEMA[decoded["type"]][1] - {"type"}:
+        if not decoded.keys() <= _ALLOWED[decoded["type"]]:
             raise WireError(f"raft message {decoded['type']!r} has unknown fields")
         return decoded
     if not isinstance(decoded, list) or len(decoded) < 2 or not all(isinstance(v, int) for v in decoded[:2]):
@@ -134,24 +134,21 @@ def negotiate(ours: tuple[int, int], theirs: tuple[int, int]) -> int:
     return version
 
 
-def iter_frames(buffer: bytearray) -> Iterator[tuple[int, bytes]]:
-    """(kind, body) of every complete frame at the start of `buffer`, removing them from it.
+def split_frames(data: bytes) -> tuple[list[tuple[int, bytes]], bytes]:
+    """(kind, body) of every complete frame at the start of `data`, and the incomplete rest.
 
     Raises WireError at once for an impossible length (garbage), before buffering its body."""
-    offset = 0
-    try:
-        while len(buffer) - offset >= _LENGTH.size:
-            (length,) = _LENGTH.unpack_from(buffer, offset)
-            if not 1 <= length <= MAX_FRAME_BYTES:
-                raise WireError(f"frame length {length} out of range")
-            end = offset + _LENGTH.size + length
-            if len(buffer) < end:
-                return
-            kind, body = buffer[offset + _LENGTH.size], bytes(buffer[offset + _LENGTH.size + 1 : end])
-            offset = end
-            yield kind, body
-    finally:
-        del buffer[:offset]
+    frames, offset, size = [], 0, len(data)
+    while size - offset >= _LENGTH.size:
+        (length,) = _LENGTH.unpack_from(data, offset)
+        if not 1 <= length <= MAX_FRAME_BYTES:
+            raise WireError(f"frame length {length} out of range")
+        end = offset + _LENGTH.size + length
+        if size < end:
+            break
+        frames.append((data[offset + _LENGTH.size], data[offset + _LENGTH.size + 1 : end]))
+        offset = end
+    return frames, data[offset:]
 
 
 @dataclass(frozen=True)
@@ -177,16 +174,14 @@ class Channel:
         self._range = (WIRE_VERSIONS[0], newest)
         self._nonce = os.urandom(16)
         self.negotiated: Negotiated | None = None
-        self._buffer = bytearray()
+        self._rest = b""  # an incomplete frame
         self._sent = 0
         self._received = 0
+        self._send_ad = self._receive_ad = b""  # associated-data prefixes, set by the hello
 
     def hello(self) -> bytes:
         """The first frame this side sends."""
         return hello_frame(*self._range, self._nonce)
-
-    def _associated(self, version: int, receiver_nonce: bytes, seq: int) -> bytes:
-        return bytes([KIND_DATA, version]) + receiver_nonce + _SEQ.pack(seq)
 
     def frame(self, message: dict[str, Any]) -> bytes:
         """A DATA frame carrying `message` (after the peer's hello arrived)."""
@@ -198,19 +193,21 @@ class Channel:
             encoded, flags = zlib.compress(encoded, 1), _FLAG_ZLIB
         body = bytes([flags]) + encoded
         if self._sealer is not None:
-            body = self._sealer.seal(body, self._associated(self.negotiated.version, self.negotiated.peer_nonce, self._sent))
+            body = self._sealer.seal(body, self._send_ad + _SEQ.pack(self._sent))
         self._sent += 1
         return _LENGTH.pack(1 + len(body)) + bytes([KIND_DATA]) + body
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         """The messages completed by `data`; the peer's hello is consumed here."""
-        self._buffer += data
+        frames, self._rest = split_frames(self._rest + data if self._rest else data)
         messages = []
-        for kind, body in iter_frames(self._buffer):
+        for kind, body in frames:
             if self.negotiated is None:
-                self.negotiated = self._read_hello(kind, body)
+                self.negotiated = negotiated = self._read_hello(kind, body)
+                self._send_ad = bytes([KIND_DATA, negotiated.version]) + negotiated.peer_nonce
+                self._receive_ad = bytes([KIND_DATA, negotiated.version]) + negotiated.our_nonce
             elif kind == KIND_DATA:
-                messages.append(self._open(body, self.negotiated))
+                messages.append(self._open(body))
             else:
                 raise WireError(f"unexpected frame kind {kind:#x}")
         return messages
@@ -223,10 +220,11 @@ class Channel:
             raise WireError("the first frame is not a raftstore hello")
         return Negotiated(negotiate(self._range, (oldest, newest)), self._nonce, nonce)
 
-    def _open(self, body: bytes, negotiated: Negotiated) -> dict[str, Any]:
+    def _open(self, body: bytes) -> dict[str, Any]:
+        assert self.negotiated is not None
         if self._sealer is not None:
             try:
-                body = self._sealer.open(body, self._associated(negotiated.version, negotiated.our_nonce, self._received))
+                body = self._sealer.open(body, self._receive_ad + _SEQ.pack(self._received))
             except Exception:
                 raise WireError("a raft frame failed authentication (wrong cluster secret, or forged)") from None
         self._received += 1
@@ -243,4 +241,4 @@ class Channel:
                 raise WireError(f"corrupt compressed raft frame: {exc}") from None
             if inflater.unconsumed_tail:
                 raise WireError("raft message larger than the limit once decompressed")
-        return decode_message(payload, negotiated.version)
+        return decode_message(payload, self.negotiated.version)

@@ -94,7 +94,7 @@ class _JournalFlusher:
     Journal writes happen on the tick thread only. `flush()` (tick thread, or close() once
     the tick thread stopped) returns once every write made before the call is on disk.
     `start()` (tick thread, the leader right after appending an entry) lets a helper thread
-    begin that fdatasync at once, in parallel with pickling, encrypting and sending the entry
+    begin that fdatasync at once, in parallel with encoding, sealing and sending the entry
     to the followers; the next flush() then only waits for it to finish. A failed fdatasync
     marks nothing durable: flush() raises and the next one tries again.
 

@@ -231,12 +231,23 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             self._track(connection)
             self._write(connection, connection.channel.hello())
 
-    @staticmethod
-    def _tune(sock: socket.socket) -> None:
+    def _tune(self, sock: socket.socket) -> None:
+        """Non-blocking, no Nagle delay, and dead peers noticed by the kernel: bytes left
+        unacknowledged for `connectionTimeout` (a partition, a powered-off host) and idle
+        links that fail PySyncObj's keepalive probes raise an error event, so PySyncObj hears
+        of the disconnect without this transport dropping idle but healthy links."""
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER_BYTES)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCKET_BUFFER_BYTES)
+        if hasattr(socket, "TCP_USER_TIMEOUT"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(self._conf.connectionTimeout * 1000))
+        if self._conf.tcp_keepalive is not None and hasattr(socket, "TCP_KEEPIDLE"):
+            idle, interval, count = self._conf.tcp_keepalive
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
 
     def _track(self, connection: _Connection) -> None:
         self._pending.add(connection)
@@ -358,8 +369,10 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             self._poller.subscribe(connection.fileno, functools.partial(self._on_event, connection), _READ | POLL_EVENT_TYPE.WRITE)
         else:
             connection.out += frame
-        if time.monotonic() - connection.last_read > self._conf.connectionTimeout and not connection.connecting:
-            self._drop(connection)  # nothing read for that long while our bytes pile up: the peer is gone
+        if time.monotonic() - connection.last_read > self._conf.connectionTimeout:
+            # Bytes pile up and nothing was read for that long: the peer is stuck (a stopped
+            # process still lets its kernel acknowledge). Bounds the buffer, like PySyncObj.
+            self._drop(connection)
 
     def _flush_out(self, connection: _Connection) -> None:
         while connection.out:

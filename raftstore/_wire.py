@@ -174,7 +174,7 @@ class Channel:
         self._range = (WIRE_VERSIONS[0], newest)
         self._nonce = os.urandom(16)
         self.negotiated: Negotiated | None = None
-        self._rest = b""  # an incomplete frame
+        self._rest = bytearray()  # the start of an incomplete frame
         self._sent = 0
         self._received = 0
         self._send_ad = self._receive_ad = b""  # associated-data prefixes, set by the hello
@@ -199,7 +199,13 @@ class Channel:
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         """The messages completed by `data`; the peer's hello is consumed here."""
-        frames, self._rest = split_frames(self._rest + data if self._rest else data)
+        if self._rest:
+            self._rest += data  # amortised: a 64 MiB frame arrives in many reads
+            if len(self._rest) < _LENGTH.size or len(self._rest) < _LENGTH.size + _LENGTH.unpack_from(self._rest)[0]:
+                return []
+            data, self._rest = bytes(self._rest), bytearray()
+        frames, rest = split_frames(data)
+        self._rest += rest
         messages = []
         for kind, body in frames:
             if self.negotiated is None:

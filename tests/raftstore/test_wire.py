@@ -240,3 +240,15 @@ def test_garbage_after_a_hello_only_ever_raises_wire_error(garbage: bytes) -> No
         b.feed(garbage)
     except WireError:
         pass
+
+
+def test_a_frame_of_many_mebibytes_arrives_in_reads_and_decodes(sealers: tuple[AeadSealer, AeadSealer, AeadSealer]) -> None:
+    a, b = Channel(sealers[0]), Channel(sealers[1])
+    connected(a, b)
+    entries = [[bytes([i]) * 100_000, i, 1] for i in range(100)]
+    message = {"type": "append_entries", "term": 1, "commit_index": 1, "entries": entries, "prevLogIdx": 1, "prevLogTerm": 1}
+    stream = a.frame(message) + a.frame(MESSAGES[0])
+    received = []
+    for i in range(0, len(stream), 65536):
+        received += b.feed(stream[i : i + 65536])
+    assert received == [message, MESSAGES[0]]

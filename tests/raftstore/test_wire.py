@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import pickle
 import struct
 import zlib
@@ -245,7 +246,7 @@ def test_garbage_after_a_hello_only_ever_raises_wire_error(garbage: bytes) -> No
 def test_a_frame_of_many_mebibytes_arrives_in_reads_and_decodes(sealers: tuple[AeadSealer, AeadSealer, AeadSealer]) -> None:
     a, b = Channel(sealers[0]), Channel(sealers[1])
     connected(a, b)
-    entries = [[bytes([i]) * 100_000, i, 1] for i in range(100)]
+    entries = [[os.urandom(100_000), i, 1] for i in range(100)]  # incompressible: ~10 MiB on the wire
     message = {"type": "append_entries", "term": 1, "commit_index": 1, "entries": entries, "prevLogIdx": 1, "prevLogTerm": 1}
     stream = a.frame(message) + a.frame(MESSAGES[0])
     received = []

@@ -75,24 +75,42 @@ class Sealer(Protocol):
         ...
 
 
-def encode_message(message: dict[str, Any], version: int) -> bytes:
-    """A Raft message in the given format version; raises WireError for an unknown type or field."""
-    kind = message.get("type")
+def _shape(keys: tuple[str, ...], kind: object) -> tuple[int, int, tuple[str, ...]]:
+    """(code, present-fields bitmap, fields in schema order) of a message with these keys."""
     if not isinstance(kind, str) or kind not in SCHEMA:
         raise WireError(f"no wire encoding for raft message type {kind!r}")
-    allowed = _ALLOWED[kind]
-    if not message.keys() <= allowed:
-        raise WireError(f"raft message {kind!r} has fields outside the wire schema: {sorted(message.keys() - allowed)}")
+    code, fields = SCHEMA[kind]
+    extra = set(keys) - _ALLOWED[kind]
+    if extra:
+        raise WireError(f"raft message {kind!r} has fields outside the wire schema: {sorted(extra)}")
+    names = tuple(name for name in fields if name in keys)
+    return code, sum(1 << fields.index(name) for name in names), names
+
+
+# PySyncObj builds each message type at a few call sites with fixed keys, so shapes repeat:
+# keyed by type and the message's keys in order, they are computed once (validated once).
+_SHAPES: dict[tuple[object, tuple[str, ...]], tuple[int, int, tuple[str, ...]]] = {}
+_SHAPES_MAX = 256
+# Version 2 decoding: (code, bitmap) -> (type, field names), every valid pair.
+_LAYOUTS = {
+    (code, present): (name, tuple(f for bit, f in enumerate(fields) if present >> bit & 1))
+    for name, (code, fields) in SCHEMA.items()
+    for present in range(1 << len(fields))
+}
+
+
+def encode_message(message: dict[str, Any], version: int) -> bytes:
+    """A Raft message in the given format version; raises WireError for an unknown type or field."""
+    kind, keys = message.get("type"), tuple(message)
+    shape = _SHAPES.get((kind, keys)) if isinstance(kind, str) else None
+    if shape is None:
+        shape = _shape(keys, kind)
+        if len(_SHAPES) < _SHAPES_MAX:
+            _SHAPES[(kind, keys)] = shape
     if version == 1:
         return bytes(msgpack.packb(message, use_bin_type=True))
-    code, fields = SCHEMA[kind]
-    present, values = 0, [code, 0]
-    for bit, name in enumerate(fields):
-        if name in message:
-            present |= 1 << bit
-            values.append(message[name])
-    values[1] = present
-    return bytes(msgpack.packb(values, use_bin_type=True))
+    code, present, names = shape
+    return bytes(msgpack.packb([code, present, *[message[name] for name in names]], use_bin_type=True))
 
 
 def decode_message(data: bytes, version: int) -> dict[str, Any]:
@@ -107,16 +125,15 @@ def decode_message(data: bytes, version: int) -> dict[str, Any]:
         if not decoded.keys() <= _ALLOWED[decoded["type"]]:
             raise WireError(f"raft message {decoded['type']!r} has unknown fields")
         return decoded
-    if not isinstance(decoded, list) or len(decoded) < 2 or not all(isinstance(v, int) for v in decoded[:2]):
+    if not isinstance(decoded, list) or len(decoded) < 2:
         raise WireError("raft message is not a [code, fields, ...] array")
-    code, present, *values = decoded
-    if code not in _BY_CODE:
-        raise WireError(f"unknown raft message code {code}")
-    name, fields = _BY_CODE[code]
-    names = [field for bit, field in enumerate(fields) if present >> bit & 1]
-    if present >> len(fields) or len(names) != len(values):
+    layout = _LAYOUTS.get((decoded[0], decoded[1])) if type(decoded[0]) is int and type(decoded[1]) is int else None
+    if layout is None:
+        raise WireError(f"unknown raft message code or field bitmap {decoded[:2]}")
+    name, names = layout
+    if len(names) != len(decoded) - 2:
         raise WireError(f"raft message {name!r}: field bitmap does not match its values")
-    message = dict(zip(names, values, strict=True))
+    message = dict(zip(names, decoded[2:], strict=True))
     message["type"] = name
     return message
 

@@ -345,6 +345,7 @@ class Store(StateMachineStore):
             has_quorum=bool(status.get("has_quorum", False)),
             fsync=self.config.fsync and self.config.data_dir is not None,
             cluster_id=cluster_id,
+            wire_formats=node.wire_formats(),
         )
 
 

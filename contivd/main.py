@@ -221,8 +221,10 @@ def status_line(store: StoreStatistics, agent: AgentStatistics | None, endpoints
             parts.append("no reconcile yet")
         if not agent.switch_connected:
             parts.append("switch disconnected")
-    if kube is not None and kube.watching:
-        parts.append(f"kubernetes: {kube.services} services" + "".join(f"; {why}" for _, why in sorted(kube.problems.items())))
+    if kube is not None:
+        if kube.watching:
+            parts.append(f"kubernetes: {kube.services} services")
+        parts.extend(f"kubernetes {kind}: {why}" for kind, why in sorted(kube.problems.items()))
     return "; ".join(parts)
 
 

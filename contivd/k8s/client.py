@@ -49,7 +49,11 @@ class KubeApi:
     """One API client (from the kubeconfig) for the leader's lists, watches and Events."""
 
     def __init__(self, kubeconfig: Path):
-        from kubernetes import client, config
+        """Raises ValueError, saying why, when the client is missing or the kubeconfig unusable."""
+        try:
+            from kubernetes import client, config
+        except ImportError:
+            raise ValueError("--kubeconfig is set but the kubernetes client is not installed (pip install contivd[k8s])") from None
 
         try:
             api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]

@@ -8,6 +8,7 @@ import ipaddress
 import re
 import threading
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,11 @@ def converged(cluster: ContivdCluster, api: KubeApiServer) -> None:
     """Every live node's store equals the API server's state (no duplicate, no stale)."""
     want = expected(api)
     for node in (n for n in cluster.nodes if n.alive()):
-        wait_for(lambda node=node: stored(node) == want, SYNC_TIMEOUT, f"{node.name}'s Kubernetes services to equal the API server's")
+        wait_for(partial(holds, node, want), SYNC_TIMEOUT, f"{node.name}'s Kubernetes services to equal the API server's")
+
+
+def holds(node: ContivdProcess, want: dict[str, dict[str, Any]]) -> bool:
+    return stored(node) == want
 
 
 def list_requests(api: KubeApiServer, plural: str) -> int:
@@ -185,7 +190,12 @@ def test_a_refused_token_or_an_absent_server_makes_the_leader_say_why_and_tears_
     good_token, api.token = api.token, "rotated"
     api.stop()
     api.start()
-    code, body = wait_for(lambda: (r := readiness(leader))[0] == 503 and "401" in str(r[1]) and r, 40, "the leader's readiness to name the 401")
+
+    def refused() -> dict[str, Any] | None:
+        code, body = readiness(leader)
+        return body if code == 503 and "401" in str(body) else None
+
+    body = wait_for(refused, 40, "the leader's readiness to name the 401")
     assert "token" in body["failing"]["kubernetes_api"]
     assert all(readiness(n)[0] == 200 for n in cluster.followers()), "only the watching leader depends on the API server"
     api.stop()

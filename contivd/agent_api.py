@@ -18,11 +18,11 @@ from quart_trio import QuartTrio
 from openflow import OpenFlowError
 from openflow.fields import ROUND_MASK, Category, cookie
 
-from ..http import auth
-from ..http.errors import UnauthorizedError
-from ..ovs import OvsError
-from .datapath import BridgeDatapath
-from .service import Agent
+from .agent.datapath import BridgeDatapath
+from .agent.service import Agent
+from .http import auth
+from .http.errors import UnauthorizedError
+from .ovs import OvsError
 
 _U64 = (1 << 64) - 1
 

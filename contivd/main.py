@@ -28,7 +28,7 @@ from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
-from .k8s import KubeApi, KubeHealth, KubeStatusView, ServiceSync, run_while_leader
+from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
 from .metrics import StoreSummaries, observe_cni
 from .migrate import ImportContext, register_import_route
 from .model import ModelError
@@ -67,23 +67,9 @@ def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, config: Config)
     if config.kubeconfig is None:
         return None
     health = KubeHealth()
-    nursery.start_soon(_watch_kubernetes, store, config, health)
-    return health
-
-
-async def _watch_kubernetes(store: Store, config: Config, health: KubeHealth) -> None:
-    """Build the client off the event loop (importing `kubernetes` takes seconds), then run
-    the Service sync on every leadership term. An unusable kubeconfig is logged and reported
-    by readiness; the node keeps serving everything else."""
-    assert config.kubeconfig is not None
-    try:
-        api = await trio.to_thread.run_sync(KubeApi, config.kubeconfig)
-    except ValueError as exc:
-        log.error("Kubernetes watch not started: %s", exc)
-        health.failed("kubeconfig", str(exc))
-        return
+    nursery.start_soon(KubernetesWatch(store, config.kubeconfig, config.service_cidr, health).run)
     log.info("Kubernetes mode: the Raft leader watches Services and EndpointSlices (service CIDR %s)", config.service_cidr)
-    await run_while_leader(store, lambda: ServiceSync(store, api, config.service_cidr, health).run())
+    return health
 
 
 def _hypercorn_config(listen: str) -> HypercornConfig:

@@ -21,6 +21,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable
 from functools import partial
+from pathlib import Path
 
 import trio
 
@@ -53,7 +54,6 @@ class ServiceSync:
         """Watch and write until cancelled (leadership lost)."""
         send, receive = trio.open_memory_channel[Update](64)
         stopping = threading.Event()
-        self.health.start()
         try:
             async with trio.open_nursery() as nursery, receive:
                 for kind in (SERVICES, ENDPOINT_SLICES):
@@ -63,7 +63,6 @@ class ServiceSync:
         finally:
             stopping.set()
             self.api.stop_watches()
-            self.health.stop()
 
     async def _reflect(self, kind: str, send: trio.MemorySendChannel[Update], stopping: threading.Event) -> None:
         def emit(update: Update) -> None:
@@ -157,6 +156,35 @@ class ServiceSync:
             self.api.post_event(namespace, name, SKIP_EVENT_REASON, f"contivd does not program this Service: {skipped.message}")
         except (KubeRefused, KubeUnavailable) as exc:
             log.info("could not post the skip Event for %s/%s: %s", namespace, name, exc)
+
+
+class KubernetesWatch:
+    """Kubernetes mode on one node: nothing until it is the Raft leader; then the client is
+    built (off the event loop, once: importing `kubernetes` costs seconds of CPU, which
+    followers never pay) and a ServiceSync runs for the term. An unusable kubeconfig is logged
+    and reported by readiness; the node keeps serving everything else."""
+
+    def __init__(self, store: KeyValueStore, kubeconfig: Path, service_cidr: ipaddress.IPv4Network, health: KubeHealth):
+        self.store, self.kubeconfig, self.service_cidr, self.health = store, kubeconfig, service_cidr, health
+        self.api: KubeApi | None = None
+
+    async def run(self) -> None:
+        await run_while_leader(self.store, self._term)
+
+    async def _term(self) -> None:
+        self.health.start()
+        try:
+            if self.api is None:
+                try:
+                    self.api = await trio.to_thread.run_sync(KubeApi, self.kubeconfig)
+                except ValueError as exc:
+                    log.error("the Kubernetes watch cannot start: %s", exc)
+                    self.health.failed("kubeconfig", str(exc))
+                    await trio.sleep_forever()
+            assert self.api is not None
+            await ServiceSync(self.store, self.api, self.service_cidr, self.health).run()
+        finally:
+            self.health.stop()
 
 
 def _key(service: str) -> str:

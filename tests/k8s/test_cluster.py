@@ -26,7 +26,7 @@ from tests.support.waiting import wait_for
 pytestmark = [pytest.mark.k8s, pytest.mark.cluster]
 
 CIDR = "10.96.0.0/16"
-SYNC_TIMEOUT = 60
+SYNC_TIMEOUT = 90  # a new leader first loads the kubernetes client: seconds of CPU on a loaded machine
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def cluster(api: KubeApiServer, tmp_path: Path) -> Iterator[ContivdCluster]:
     try:
         for node in nodes.nodes:
             node.extra = ("--kubeconfig", str(kubeconfig), "--service-cidr", CIDR)
-        yield nodes.start(40)
+        yield nodes.start(90)  # generous: 3 processes importing on a loaded 2-vCPU machine
     finally:
         nodes.close()
 

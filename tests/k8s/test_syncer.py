@@ -18,7 +18,7 @@ from tests.support.k8s_apiserver import KubeApiServer
 from tests.support.kube_objects import endpoint_slice, service
 
 CIDR = ipaddress.IPv4Network("10.96.0.0/12")
-TIMEOUT = 20
+TIMEOUT = 45  # generous: the machine is shared and loaded; backoff after a failure reaches seconds
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ import ipaddress
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -193,25 +194,38 @@ def _key(service: str) -> str:
 
 
 async def run_while_leader(store: KeyValueStore, duty: Callable[[], Awaitable[None]]) -> None:
-    """Run `duty` from each time this member becomes the Raft leader until it stops being it."""
+    """Run `duty` from each time this member becomes the Raft leader until it stops being it.
+    A term starts only once the previous one has finished (its cancellation delivered and its
+    clean-up done): two terms never write or report at the same time."""
     async with trio.open_nursery() as nursery:
-        term: trio.CancelScope | None = None
+        term: Term | None = None
         async for change in store.leadership_changes():
             if change.is_leader and term is None:
                 term = await nursery.start(_in_scope, duty)
             elif not change.is_leader and term is not None:
-                term.cancel()
+                term.scope.cancel()
+                await term.done.wait()
                 term = None
 
 
-async def _in_scope(duty: Callable[[], Awaitable[None]], task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+@dataclass(frozen=True)
+class Term:
+    scope: trio.CancelScope
+    done: trio.Event
+
+
+async def _in_scope(duty: Callable[[], Awaitable[None]], task_status: trio.TaskStatus[Term]) -> None:
     """Run the duty in a scope the caller cancels; a duty that fails (a bug, or an API answer
     nobody foresaw) is logged and restarted rather than taking the node down."""
-    with trio.CancelScope() as scope:
-        task_status.started(scope)
-        while True:
-            try:
-                await duty()
-            except Exception:
-                log.exception("the leader's Kubernetes watch failed: restarting it in %s s", RESTART_SECONDS)
-            await trio.sleep(RESTART_SECONDS)
+    term = Term(trio.CancelScope(), trio.Event())
+    try:
+        with term.scope:
+            task_status.started(term)
+            while True:
+                try:
+                    await duty()
+                except Exception:
+                    log.exception("the leader's Kubernetes watch failed: restarting it in %s s", RESTART_SECONDS)
+                await trio.sleep(RESTART_SECONDS)
+    finally:
+        term.done.set()

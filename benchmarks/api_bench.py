@@ -46,7 +46,9 @@ async def create_endpoints(urls: list[str], names: list[str], concurrency: int) 
         for name in pending:
             body = json.dumps({"TenantName": "default", "NetworkName": "bench", "EndpointID": name, "ConfigEP": {"Container": name}})
             start = time.perf_counter()
-            status, _, text = await http.request("POST", url, "/plugin/createEndpoint", {"Content-Type": "application/json"}, body.encode())
+            status, _, text = await http.request(
+                "POST", url, "/plugin/createEndpoint", {"Content-Type": "application/json", "Accept": "application/json"}, body.encode()
+            )
             latencies.append(time.perf_counter() - start)
             if status != 200:
                 raise RuntimeError(f"createEndpoint {name}: {status} {text[:200]!r}")

@@ -25,13 +25,13 @@ from raftstore import Store
 from .. import __version__
 from ..agent.service import Agent
 from ..http import auth
-from ..http.control import HOPS_HEADER, REVISION_HEADER, TYPED_ERRORS_HEADER
-from ..http.errors import BadRequestError, UnauthorizedError, answer_for
+from ..http.control import HOPS_HEADER, REVISION_HEADER
+from ..http.errors import CONTIV_NO_ROUTE, TYPED_ERRORS_HEADER, BadRequestError, NoRouteError, UnauthorizedError, answer_for, wants_contiv_errors
 from ..http.forwarder import ForwardingClient
 from ..k8s import KubeHealth
 from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
-from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
+from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError, contiv_line
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
@@ -74,11 +74,21 @@ class AtRevision:
     revision: int
 
 
+_DECODER = json.JSONDecoder()
+
+
 def _parse_json(body: bytes) -> Any:
-    if not body.strip():
-        raise BadRequestError("request body is empty: expected a JSON object")
+    """The first JSON value of the body; what follows it is ignored, as Go's `json.Decoder`
+    (Contiv's handlers decode with one) reads one value and stops."""
     try:
-        return json.loads(body)
+        text = body.decode()
+    except UnicodeDecodeError as exc:
+        raise BadRequestError(f"request body is not UTF-8: {exc}") from None
+    text = text.lstrip(" \t\r\n")
+    if not text:
+        raise BadRequestError("request body is empty: expected a JSON object", contiv="EOF")
+    try:
+        return _DECODER.raw_decode(text)[0]
     except ValueError as exc:
         raise BadRequestError(f"request body is not valid JSON: {exc}") from None
 
@@ -90,8 +100,13 @@ class Handlers:
 
     def _collection(self, collection: str) -> str:
         if collection not in COLLECTIONS and collection not in UNSUPPORTED_COLLECTIONS:
-            raise NotFoundError(f"unknown collection {collection!r}")
+            raise NoRouteError(f"unknown collection {collection!r}")
         return collection
+
+    @staticmethod
+    def _unsupported_missing(collection: str) -> NotFoundError:
+        """Contiv's generated lookups of the never-registered volume types (`volume not found`)."""
+        return NotFoundError(f"{collection} not found", contiv=contiv_line("object-not-found", kind=collection.removesuffix("s")))
 
     async def list_objects(self, body: bytes, collection: str) -> Any:
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
@@ -100,24 +115,24 @@ class Handlers:
 
     async def get_object(self, body: bytes, collection: str, key: str) -> Any:
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
-            raise NotFoundError(f"{collection} not found")
+            raise self._unsupported_missing(collection)
         return await self.nm.get_object(collection, key)
 
     async def put_object(self, body: bytes, collection: str, key: str) -> Any:
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
-            raise BadRequestError(f"{collection} are not supported")
+            raise BadRequestError(f"{collection} are not supported", contiv=contiv_line("unsupported-type"))
         return await self.nm.put_object(collection, key, _parse_json(body))
 
     async def delete_object(self, body: bytes, collection: str, key: str) -> Any:
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
-            raise NotFoundError(f"{collection} not found")
+            raise self._unsupported_missing(collection)
         return await self.nm.delete_object(collection, key)
 
     async def inspect_object(self, body: bytes, collection: str, key: str) -> Any:
         if collection == "endpoints":
             return await self.nm.inspect_endpoint(key)
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
-            raise NotFoundError(f"{collection} not found")
+            raise self._unsupported_missing(collection)
         return await self.nm.inspect_object(collection, key)
 
     async def _plugin(self, body: bytes, call: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
@@ -133,8 +148,10 @@ class Handlers:
         return await self._plugin(body, self.nm.release_address)
 
     async def create_endpoint(self, body: bytes) -> Any:
+        """Contiv's answer leaves `containerId` empty (its netplugin sets it later, on the start
+        event); contivd records it at once for its CNI server, but answers as Contiv did."""
         answer, revision = await self._plugin(body, self.nm.create_endpoint_at)
-        return AtRevision(answer, revision)
+        return AtRevision({**answer, "EndpointConfig": {**answer["EndpointConfig"], "containerId": ""}}, revision)
 
     async def delete_endpoint(self, body: bytes) -> Any:
         return AtRevision(await self._plugin(body, self.nm.delete_endpoint), self.ctx.store.revision)
@@ -169,11 +186,11 @@ class Handlers:
         return [service.to_json() for _, service in sorted(snapshot.services.items())]
 
     async def service(self, body: bytes, key: str) -> Any:
+        """A 1-element list; a missing id answers `null`, as Contiv's did (its lookup error was
+        shadowed, so the handler marshalled a nil list), e.g. `/service/netmaster`."""
         service, _, tenant = key.partition(":")
         found = (await self.ctx.cache.sync()).services.get(f"{service}:{tenant}")
-        if found is None:
-            raise NotFoundError(f"service {key} not found")
-        return [found.to_json()]
+        return None if found is None else [found.to_json()]
 
     async def debug_ofnet(self, body: bytes) -> Any:
         snapshot = await self.ctx.cache.sync()
@@ -237,10 +254,17 @@ def _answer(value: Any, status: int = 200, headers: dict[str, str] | None = None
     return status, {"content-type": "application/json", **(headers or {})}, (json.dumps(value) + "\n").encode()
 
 
+def _contiv_text_answer(status: int, text: str) -> Answer:
+    """Go's `http.Error`: the text and a newline, as text/plain, never sniffed."""
+    return status, {"content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff"}, (text + "\n").encode()
+
+
 def _error_answer(exc: BaseException, contiv_compat: bool = False) -> Answer:
     answer = answer_for(exc)
-    if contiv_compat:  # Contiv answered every error 500 with the message as text (Decision 1)
-        return 500, {"content-type": "text/plain; charset=utf-8"}, (answer.message + "\n").encode()
+    if contiv_compat and isinstance(exc, NoRouteError):
+        return _contiv_text_answer(404, CONTIV_NO_ROUTE)
+    if contiv_compat and answer.status != 401:  # Contiv answered every error 500 with its text (Decision 1); it had no 401
+        return _contiv_text_answer(500, answer.contiv_text)
     return _answer({"error": answer.message}, answer.status, {"retry-after": str(answer.retry_after)} if answer.retry_after else None)
 
 
@@ -258,19 +282,23 @@ class Dispatcher:
     async def forward(self, route: Route, req: Incoming) -> Answer:
         hops = int(req.headers.get(HOPS_HEADER.lower(), "0") or 0)
         url = leader_api_url(self.ctx.store)
+        contiv = wants_contiv_errors(req.headers, self.ctx.contiv_error_compat)
         if url is None or hops >= 2:
-            return _error_answer(_no_leader())
+            return _error_answer(_no_leader(), contiv)
         headers = {"Content-Type": req.headers.get("content-type", "application/json"), HOPS_HEADER: str(hops + 1)}
-        if TYPED_ERRORS_HEADER.lower() in req.headers:
-            headers[TYPED_ERRORS_HEADER] = req.headers[TYPED_ERRORS_HEADER.lower()]
+        # The leader picks the error contract from the original client's headers.
+        for name in (TYPED_ERRORS_HEADER, "Accept"):
+            if name.lower() in req.headers:
+                headers[name] = req.headers[name.lower()]
         if self.ctx.secret:
             headers[auth.SIGNATURE_HEADER] = auth.sign(self.ctx.secret, route.method, req.path, req.body)
         try:
             status, answer_headers, body = await self.ctx.http.request(route.method, url, req.path, headers, req.body)
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
             log.warning("forwarding %s %s to the leader at %s failed: %s", route.method, req.path, url, exc)
-            return _error_answer(_no_leader(f"the leader at {url} did not answer: {exc}"))
-        passthrough = {k: v for k, v in answer_headers.items() if k in ("content-type", "retry-after", REVISION_HEADER.lower())}
+            return _error_answer(_no_leader(f"the leader at {url} did not answer: {exc}"), contiv)
+        kept = ("content-type", "retry-after", "x-content-type-options", REVISION_HEADER.lower())
+        passthrough = {k: v for k, v in answer_headers.items() if k in kept}
         return status, passthrough, body
 
     async def dispatch(self, route: Route, params: Mapping[str, str], req: Incoming) -> Answer:
@@ -291,8 +319,7 @@ class Dispatcher:
                 return _answer(value.value, headers={REVISION_HEADER.lower(): str(value.revision)})
             return _answer(value)
         except Exception as exc:  # noqa: BLE001 - every error becomes an answer
-            typed = req.headers.get(TYPED_ERRORS_HEADER.lower()) == "typed"  # a node's RemoteControlPlane
-            return _error_answer(exc, self.ctx.contiv_error_compat and not typed)
+            return _error_answer(exc, wants_contiv_errors(req.headers, self.ctx.contiv_error_compat))
 
 
 class PluginFastPath:
@@ -378,15 +405,21 @@ def create_app(ctx: ApiContext) -> ApiApp:
     for route in ROUTES:
         register(route)
 
+    def no_route(status: int, message: str) -> Response:
+        """gorilla/mux answered an unknown path, and (having no 405) an unknown method, with 404."""
+        if wants_contiv_errors({k.lower(): v for k, v in request.headers.items()}, ctx.contiv_error_compat):
+            status, headers, body = _contiv_text_answer(404, CONTIV_NO_ROUTE)
+        else:
+            status, headers, body = _answer({"error": message}, status)
+        return Response(body, status=status, headers=headers)
+
     @app.errorhandler(404)
     async def not_found(_: Exception) -> Response:
-        status, headers, body = _answer({"error": f"no route {request.method} {request.path}"}, 404)
-        return Response(body, status=status, headers=headers)
+        return no_route(404, f"no route {request.method} {request.path}")
 
     @app.errorhandler(405)
     async def not_allowed(_: Exception) -> Response:
-        status, headers, body = _answer({"error": f"method {request.method} not allowed on {request.path}"}, 405)
-        return Response(body, status=status, headers=headers)
+        return no_route(405, f"method {request.method} not allowed on {request.path}")
 
     return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, authorized, ctx.kube), app, dispatcher)
 

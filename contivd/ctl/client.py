@@ -43,10 +43,11 @@ def _server_message(answer: httpx.Response) -> str:
 class Client:
     """JSON requests to one contivd API server."""
 
-    def __init__(self, server: str, token: str | None = None, transport: httpx.BaseTransport | None = None):
+    def __init__(self, server: str, token: str | None = None, transport: httpx.BaseTransport | None = None, *, verify: bool = True):
         self.server = server.rstrip("/")
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=REQUEST_TIMEOUT_SECONDS, transport=transport)
+        # Accept: application/json chooses contivd's typed errors (4xx + JSON) over Contiv's 500 + text.
+        headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
+        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=REQUEST_TIMEOUT_SECONDS, transport=transport, verify=verify)
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)

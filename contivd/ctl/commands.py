@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any, Literal
 
 from .. import __version__
-from . import output, views
+from . import checks, output, views
 
 DEFAULT_TENANT = "default"
 
@@ -97,25 +97,43 @@ def encode_options(options: tuple[Option, ...], values: Mapping[str, Any]) -> di
 
 @dataclass(frozen=True)
 class Column:
-    header: str
+    """One cell of a table row: the JSON field, how netctl prints it (Go's `%v` of the
+    decoded struct field, so an absent number is `0`), and the field whose emptiness
+    drops the cell (netctl's netprofile rows have no burst cell without a bandwidth)."""
+
     field: str
     cell: Callable[[Any], str] = output.cell
+    only_if: str | None = None
 
 
 @dataclass(frozen=True)
 class Table:
-    """One table of an `ls`: its columns, and optionally a title, a row filter and a sort field."""
+    """One table of an `ls`, as netctl writes it through Go's tabwriter: its literal header
+    and dashed lines (netctl's dashes do not always match the header's width), the row cells,
+    `tail` after the last one (netctl's service rows end in a tab), a title and a row filter."""
 
+    header: str
+    rule: str
     columns: tuple[Column, ...]
     title: str | None = None
     where: tuple[tuple[str, str], ...] = ()
-    order_by: str | None = None
+    tail: str = ""
+
+    def text(self, objects: list[dict[str, Any]]) -> str:
+        """The table as netctl hands it to the tabwriter (tab-separated, newline-ended lines)."""
+        rows = [
+            "\t".join(column.cell(obj.get(column.field)) for column in self.columns if not column.only_if or obj.get(column.only_if)) + self.tail
+            for obj in objects
+            if all(obj.get(name) == value for name, value in self.where)
+        ]
+        return "".join(f"{line}\n" for line in [*([self.title] if self.title else []), self.header, self.rule, *rows])
 
 
 @dataclass(frozen=True)
 class Beside:
     """A second table an `ls` prints after its own when the path answers rows (Kubernetes
-    Services beside Contiv's service load balancers); `--json` and `-q` keep netctl's shape."""
+    Services beside Contiv's service load balancers; none outside Kubernetes mode, so netctl's
+    output is unchanged there); `--json` and `-q` keep netctl's shape."""
 
     path: str
     table: Table
@@ -133,11 +151,14 @@ class Resource:
     fields. A key field no argument fills is `tenantName`, which becomes `-t/--tenant`.
     `verbs` maps each action (create, update, rm, ls, inspect) to its command name, and
     `group` mounts the commands in another group (rules live under `policy`).
+    `said` is what netctl prints once an action succeeded, per action (a format string over
+    `key` and the fields; an action missing from it prints nothing, as in netctl).
+    `check` refuses input as netctl does before sending (checks.py); `order_by` sorts
+    every `ls` format (netctl lists rules by priority).
     """
 
     name: str
     collection: str
-    label: str  # as netctl's messages name it: "Creating EndpointGroup default:web"
     key: tuple[str, ...]
     args: tuple[Arg, ...]
     tables: tuple[Table, ...]
@@ -145,6 +166,9 @@ class Resource:
     verbs: tuple[tuple[str, str], ...] = STANDARD_VERBS
     group: str | None = None
     beside: Beside | None = None
+    said: tuple[tuple[str, str], ...] = ()
+    check: Callable[[Mapping[str, Any]], str | None] | None = None
+    order_by: str | None = None
 
     @property
     def group_name(self) -> str:
@@ -173,34 +197,35 @@ class Resource:
     def key_of(self, fields: Mapping[str, Any]) -> str:
         return ":".join(str(fields[name]) for name in self.key)
 
+    def message(self, action: str, fields: Mapping[str, Any]) -> str:
+        """What netctl prints after `action` succeeded (empty when it prints nothing)."""
+        template = dict(self.said).get(action)
+        return template.format(key=self.key_of(fields), **fields) + "\n" if template else ""
+
     def body(self, fields: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON object a create/update sends: the named fields plus the flags given."""
         return {**fields, **encode_options(self.options, flags)}
 
 
-_TENANT = Column("Tenant", "tenantName")
-
-
-_RULE_COMMON = (Column("Rule", "ruleId"), Column("Priority", "priority"))
-_RULE_TAIL = (
-    Column("To IpAddress", "toIpAddress"),
-    Column("Protocol", "protocol"),
-    Column("Port", "port"),
-    Column("Action", "action"),
-)
+_NUMBER = views.number
+_RULE_TAIL = (Column("toIpAddress"), Column("protocol"), Column("port", _NUMBER), Column("action"))
 
 RESOURCES: tuple[Resource, ...] = (
     Resource(
-        "tenant", "tenants", "tenant", ("tenantName",), (Arg("tenant", "tenantName"),),
-        (Table((Column("Name", "tenantName"),)),),
+        "tenant", "tenants", ("tenantName",), (Arg("tenant", "tenantName"),),
+        (Table("Name\t", "------\t", (Column("tenantName"),), tail="\t"),),
+        said=(("create", "Creating tenant: {key}"), ("rm", "Deleting tenant {key}")),
     ),
     Resource(
-        "network", "networks", "network", ("tenantName", "networkName"), (Arg("network", "networkName"),),
-        (Table((
-            _TENANT, Column("Network", "networkName"), Column("Nw Type", "nwType"), Column("Encap type", "encap"),
-            Column("Packet tag", "pktTag"), Column("Subnet", "subnet"), Column("Gateway", "gateway"),
-            Column("IPv6Subnet", "ipv6Subnet"), Column("IPv6Gateway", "ipv6Gateway"), Column("Cfgd Tag", "cfgdTag"),
-        )),),
+        "network", "networks", ("tenantName", "networkName"), (Arg("network", "networkName"),),
+        (Table(
+            "Tenant\tNetwork\tNw Type\tEncap type\tPacket tag\tSubnet\tGateway\tIPv6Subnet\tIPv6Gateway\tCfgd Tag ",
+            "------\t-------\t-------\t----------\t----------\t-------\t------\t----------\t-----------\t---------",
+            (
+                Column("tenantName"), Column("networkName"), Column("nwType"), Column("encap"), Column("pktTag", _NUMBER),
+                Column("subnet"), Column("gateway"), Column("ipv6Subnet"), Column("ipv6Gateway"), Column("cfgdTag"),
+            ),
+        ),),
         (
             Option(("--nw-type", "-n"), "nwType", "Network type: data or infra.", default="data"),
             Option(("--encap", "-e"), "encap", "Encapsulation: vxlan or vlan.", default="vxlan"),
@@ -211,14 +236,20 @@ RESOURCES: tuple[Resource, ...] = (
             Option(("--gatewayv6", "--g6"), "ipv6Gateway", "IPv6 gateway."),
             Option(("--nw-tag", "--tag"), "cfgdTag", "Configured tag of the network."),
         ),
+        said=(("create", "Creating network {key}"), ("rm", "Deleting network {key}")),
+        check=checks.network,
     ),
     Resource(
-        "group", "endpointGroups", "EndpointGroup", ("tenantName", "groupName"),
+        "group", "endpointGroups", ("tenantName", "groupName"),
         (Arg("network", "networkName"), Arg("group", "groupName")),
-        (Table((
-            _TENANT, Column("Group", "groupName"), Column("Network", "networkName"), Column("IP Pool", "ipPool"),
-            Column("CfgdTag", "cfgdTag"), Column("Policies", "policies"), Column("Network profile", "netProfile"),
-        )),),
+        (Table(
+            "Tenant\tGroup\tNetwork\tIP Pool\tCfgdTag\tPolicies\tNetwork profile",
+            "------\t-----\t-------\t-------\t-------\t--------\t---------------",
+            (
+                Column("tenantName"), Column("groupName"), Column("networkName"), Column("ipPool"), Column("cfgdTag"),
+                Column("policies"), Column("netProfile"),
+            ),
+        ),),
         (
             Option(("--policy", "-p"), "policies", "Policy to apply (repeatable).", kind="list"),
             Option(("--networkprofile", "-n"), "netProfile", "Network profile to apply."),
@@ -226,22 +257,28 @@ RESOURCES: tuple[Resource, ...] = (
             Option(("--ip-pool", "-r"), "ipPool", "Address range for the group, e.g. 10.36.0.1-10.36.0.10."),
             Option(("--epg-tag", "--tag"), "cfgdTag", "Configured tag of the group."),
         ),
+        said=(("create", "Creating EndpointGroup {key}"),),
     ),
     Resource(
-        "policy", "policys", "policy", ("tenantName", "policyName"), (Arg("policy", "policyName"),),
-        (Table((_TENANT, Column("Policy", "policyName"))),),
+        "policy", "policys", ("tenantName", "policyName"), (Arg("policy", "policyName"),),
+        (Table("Tenant\tPolicy", "------\t------", (Column("tenantName"), Column("policyName"))),),
+        said=(("create", "Creating policy {key}"), ("rm", "Deleting policy {key}")),
     ),
     Resource(
-        "rule", "rules", "rule", ("tenantName", "policyName", "ruleId"), (Arg("policy", "policyName"), Arg("rule_id", "ruleId")),
+        "rule", "rules", ("tenantName", "policyName", "ruleId"), (Arg("policy", "policyName"), Arg("rule_id", "ruleId")),
         (
             Table(
-                (*_RULE_COMMON, Column("From EndpointGroup", "fromEndpointGroup"), Column("From Network", "fromNetwork"),
-                 Column("From IpAddress", "fromIpAddress"), *_RULE_TAIL),
-                title="Incoming Rules:", where=(("direction", "in"),), order_by="priority",
+                "Rule\tPriority\tFrom EndpointGroup\tFrom Network\tFrom IpAddress\tTo IpAddress\tProtocol\tPort\tAction",
+                "----\t--------\t------------------\t------------\t---------\t------------\t--------\t----\t------",
+                (Column("ruleId"), Column("priority", _NUMBER), Column("fromEndpointGroup"), Column("fromNetwork"),
+                 Column("fromIpAddress"), *_RULE_TAIL),
+                title="Incoming Rules:", where=(("direction", "in"),),
             ),
             Table(
-                (*_RULE_COMMON, Column("To EndpointGroup", "toEndpointGroup"), Column("To Network", "toNetwork"), *_RULE_TAIL),
-                title="Outgoing Rules:", where=(("direction", "out"),), order_by="priority",
+                "Rule\tPriority\tTo EndpointGroup\tTo Network\tTo IpAddress\tProtocol\tPort\tAction",
+                "----\t--------\t----------------\t----------\t---------\t--------\t----\t------",
+                (Column("ruleId"), Column("priority", _NUMBER), Column("toEndpointGroup"), Column("toNetwork"), *_RULE_TAIL),
+                title="Outgoing Rules:", where=(("direction", "out"),),
             ),
         ),
         (
@@ -259,66 +296,87 @@ RESOURCES: tuple[Resource, ...] = (
         ),
         verbs=(("create", "rule-add"), ("rm", "rule-rm"), ("ls", "rule-ls")),
         group="policy",
+        check=checks.rule,
+        order_by="priority",
     ),
     Resource(
-        "netprofile", "netprofiles", "netprofile", ("tenantName", "profileName"), (Arg("name", "profileName"),),
-        (Table((
-            Column("Name", "profileName"), _TENANT, Column("Bandwidth", "bandwidth", views.bandwidth),
-            Column("DSCP", "DSCP"), Column("burst size", "burst"),
-        )),),
+        "netprofile", "netprofiles", ("tenantName", "profileName"), (Arg("name", "profileName"),),
+        (Table(
+            "Name\tTenant\tBandwidth\tDSCP\tburst size", "------\t------\t---------\t--------\t----------",
+            (
+                Column("profileName"), Column("tenantName"), Column("bandwidth", views.bandwidth), Column("DSCP", _NUMBER),
+                Column("burst", _NUMBER, only_if="bandwidth"),
+            ),
+        ),),
         (
             Option(("--bandwidth", "-b"), "bandwidth", "Bandwidth, e.g. 10gbps or 100 Mbps."),
             Option(("--dscp", "-d"), "DSCP", "DSCP value 0-63.", kind="int"),
             Option(("--burst", "-s"), "burst", "Burst size in kilobytes.", kind="int"),
         ),
+        said=(("create", "Creating netprofile {key}"),),
     ),
     Resource(
-        "service", "serviceLBs", "ServiceLB", ("tenantName", "serviceName"), (Arg("name", "serviceName"),),
-        (Table((
-            Column("ServiceName", "serviceName"), _TENANT, Column("Network", "networkName"),
-            Column("Selectors", "selectors", views.go_list),
-        )),),
+        "service", "serviceLBs", ("tenantName", "serviceName"), (Arg("name", "serviceName"),),
+        (Table(
+            "ServiceName\tTenant\tNetwork\tSelectors", "---------\t--------\t-------\t-------",
+            (Column("serviceName"), Column("tenantName"), Column("networkName"), Column("selectors", views.go_list)),
+            tail="\t",
+        ),),
         (
             Option(("--network", "-s"), "networkName", "Network the service address is allocated from."),
             Option(("--selector", "-l"), "selectors", "Provider label selector key=value (repeatable).", kind="list"),
             Option(("--port", "-p"), "ports", "Port mapping svcPort:providerPort:protocol (repeatable).", kind="list"),
             Option(("--preferred-ip", "--ip"), "ipAddress", "Preferred service address."),
         ),
-        beside=Beside("/kubernetes/services", Table((
-            Column("Kind", "kind"), Column("Namespace", "namespace"), Column("Name", "name"), Column("ClusterIP", "clusterIP"),
-            Column("Ports", "ports", views.kube_ports), Column("Backends", "ports", views.kube_backends),
-        ), title="Kubernetes services (all namespaces)")),
+        said=(("create", "Creating ServiceLB {key}"), ("rm", "Deleting Service  {serviceName},{tenantName}")),
+        beside=Beside("/kubernetes/services", Table(
+            "Kind\tNamespace\tName\tClusterIP\tPorts\tBackends", "----\t---------\t----\t---------\t-----\t--------",
+            (Column("kind"), Column("namespace"), Column("name"), Column("clusterIP"), Column("ports", views.kube_ports), Column("ports", views.kube_backends)),
+            title="Kubernetes services (all namespaces)",
+        )),
     ),
     Resource(
-        "bgp", "Bgps", "Bgp router config", ("hostname",), (Arg("hostname", "hostname"),),
-        (Table((
-            Column("HostName", "hostname"), Column("RouterIP", "routerip"), Column("AS", "as"),
-            Column("Neighbor", "neighbor"), Column("NeighborAS", "neighbor-as"),
-        )),),
+        "bgp", "Bgps", ("hostname",), (Arg("hostname", "hostname"),),
+        (Table(
+            "HostName\tRouterIP\tAS\tNeighbor\tNeighborAS", "---------\t--------\t-------\t--------\t-------",
+            (Column("hostname"), Column("routerip"), Column("as"), Column("neighbor"), Column("neighbor-as")),
+        ),),
         (
             Option(("--router-ip",), "routerip", "Router interface address in CIDR form a.b.c.d/len."),
             Option(("--as",), "as", "Local AS number."),
             Option(("--neighbor-as",), "neighbor-as", "Neighbor AS number."),
             Option(("--neighbor",), "neighbor", "Neighbor address."),
         ),
+        said=(("rm", "Deleting Bgp router config: {hostname}"),),
+        check=checks.bgp,
     ),
     Resource(
-        "app-profile", "appProfiles", "AppProfile", ("tenantName", "appProfileName"), (Arg("name", "appProfileName"),),
-        (Table((_TENANT, Column("AppProfile", "appProfileName"), Column("Groups", "endpointGroups"))),),
+        "app-profile", "appProfiles", ("tenantName", "appProfileName"), (Arg("name", "appProfileName"),),
+        (Table(
+            "Tenant\tAppProfile\tGroups", "------\t----------\t------",
+            (Column("tenantName"), Column("appProfileName"), Column("endpointGroups")),
+        ),),
         (Option(("--group", "-g"), "endpointGroups", "Endpoint groups, comma-separated.", kind="csv"),),
         verbs=(*STANDARD_VERBS, ("update", "update")),
+        said=(("create", "Creating AppProfile {key}"),),
     ),
     Resource(
-        "external-contracts", "extContractsGroups", "ExternalContracts", ("tenantName", "contractsGroupName"),
+        "external-contracts", "extContractsGroups", ("tenantName", "contractsGroupName"),
         (Arg("name", "contractsGroupName"),),
-        (Table((
-            _TENANT, Column("Name", "contractsGroupName"), Column("Type", "contractsType"), Column("Contracts", "contracts"),
-        )),),
+        (Table(
+            "Tenant\tName\t\tType\t\tContracts", "------\t------\t\t------\t\t-------",
+            (Column("tenantName"), Column("contractsGroupName"), Column(""), Column("contractsType"), Column("contracts", views.go_list)),
+        ),),
         (
             Option(("--consumed", "-c"), "contractsType", "The contracts are consumed.", flag_value="consumed"),
             Option(("--provided", "-p"), "contractsType", "The contracts are provided.", flag_value="provided"),
             Option(("--contract", "-a"), "contracts", "Contract DN (repeatable).", kind="list"),
         ),
+        said=(
+            ("create", "Creating ExternalContracts {key}"),
+            ("rm", "Deleting external contracts group {contractsGroupName} in tenant {tenantName}"),
+        ),
+        check=checks.external_contracts,
     ),
 )  # fmt: skip
 
@@ -332,7 +390,9 @@ def parents(resource: Resource) -> tuple[Resource, ...]:
 
 @dataclass(frozen=True)
 class Show:
-    """A read-only command: one GET (path formatted with the arguments and `tenant`), rendered."""
+    """A read-only command: one GET (path formatted with the arguments and `tenant`), rendered.
+    `ignored` names netctl flags it accepts without effect (netctl's `global info -t`), so
+    scripts that pass them still run."""
 
     group: str | None  # None: a top-level command
     name: str
@@ -341,6 +401,7 @@ class Show:
     help: str
     args: tuple[str, ...] = ()
     tenant: bool = False
+    ignored: tuple[str, ...] = ()  # netctl's flags that change nothing here ("tenant", "all", "quiet")
 
 
 GLOBAL_INFO = (
@@ -357,12 +418,14 @@ SHOWS: tuple[Show, ...] = (
     Show("cluster", "status", "/info", views.cluster_status, "Raft leader, term, commit index, members and registered nodes."),
     Show("endpoint", "inspect", "/api/v1/inspect/endpoints/{endpoint}/", output.as_json,
          "An endpoint's state, by endpoint id, container id or name (substring).", args=("endpoint",)),
-    Show("global", "info", "/api/v1/globals/global/", partial(views.labelled, GLOBAL_INFO), "The global settings."),
+    Show("global", "info", "/api/v1/globals/", partial(views.labelled, GLOBAL_INFO), "The global settings.",
+         ignored=("tenant", "all")),
     Show("global", "inspect", "/api/v1/inspect/globals/global/", output.as_json, "Global settings and state."),
-    Show("aci-gw", "info", "/api/v1/aciGws/aciGw/", partial(views.labelled, ACI_GW_INFO), "The ACI gateway settings."),
+    Show("aci-gw", "info", "/api/v1/aciGws/", partial(views.labelled, ACI_GW_INFO), "The ACI gateway settings (nothing if unset).",
+         ignored=("tenant", "all")),
     Show("aci-gw", "inspect", "/api/v1/inspect/aciGws/aciGw/", output.as_json, "ACI gateway settings and state."),
     Show("app-profile", "group-ls", "/api/v1/appProfiles/{tenant}:{app_profile}/", partial(views.joined, "endpointGroups"),
-         "The endpoint groups of an application profile.", args=("app_profile",), tenant=True),
+         "The endpoint groups of an application profile.", args=("app_profile",), tenant=True, ignored=("all", "quiet")),
 )  # fmt: skip
 
 

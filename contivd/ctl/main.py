@@ -1,10 +1,11 @@
 """`contivd ctl`: the netctl-compatible command line, built from commands.py's declarations.
 
 This module only translates. It turns each record into a click command, opens one Client
-per invocation (server from `--server` / CONTIVD_SERVER, bearer token from `--token` /
-CONTIVD_TOKEN) and prints what actions.py returns. Any CtlError becomes `Error: <message>`
-on stderr with exit status 1; click's usage errors keep status 2. It talks HTTP only and
-never imports daemon internals, so it works against any contivd (or Contiv) server.
+per invocation (server from `--server` or netctl's `--netmaster` / CONTIVD_SERVER or
+NETMASTER, bearer token from `--token` / CONTIVD_TOKEN) and prints what actions.py returns. Exit statuses are netctl's: 1 for usage
+errors (click's own and netctl's client-side checks), 3 when the request failed (any
+CtlError, printed as `Error: <message>` on stderr). It talks HTTP only and never imports
+daemon internals, so it works against any contivd (or Contiv) server.
 """
 
 from __future__ import annotations
@@ -27,14 +28,33 @@ class AliasedGroup(click.Group):
         return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
 
 
+EXIT_USAGE = 1  # netctl's exitHelp
+EXIT_REQUEST_FAILED = 3  # netctl's exitInvalid: the server refused, or could not be reached
+
+
+class RequestFailed(click.ClickException):
+    exit_code = EXIT_REQUEST_FAILED
+
+
 class _CtlRoot(AliasedGroup):
-    """The `ctl` group: a CtlError from any subcommand becomes one line on stderr and exit 1."""
+    """The `ctl` group: a CtlError from any subcommand becomes one line on stderr and exit 3,
+    a usage error exit 1 (click's default is 2), as netctl."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            exc.exit_code = EXIT_USAGE
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            exc.exit_code = EXIT_USAGE
+            raise
         except CtlError as exc:
-            raise click.ClickException(exc.message) from None
+            raise RequestFailed(exc.message) from None
 
 
 def _help(text: str, name: str) -> str:
@@ -95,10 +115,8 @@ def _command(name: str, help: str, params: list[click.Parameter], run: Callable[
 
 
 def _list(client: Client, resource: Resource, fields: dict[str, Any], extra: dict[str, Any]) -> str:
-    if extra.get("all_tenants"):
-        fields.pop("tenantName", None)
     fmt: actions.ListFormat = "json" if extra["json_output"] else "quiet" if extra["quiet"] else "table"
-    return actions.list_objects(client, resource, fields, fmt)
+    return actions.list_objects(client, resource, fields, fmt, all_tenants=bool(extra.get("all_tenants")))
 
 
 @dataclass(frozen=True)
@@ -142,15 +160,27 @@ def _resource_command(resource: Resource, verb_name: str, name: str) -> click.Co
         fields = {arg.field: values.pop(arg.name) for arg in args}
         if resource.tenant_option:
             fields["tenantName"] = values.pop("tenant")
+        refusal = resource.check(values) if resource.check and verb_name in ("create", "update") else None
+        if refusal:
+            raise click.UsageError(refusal)
         return verb.run(client, resource, fields, values)
 
     return _command(name, verb.help.format(name=resource.name), params, run)
+
+
+_IGNORED_FLAGS: dict[str, Callable[[], click.Option]] = {
+    "tenant": lambda: click.Option(["ignored_tenant", "--tenant", "-t"], hidden=True, expose_value=False),
+    "all": lambda: click.Option(["ignored_all", "--all", "-a"], is_flag=True, hidden=True, expose_value=False),
+    "quiet": lambda: click.Option(["ignored_quiet", "--quiet", "-q"], is_flag=True, hidden=True, expose_value=False),
+}
+"""netctl flags some read commands accept without effect: taken (so scripts run), unused, not shown."""
 
 
 def _show_command(show: Show) -> click.Command:
     params: list[click.Parameter] = [_argument(arg) for arg in show.args]
     if show.tenant:
         params.append(_tenant_option())
+    params += [_IGNORED_FLAGS[name]() for name in show.ignored]
 
     def run(client: Client, json_output: bool, **values: str) -> str:
         return actions.show(client, show, values, raw=json_output)
@@ -172,8 +202,8 @@ def _server_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 @click.pass_context
-def _connect(ctx: click.Context, server: str, token: str | None) -> None:
-    ctx.obj = ctx.with_resource(Client(server, token))
+def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool) -> None:
+    ctx.obj = ctx.with_resource(Client(server, token, verify=not insecure))
 
 
 def build() -> click.Group:
@@ -184,12 +214,17 @@ def build() -> click.Group:
         callback=_connect,
         params=[
             click.Option(
-                ["server", "--server"], envvar="CONTIVD_SERVER", default=DEFAULT_SERVER, show_default=True,
-                callback=_server_url, help="contivd API URL [env CONTIVD_SERVER].",
+                ["server", "--server", "--netmaster"], envvar=["CONTIVD_SERVER", "NETMASTER"], default=DEFAULT_SERVER,
+                show_default=True, callback=_server_url,
+                help="contivd API URL; --netmaster as netctl [env CONTIVD_SERVER, else NETMASTER].",
             ),
             click.Option(
                 ["token", "--token"], envvar="CONTIVD_TOKEN", default=None,
                 help="Cluster secret, sent as a bearer token; needed from other hosts [env CONTIVD_TOKEN].",
+            ),
+            click.Option(
+                ["insecure", "--insecure"], envvar="INSECURE", is_flag=True,
+                help="Do not verify the server's TLS certificate, as netctl's flag [env INSECURE].",
             ),
         ],
     )  # fmt: skip

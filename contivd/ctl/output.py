@@ -27,21 +27,58 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """A header row, a dashed row and one row per entry, columns padded to their widest cell.
+def tabwriter(text: str, padding: int = COLUMN_PADDING) -> str:
+    """Align `text` as Go's text/tabwriter does with netctl's settings (no minimum width,
+    `padding` spaces, space padding, no flags), so tables match netctl byte for byte.
 
-    Cells are already text (see `cell`); rows shorter than the header are padded with
-    empty cells rather than refused, since they come from our own column declarations.
+    A cell is the text before a tab; the text after a line's last tab is not a cell and is
+    never padded. A column's width is set per block of consecutive lines that have a cell
+    in it, so a line with fewer cells (a title such as "Incoming Rules:") starts new blocks.
     """
-    lines = [list(headers), ["-" * len(header) for header in headers]]
-    lines += [[*row, *[""] * (len(headers) - len(row))] for row in rows]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
-    return "".join("".join(text.ljust(width + COLUMN_PADDING) for text, width in zip(line, widths, strict=False)).rstrip() + "\n" for line in lines)
+    lines = [line.split("\t") for line in text.split("\n")]
+    widths: list[int] = []
+    out: list[str] = []
+
+    def write(start: int, stop: int) -> None:
+        for cells in lines[start:stop]:
+            out.append("".join(cell.ljust(widths[j]) if j < len(widths) else cell for j, cell in enumerate(cells)))
+
+    def align(start: int, stop: int) -> None:
+        """Go's Writer.format: find the blocks of column len(widths) in [start, stop), recurse."""
+        column = len(widths)
+        line = start
+        while line < stop:
+            if column >= len(lines[line]) - 1:
+                line += 1
+                continue
+            write(start, line)
+            start = line
+            width = 0
+            while line < stop and column < len(lines[line]) - 1:
+                width = max(width, len(lines[line][column]) + padding)
+                line += 1
+            widths.append(width)
+            align(start, line)
+            widths.pop()
+            start = line
+        write(start, stop)
+
+    align(0, len(lines))
+    return "\n".join(out)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A header row, a dashed row and one row per entry, aligned by `tabwriter`, without
+    trailing blanks (contivd's own pages; netctl's tables are declared in commands.py)."""
+    lines = [list(headers), ["-" * len(header) for header in headers], *rows]
+    aligned = tabwriter("".join("\t".join([*line, *[""] * (len(headers) - len(line))]) + "\n" for line in lines))
+    return "".join(line.rstrip() + "\n" for line in aligned.splitlines())
 
 
 def fields(pairs: Iterable[tuple[str, Any]]) -> str:
-    """`Label: value` lines in the given order, as netctl's `global info` prints them."""
-    return "".join(f"{label}: {cell(value)}".rstrip() + "\n" for label, value in pairs)
+    """`Label: value` lines in the given order, as netctl's `global info` prints them (an
+    empty value keeps the blank after the colon, as Go's `%v` leaves it)."""
+    return "".join(f"{label}: {cell(value)}\n" for label, value in pairs)
 
 
 def as_json(value: Any) -> str:

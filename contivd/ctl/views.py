@@ -13,18 +13,22 @@ from typing import Any
 
 from . import output
 
-_BANDWIDTH = re.compile(r"\s*([0-9]+)\s*([kmgKMG])")
+_DIGITS = re.compile(r"[0-9]+")
+_UNITS = (("gG", "Gbps"), ("mM", "Mbps"), ("kK", "Kbps"))
 
 
 def bandwidth(value: Any) -> str:
-    """A netprofile bandwidth normalised as netctl shows it: `10 gb` → `10Gbps`, `4m` → `4Mbps`."""
-    match = _BANDWIDTH.match(output.cell(value))
-    return f"{match[1]}{match[2].upper()}bps" if match else output.cell(value)
+    """A netprofile bandwidth as netctl's `netprofile ls` shows it: the first number, then
+    the unit of the first of g, m, k found anywhere (`10 gb` → `10Gbps`, `4m` → `4Mbps`)."""
+    text = output.cell(value)
+    digits = _DIGITS.search(text)
+    unit = next((name for letters, name in _UNITS if any(letter in text for letter in letters)), "")
+    return digits[0] + unit if digits else text
 
 
-def go_list(value: Any) -> str:
-    """A list printed like Go's `%v` of a slice (`[a=b c=d]`), as netctl's `service ls` does."""
-    return "[" + " ".join(output.cell(item) for item in value or ()) + "]"
+def number(value: Any) -> str:
+    """A numeric field as Go's `%v` prints the decoded struct field: absent is 0."""
+    return output.cell(0 if value is None else value)
 
 
 def kube_ports(ports: Any) -> str:
@@ -41,14 +45,22 @@ def kube_backends(ports: Any) -> str:
     return " ".join(f"{ip}:{port}" for ip, port in found) or "none"
 
 
-def labelled(labels: Sequence[tuple[str, str]], obj: Mapping[str, Any]) -> str:
-    """`Label: value` lines for the (label, field) pairs of one object (`global info`, `aci-gw info`)."""
-    return output.fields((label, obj.get(name)) for label, name in labels)
+def go_list(value: Any) -> str:
+    """A list printed like Go's `%v` of a slice (`[a=b c=d]`), as netctl's `service ls` does."""
+    return "[" + " ".join(output.cell(item) for item in value or ()) + "]"
+
+
+def labelled(labels: Sequence[tuple[str, str]], objects: Sequence[Mapping[str, Any]]) -> str:
+    """`Label: value` lines for the (label, field) pairs of each object of a collection, as
+    netctl's `global info` and `aci-gw info` print them (nothing when there is none)."""
+    return "".join(output.fields((label, obj.get(name)) for label, name in labels) for obj in objects)
 
 
 def joined(field: str, obj: Mapping[str, Any]) -> str:
-    """One list field of an object, comma-joined on one line (`app-profile group-ls`)."""
-    return output.cell(obj.get(field, [])) + "\n"
+    """One list field of an object, comma-joined on one line (`app-profile group-ls`); an
+    empty list prints nothing, as netctl (which ends no line at all)."""
+    text = output.cell(obj.get(field, []))
+    return text + "\n" if text else ""
 
 
 def version(server: Mapping[str, Any], client_version: str) -> str:

@@ -9,6 +9,7 @@ a leader change between two calls is followed without the caller noticing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -22,10 +23,10 @@ from ..netmaster.control import Committed, ControlPlane, CreateEndpoint, DeleteE
 from ..nodes import leader_api_url
 from ..state import EndpointState
 from . import auth
+from .errors import TYPED_ERRORS_HEADER
 from .forwarder import ForwardingClient
 
 log = logging.getLogger("contivd.control")
-TYPED_ERRORS_HEADER = "X-Contivd-Errors"  # "typed": JSON errors with their 4xx status even under --contiv-error-compat
 REVISION_HEADER = "X-Contivd-Revision"  # the store revision that holds a write's result
 HOPS_HEADER = "X-Contivd-Hops"
 
@@ -74,7 +75,9 @@ class RemoteControlPlane:
 
     async def create_endpoint(self, request: CreateEndpoint) -> Committed:
         answer, revision = await self._post("/plugin/createEndpoint", request.to_json())
-        return Committed(EndpointState.from_json(answer["EndpointConfig"]), revision)
+        # The wire answer leaves containerId empty, as Contiv's did; the stored state has it.
+        state = EndpointState.from_json(answer["EndpointConfig"])
+        return Committed(dataclasses.replace(state, container_id=request.container), revision)
 
     async def delete_endpoint(self, request: DeleteEndpoint) -> int:
         return (await self._post("/plugin/deleteEndpoint", request.to_json()))[1]

@@ -45,6 +45,20 @@ def _config(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in SERVER_FIELDS and k != "key" and not _absent(v)}
 
 
+def _as_contivd_stores(kind: str, obj: Mapping[str, Any], tree: ContivTree) -> Mapping[str, Any]:
+    """A rule naming a network carries that network's subnet as its address in contivd; Contiv
+    filled it in only once the policy was applied to a group (Decision 7), so an empty one in the
+    source is expected to come back as the subnet."""
+    if kind != "rule":
+        return obj
+    derived = dict(obj)
+    for side in ("from", "to"):
+        network = tree.objects.get(("network", f"{obj.get('tenantName')}:{obj.get(f'{side}Network')}"))
+        if obj.get(f"{side}Network") and _absent(obj.get(f"{side}IpAddress")) and network is not None:
+            derived[f"{side}IpAddress"] = network.get("subnet")
+    return derived
+
+
 def _ranges(text: str) -> set[int]:
     """Contiv's `a.b.c.d-a.b.c.e, a.b.c.f` address runs as integers."""
     found: set[int] = set()
@@ -92,7 +106,7 @@ def verify_import(tree: ContivTree, http: httpx.Client) -> tuple[list[str], list
     for (kind, key), obj in sorted(tree.objects.items()):
         ours = diff.get(f"/api/v1/{COLLECTIONS[kind]}/{key}/")
         if ours is not None:
-            theirs_cfg, ours_cfg = _config(obj), _config(ours)
+            theirs_cfg, ours_cfg = _config(_as_contivd_stores(kind, obj, tree)), _config(ours)
             for field in sorted(set(theirs_cfg) | set(ours_cfg)):
                 diff.compare(f"{kind} {key}", field, theirs_cfg.get(field), ours_cfg.get(field))
     seen_endpoints = 0

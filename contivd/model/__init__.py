@@ -10,8 +10,11 @@ from ._addresses import Subnet as Subnet
 from ._addresses import parse_pool as parse_pool
 from ._addresses import parse_subnet as parse_subnet
 from ._addresses import parse_subnet6 as parse_subnet6
+from .contiv_messages import CONTIV_MESSAGES as CONTIV_MESSAGES
+from .contiv_messages import contiv_line as contiv_line
 from .endpoint import EndpointOper as EndpointOper
 from .endpoint import go_map_string as go_map_string
+from .endpoint import omit_empty as omit_empty
 from .errors import ConflictError as ConflictError
 from .errors import ModelError as ModelError
 from .errors import NotFoundError as NotFoundError
@@ -35,6 +38,7 @@ from .policy import Remotes as Remotes
 from .policy import compile_attachment as compile_attachment
 from .policy import compile_rule as compile_rule
 from .policy import directions as directions
+from .policy import with_network_subnets as with_network_subnets
 from .ranges import VLAN as VLAN
 from .ranges import VXLAN as VXLAN
 from .ranges import TagRange as TagRange

@@ -16,12 +16,22 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ._formats import Format
+from .contiv_messages import contiv_line
 from .errors import ValidationError
 
 JsonType = Literal["string", "integer", "list"]
 Value = str | int | list[str]
 Parser = Callable[[str], object]
 """Parses one string (a list field: one item); raises `ValueError` with a problem text."""
+
+
+class ParseError(ValueError):
+    """A parser's refusal that Contiv words in its own way (`contiv`), not as a format error."""
+
+    def __init__(self, message: str, contiv: str):
+        super().__init__(message)
+        self.contiv = contiv
+
 
 ZERO: Mapping[JsonType, Value] = {"string": "", "integer": 0, "list": []}
 
@@ -68,19 +78,26 @@ class Field:
     def _check_string(self, label: str, value: str) -> None:
         size = len(value.encode())
         if self.max_len is not None and size > self.max_len:
-            raise ValidationError(self.name, f"{label} string too long: {size} bytes (max {self.max_len}): {show(value)}")
+            message = f"{label} string too long: {size} bytes (max {self.max_len}): {show(value)}"
+            raise ValidationError(self.name, message, contiv=contiv_line("string-too-long", field=self.name))
         if self.fmt is not None and not self.fmt.matches(value):
-            raise ValidationError(self.name, f"{label} string invalid format: {show(value)} (expected {self.fmt.expected})")
+            message = f"{label} string invalid format: {show(value)} (expected {self.fmt.expected})"
+            raise ValidationError(self.name, message, contiv=contiv_line("string-invalid-format", field=self.name))
         if self.parse is not None and value:
             try:
                 self.parse(value)
+            except ParseError as err:
+                raise ValidationError(self.name, f"{label} {show(value)}: {err}", contiv=err.contiv) from None
             except ValueError as err:
-                raise ValidationError(self.name, f"{label} {show(value)}: {err}") from None
+                raise ValidationError(
+                    self.name, f"{label} {show(value)}: {err}", contiv=contiv_line("string-invalid-format", field=self.name)
+                ) from None
 
     def _check_integer(self, value: int) -> None:
         if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
             low, high = self.bounds
-            raise ValidationError(self.name, f"{self.name} Value Out of bound: {value} (allowed {low}-{high})")
+            message = f"{self.name} Value Out of bound: {value} (allowed {low}-{high})"
+            raise ValidationError(self.name, message, contiv=contiv_line("value-out-of-bound", field=self.name))
 
 
 def show(value: object) -> str:

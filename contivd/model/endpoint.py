@@ -21,6 +21,16 @@ def go_map_string(labels: Mapping[str, str] | None) -> str:
     return "map[" + " ".join(f"{key}:{value}" for key, value in sorted((labels or {}).items())) + "]"
 
 
+def omit_empty(value: Any) -> Any:
+    """`value` as Go's encoder writes it when every member is `omitempty` (Contiv's oper structs):
+    members that are 0, "", false, an empty list or object are dropped, inside lists too."""
+    if isinstance(value, Mapping):
+        return {key: omit_empty(member) for key, member in value.items() if member not in (0, "", None, [], {})}
+    if isinstance(value, list):
+        return [omit_empty(item) for item in value]
+    return value
+
+
 @dataclass(frozen=True)
 class EndpointOper:
     """Fields in Contiv's JSON order; `key` is set only for the endpoint inspect itself."""

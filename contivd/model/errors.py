@@ -2,8 +2,9 @@
 
 `ValidationError` → 400 (the request itself is wrong), `NotFoundError` → 404 (an object it names
 does not exist), `ConflictError` → 409 (valid on its own, refused by what is already stored).
-Messages keep Contiv's wording first ("Invalid Key", "Tenant not found", "Policy is being used")
-so old scripts that grep them keep working, then add the object or value at fault.
+`message` is contivd's own wording, naming the object or value at fault (what JSON clients get);
+`contiv` is Contiv's exact text for the same case, from the catalogue in `contiv_messages`, which
+clients on Contiv's contract get as the first line (contiv-api.md, Decision 1).
 """
 
 from __future__ import annotations
@@ -12,9 +13,16 @@ from __future__ import annotations
 class ModelError(Exception):
     """Base of every error the model raises on purpose; `str(err)` is the user-facing message."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, contiv: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.contiv = contiv
+
+    def contiv_text(self) -> str:
+        """Contiv's line first, then contivd's detail when it says more."""
+        if self.contiv is None or self.contiv == self.message:
+            return self.message
+        return f"{self.contiv}\n{self.message}"
 
 
 class ValidationError(ModelError, ValueError):
@@ -24,8 +32,8 @@ class ValidationError(ModelError, ValueError):
     body is not a JSON object at all); the message names it too, with the offending value.
     """
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, field: str, message: str, *, contiv: str | None = None) -> None:
+        super().__init__(message, contiv=contiv)
         self.field = field
 
 

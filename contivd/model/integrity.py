@@ -19,6 +19,7 @@ from ipaddress import IPv4Address
 from typing import Any
 
 from ._addresses import parse_pool, parse_subnet, parse_subnet6
+from .contiv_messages import contiv_line
 from .errors import ConflictError, NotFoundError, ValidationError
 from .links import referrers, refs_from, refs_to
 from .lookup import Lookup
@@ -48,7 +49,7 @@ def _check_refs(kind: str, obj: Obj, lookup: Lookup) -> None:
         for name in ref.names(obj):
             target = ref.target_key(obj, name)
             if lookup.get(ref.target, target) is None:
-                raise NotFoundError(ref.missing.format(name=name, key=target))
+                raise NotFoundError(ref.missing.format(name=name, key=target), contiv=contiv_line(ref.contiv_missing, name=name, key=target))
             # A single link on the target (an EPG's AppProfile) can hold one referrer only.
             if ref.backlink is not None and ref.backlink.member == "links":
                 others = [key for key in referrers(ref, target, lookup) if key != obj["key"]]
@@ -62,9 +63,14 @@ def _check_refs(kind: str, obj: Obj, lookup: Lookup) -> None:
 def _global_ready(obj: Obj, lookup: Lookup) -> None:
     glob = _global(lookup)
     if glob is None:
-        raise ConflictError("Global configuration is not ready: no global object")
+        raise ConflictError(
+            "Global configuration is not ready: no global object", contiv=contiv_line("global-not-ready", reason="global configuration is not ready")
+        )
     if not glob.get("fwdMode"):
-        raise ConflictError("Global configuration is not ready: global fwdMode is not set")
+        raise ConflictError(
+            "Global configuration is not ready: global fwdMode is not set",
+            contiv=contiv_line("global-not-ready", reason="global forwarding mode is not set"),
+        )
 
 
 def _no_subnet_overlap(obj: Obj, lookup: Lookup) -> None:
@@ -74,21 +80,22 @@ def _no_subnet_overlap(obj: Obj, lookup: Lookup) -> None:
     for other in _sorted(lookup, "network"):
         if other["tenantName"] != obj["tenantName"] or other["key"] == obj["key"]:
             continue
-        if mine.overlaps(parse_subnet(other["subnet"])):
-            conflict = f"subnet {other['subnet']}"
-        elif mine6 and other.get("ipv6Subnet") and mine6.overlaps(parse_subnet6(other["ipv6Subnet"])):
-            conflict = f"subnetv6 {other['ipv6Subnet']}"
+        # Contiv checks IPv6 first, and names the other network but the new subnet.
+        if mine6 and other.get("ipv6Subnet") and mine6.overlaps(parse_subnet6(other["ipv6Subnet"])):
+            conflict, contiv = f"subnetv6 {other['ipv6Subnet']}", contiv_line("subnet6-overlap", other=other["networkName"], subnet=obj["ipv6Subnet"])
+        elif mine.overlaps(parse_subnet(other["subnet"])):
+            conflict, contiv = f"subnet {other['subnet']}", contiv_line("subnet-overlap", other=other["networkName"], subnet=obj["subnet"])
         else:
             continue
-        raise ConflictError(f"network {obj['networkName']} conflicts with {conflict} of network {other['key']}")
+        raise ConflictError(f"network {obj['networkName']} conflicts with {conflict} of network {other['key']}", contiv=contiv)
 
 
-def _no_name_clash(other_kind: str, message: str) -> Check:
+def _no_name_clash(other_kind: str, message: str, case: str) -> Check:
     """A network and an endpoint group may not share a key (their names share a namespace)."""
 
     def check(obj: Obj, lookup: Lookup) -> None:
         if lookup.get(other_kind, obj["key"]) is not None:
-            raise ConflictError(message.format(key=obj["key"]))
+            raise ConflictError(message.format(key=obj["key"]), contiv=contiv_line(case, name=obj["key"].partition(":")[2]))
 
     return check
 
@@ -102,7 +109,12 @@ def _requested_tag(obj: Obj, lookup: Lookup) -> None:
     if not in_ranges(tag, allowed):
         raise ConflictError(f"requested {encap} is out of range - {encap}:{tag} (global {encap}s {format_tag_ranges(allowed)})")
     if tag in lookup.tags_in_use(encap):
-        raise ConflictError(f"requested {encap} not available - {encap}:{tag}")
+        raise ConflictError(f"requested {encap} not available - {encap}:{tag}", contiv=_tag_unavailable(encap, tag))
+
+
+def _tag_unavailable(encap: str, tag: int) -> str:
+    """Contiv's VLAN resource names the tag, its VXLAN resource does not."""
+    return contiv_line("tag-unavailable", encap=encap, tag=tag) if encap == "vlan" else contiv_line("vxlan-unavailable")
 
 
 # --- endpointGroup ----------------------------------------------------------------------------
@@ -124,7 +136,7 @@ def _aci_vlan_network(obj: Obj, lookup: Lookup) -> None:
     """In ACI mode every EPG gets its own VLAN, so its network must be a VLAN network."""
     key, network = _network_of(obj, lookup)
     if _aci_mode(lookup) and network["encap"] != "vlan":
-        raise ConflictError(f"network type must be VLAN for ACI mode: network {key} is {network['encap']}")
+        raise ConflictError(f"network type must be VLAN for ACI mode: network {key} is {network['encap']}", contiv=contiv_line("aci-needs-vlan"))
 
 
 def _ip_pool(obj: Obj, lookup: Lookup) -> None:
@@ -138,10 +150,14 @@ def _ip_pool(obj: Obj, lookup: Lookup) -> None:
         raise ValidationError(
             "ipPool",
             f"bad ip-pool {pool}, EPG ip-pool must be a subset of network {network['subnet']} hosts {low}-{high}",
+            contiv=contiv_line("bad-ip-pool", pool=pool, subnet=network["subnet"]),
         )
     gateway = network.get("gateway")
     if gateway and start <= IPv4Address(gateway) <= end:
-        raise ConflictError(f"ip address {gateway} is not available: ipPool {pool} holds the gateway of network {key}")
+        raise ConflictError(
+            f"ip address {gateway} is not available: ipPool {pool} holds the gateway of network {key}",
+            contiv=contiv_line("address-unavailable", address=gateway),
+        )
     for other in _sorted(lookup, "endpointGroup"):
         if other["key"] == obj["key"] or not other.get("ipPool") or _network_key(other) != key:
             continue
@@ -149,7 +165,8 @@ def _ip_pool(obj: Obj, lookup: Lookup) -> None:
         if start <= other_end and other_start <= end:
             raise ConflictError(
                 f"ip address {max(start, other_start)} is not available: "
-                f"ipPool {pool} overlaps the ip-pool {other['ipPool']} of endpointGroup {other['key']}"
+                f"ipPool {pool} overlaps the ip-pool {other['ipPool']} of endpointGroup {other['key']}",
+                contiv=contiv_line("address-unavailable", address=max(start, other_start)),
             )
 
 
@@ -166,9 +183,11 @@ def _to_ip_in_group(obj: Obj, lookup: Lookup) -> None:
         return
     groups = referrers(_EPG_POLICIES, f"{obj['tenantName']}:{obj['policyName']}", lookup)
     if len(groups) != 1:
-        raise ConflictError(f"failed to configure {address}, {len(groups)} endpoint groups linked to policy {obj['policyName']}")
+        contiv = contiv_line("rule-to-ip-groups", address=address, count=len(groups), policy=obj["policyName"])
+        raise ConflictError(f"failed to configure {address}, {len(groups)} endpoint groups linked to policy {obj['policyName']}", contiv=contiv)
     if address not in lookup.endpoint_ips("endpointGroup", groups[0]):
-        raise ConflictError(f"failed to configure {address}, ip address is not in epg {groups[0]}")
+        contiv = contiv_line("rule-to-ip-not-in-group", address=address, group=groups[0].partition(":")[2])
+        raise ConflictError(f"failed to configure {address}, ip address is not in epg {groups[0]}", contiv=contiv)
 
 
 def _vip_in_network(obj: Obj, lookup: Lookup) -> None:
@@ -183,18 +202,18 @@ def _vip_in_network(obj: Obj, lookup: Lookup) -> None:
 
 def _not_aci(obj: Obj, lookup: Lookup) -> None:
     if _aci_mode(lookup):
-        raise ConflictError(f"not supported in ACI fabric mode: Bgp {obj['key']}")
+        raise ConflictError(f"not supported in ACI fabric mode: Bgp {obj['key']}", contiv=contiv_line("bgp-aci"))
 
 
 _CREATE_RULES: Mapping[str, tuple[Check, ...]] = {
     "network": (
         _global_ready,
         _no_subnet_overlap,
-        _no_name_clash("endpointGroup", "EndpointGroup {key} conflicts with the network name"),
+        _no_name_clash("endpointGroup", "EndpointGroup {key} conflicts with the network name", "network-name-clash"),
         _requested_tag,
     ),
     "endpointGroup": (
-        _no_name_clash("network", "Network {key} conflicts with the endpointGroup name"),
+        _no_name_clash("network", "Network {key} conflicts with the endpointGroup name", "group-name-clash"),
         _aci_vlan_network,
         _ip_pool,
     ),
@@ -217,7 +236,8 @@ def check_create(kind: str, obj: Obj, lookup: Lookup) -> None:
 def _refuse_while_networks(option: str, vlans: int, vxlans: int) -> None:
     if vlans or vxlans:
         counts = [f"{count} {noun}" for count, noun in ((vlans, "vlans"), (vxlans, "vxlans")) if count]
-        raise ConflictError(f"Unable to update {option} due to existing {' and '.join(counts)}")
+        message = f"Unable to update {option} due to existing {' and '.join(counts)}"
+        raise ConflictError(message, contiv=contiv_line("global-networks-exist", option=option, counts=" and ".join(counts)))
 
 
 def _global_update(old: Obj, new: Obj, lookup: Lookup) -> None:
@@ -228,7 +248,7 @@ def _global_update(old: Obj, new: Obj, lookup: Lookup) -> None:
     if old.get("fwdMode") != new.get("fwdMode"):
         _refuse_while_networks("forwarding mode", *networks)
         if old.get("fwdMode") == "routing" and any(True for _ in lookup.items("Bgp")):
-            raise ConflictError("please delete existing Bgp configs before leaving routing mode")
+            raise ConflictError("please delete existing Bgp configs before leaving routing mode", contiv=contiv_line("global-bgp-exists"))
     if old["pvtSubnet"] != new["pvtSubnet"]:
         _refuse_while_networks("private subnet", *networks)
     for space, tags in in_use.items():
@@ -237,7 +257,8 @@ def _global_update(old: Obj, new: Obj, lookup: Lookup) -> None:
             allowed = parse_tag_ranges(new[field], space)
             outside = [tag for tag in tags if not in_ranges(tag, allowed)]
             if outside:
-                raise ConflictError(f"cannot update the {space.name} range due to existing {space.name}s {format_tags(outside)}")
+                message = f"cannot update the {space.name} range due to existing {space.name}s {format_tags(outside)}"
+                raise ConflictError(message, contiv=contiv_line("global-range-in-use", space=space.name, tags=format_tags(outside)))
 
 
 _UPDATE_RULES: Mapping[str, Callable[[Obj, Obj, Lookup], None]] = {"global": _global_update}
@@ -250,10 +271,10 @@ def check_update(kind: str, old: Obj, new: Obj, lookup: Lookup) -> Obj:
     spec = SPECS[kind]
     changed = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
     if spec.frozen is not None:
-        raise ConflictError(f"{spec.frozen}: {kind} {old['key']} would change {', '.join(changed)}")
+        raise ConflictError(f"{spec.frozen}: {kind} {old['key']} would change {', '.join(changed)}", contiv=spec.frozen)
     for field, refusal in spec.fixed:
         if field in changed:
-            raise ConflictError(f"{refusal} ({field} {old.get(field, '')!r} -> {new.get(field, '')!r})")
+            raise ConflictError(f"{refusal} ({field} {old.get(field, '')!r} -> {new.get(field, '')!r})", contiv=refusal)
     stored = {name: value for name, value in new.items() if name not in spec.sticky}
     stored |= {name: old[name] for name in spec.sticky if name in old}
     if stored == old:
@@ -267,7 +288,7 @@ def check_update(kind: str, old: Obj, new: Obj, lookup: Lookup) -> Obj:
 # --- delete -----------------------------------------------------------------------------------
 
 
-def _no_endpoints(kind: str, label: str) -> Check:
+def _no_endpoints(kind: str, label: str, case: str) -> Check:
     def check(obj: Obj, lookup: Lookup) -> None:
         # Only networks have nwType: on an infra network every host has an endpoint, and the
         # agents remove those themselves when the network goes.
@@ -275,26 +296,27 @@ def _no_endpoints(kind: str, label: str) -> Check:
             return
         count = len(lookup.endpoint_ips(kind, obj["key"]))
         if count:
-            raise ConflictError(f"Error: {label} {obj['key']} has active endpoints ({count})")
+            contiv = contiv_line(case, name=obj["key"].partition(":")[2])
+            raise ConflictError(f"Error: {label} {obj['key']} has active endpoints ({count})", contiv=contiv)
 
     return check
 
 
-def _count_blocks(kind: str, message: str) -> Check:
+def _count_blocks(kind: str, message: str, case: str | None) -> Check:
     def check(obj: Obj, lookup: Lookup) -> None:
         count = sum(1 for _ in lookup.items(kind))
         if count:
-            raise ConflictError(message.format(count=count, key=obj["key"]))
+            raise ConflictError(message.format(count=count, key=obj["key"]), contiv=contiv_line(case, count=count) if case else None)
 
     return check
 
 
 _DELETE_RULES: Mapping[str, tuple[Check, ...]] = {
-    "network": (_no_endpoints("network", "Network"),),
-    "endpointGroup": (_no_endpoints("endpointGroup", "EPG"),),
-    "aciGw": (_count_blocks("appProfile", "{count} App-Profiles found. Delete them first"),),
+    "network": (_no_endpoints("network", "Network", "network-has-endpoints"),),
+    "endpointGroup": (_no_endpoints("endpointGroup", "EPG", "group-has-endpoints"),),
+    "aciGw": (_count_blocks("appProfile", "{count} App-Profiles found. Delete them first", "aci-gw-has-app-profiles"),),
     # Contiv lets global go while networks hold tags from its ranges; contivd refuses (§3).
-    "global": (_count_blocks("network", "cannot delete {key}, has {count} networks"),),
+    "global": (_count_blocks("network", "cannot delete {key}, has {count} networks", None),),
 }
 
 
@@ -303,14 +325,16 @@ def check_delete(kind: str, key: str, lookup: Lookup) -> tuple[tuple[str, str], 
     dependents to delete with it, first (a policy takes its rules along)."""
     obj = lookup.get(kind, key)
     if obj is None:
-        raise NotFoundError(f"{kind} not found: {key}")
+        raise NotFoundError(f"{kind} not found: {key}", contiv=contiv_line("object-not-found", kind=kind))
     cascade: list[tuple[str, str]] = []
     for ref in refs_to(kind):
         if ref.in_use is None and not ref.cascade:
             continue
         sources = referrers(ref, key, lookup)
         if sources and ref.in_use is not None:
-            raise ConflictError(ref.in_use.format(key=key, count=len(sources), sources=", ".join(sources)))
+            values = {"key": key, "name": key.rpartition(":")[2], "count": len(sources), "sources": ", ".join(sources)}
+            contiv = contiv_line(ref.contiv_in_use, **values) if ref.contiv_in_use else None
+            raise ConflictError(ref.in_use.format(**values), contiv=contiv)
         if ref.cascade:
             cascade.extend((ref.source, source) for source in sources)
     for rule in _DELETE_RULES.get(kind, ()):

@@ -40,7 +40,9 @@ class Ref:
     """Field `field` of a `source` object names `target` objects (a string or a list of names).
 
     Templates: `missing` gets `{name}` (the value) and `{key}` (the target key); `in_use` gets
-    `{key}` (the target), `{count}` and `{sources}` (the referring keys).
+    `{key}` (the target), `{count}` and `{sources}` (the referring keys). The `contiv_*` cases
+    name Contiv's text for the same refusal (`contiv_messages`), filled with the same values plus
+    `{name}`, the target's own name, on delete.
     """
 
     source: str
@@ -51,6 +53,8 @@ class Ref:
     backlink: Slot | None = None
     in_use: str | None = None
     cascade: bool = False
+    contiv_missing: str = ""  # contiv_messages case of `missing`
+    contiv_in_use: str = ""  # contiv_messages case of `in_use`
 
     def names(self, obj: Mapping[str, Any]) -> tuple[str, ...]:
         value = obj.get(self.field) or ()
@@ -74,6 +78,8 @@ REFS: tuple[Ref, ...] = (
         _link("Tenant"),
         _link_set("AppProfiles"),
         "cannot delete {key}, has {count} app profiles",
+        contiv_missing="tenant-missing-named",
+        contiv_in_use="tenant-has-app-profiles",
     ),
     Ref(
         "appProfile",
@@ -83,6 +89,8 @@ REFS: tuple[Ref, ...] = (
         _link_set("EndpointGroups"),
         _link("AppProfile"),
         "Cannot delete {key}, associated to appProfile {sources}",
+        contiv_missing="group-missing-key",
+        contiv_in_use="group-in-app-profile",
     ),
     Ref(
         "endpointGroup",
@@ -92,6 +100,8 @@ REFS: tuple[Ref, ...] = (
         _link("Tenant"),
         _link_set("EndpointGroups"),
         "cannot delete {key} has {count} endpoint groups",
+        contiv_missing="tenant-missing",
+        contiv_in_use="tenant-has-groups",
     ),
     Ref(
         "endpointGroup",
@@ -101,6 +111,8 @@ REFS: tuple[Ref, ...] = (
         _link("Network"),
         _link_set("EndpointGroups"),
         "cannot delete {key} has {count} endpoint groups",
+        contiv_missing="network-missing-named",
+        contiv_in_use="network-has-groups",
     ),
     Ref(
         "endpointGroup",
@@ -110,6 +122,8 @@ REFS: tuple[Ref, ...] = (
         _link_set("Policies"),
         _link_set("EndpointGroups"),
         "Policy is being used by endpoint groups {sources}",
+        contiv_missing="policy-missing",
+        contiv_in_use="policy-in-use",
     ),
     Ref(
         "endpointGroup",
@@ -119,6 +133,8 @@ REFS: tuple[Ref, ...] = (
         _link("NetProfile"),
         _link_set("EndpointGroups"),
         "NetProfile is being used by endpoint groups {sources}",
+        contiv_missing="netprofile-missing",
+        contiv_in_use="netprofile-in-use",
     ),
     Ref(
         "endpointGroup",
@@ -128,6 +144,8 @@ REFS: tuple[Ref, ...] = (
         _link_set("ExtContractsGrps"),
         _link_set("EndpointGroups"),
         "External contracts group is in-use by endpoint groups {sources}",
+        contiv_missing="contracts-missing",
+        contiv_in_use="contracts-in-use",
     ),
     Ref(
         "policy",
@@ -137,12 +155,39 @@ REFS: tuple[Ref, ...] = (
         _link("Tenant"),
         _link_set("Policies"),
         "cannot delete {key} has {count} policies",
+        contiv_missing="tenant-missing",
+        contiv_in_use="tenant-has-policies",
     ),
-    Ref("rule", "fromEndpointGroup", "endpointGroup", "endpoint group not found: {key}", _link("MatchEndpointGroup"), _link_set("MatchRules")),
-    Ref("rule", "toEndpointGroup", "endpointGroup", "endpoint group not found: {key}", _link("MatchEndpointGroup"), _link_set("MatchRules")),
-    Ref("rule", "fromNetwork", "network", "from Network not found: {key}"),
-    Ref("rule", "toNetwork", "network", "to Network not found: {key}"),
-    Ref("rule", "policyName", "policy", "Policy not found: {key}", _link_set("Policies"), _link_set("Rules"), cascade=True),
+    Ref(
+        "rule",
+        "fromEndpointGroup",
+        "endpointGroup",
+        "endpoint group not found: {key}",
+        _link("MatchEndpointGroup"),
+        _link_set("MatchRules"),
+        contiv_missing="rule-group-missing",
+    ),
+    Ref(
+        "rule",
+        "toEndpointGroup",
+        "endpointGroup",
+        "endpoint group not found: {key}",
+        _link("MatchEndpointGroup"),
+        _link_set("MatchRules"),
+        contiv_missing="rule-group-missing",
+    ),
+    Ref("rule", "fromNetwork", "network", "from Network not found: {key}", contiv_missing="rule-from-network-missing"),
+    Ref("rule", "toNetwork", "network", "to Network not found: {key}", contiv_missing="rule-to-network-missing"),
+    Ref(
+        "rule",
+        "policyName",
+        "policy",
+        "Policy not found: {key}",
+        _link_set("Policies"),
+        _link_set("Rules"),
+        cascade=True,
+        contiv_missing="policy-missing",
+    ),
     Ref(
         "netprofile",
         "tenantName",
@@ -151,6 +196,8 @@ REFS: tuple[Ref, ...] = (
         _link("Tenant"),
         _link_set("NetProfiles"),
         "Cannot delete {key} has {count} netprofiles",
+        contiv_missing="tenant-missing",
+        contiv_in_use="tenant-has-netprofiles",
     ),
     # Contiv forgets this one on tenant delete; contivd checks it (Decisions §3).
     Ref(
@@ -161,6 +208,7 @@ REFS: tuple[Ref, ...] = (
         _link("Tenant"),
         _link_set("Servicelbs"),
         "cannot delete {key} has {count} services",
+        contiv_missing="tenant-missing-named",
     ),
     Ref(
         "serviceLB",
@@ -170,6 +218,8 @@ REFS: tuple[Ref, ...] = (
         _link("Network"),
         _link_set("Servicelbs"),
         "cannot delete {key} has {count} services",
+        contiv_missing="network-missing-named",
+        contiv_in_use="network-has-services",
     ),
     Ref(
         "network",
@@ -179,8 +229,10 @@ REFS: tuple[Ref, ...] = (
         _link("Tenant"),
         _link_set("Networks"),
         "cannot delete {key} has {count} networks",
+        contiv_missing="tenant-missing",
+        contiv_in_use="tenant-has-networks",
     ),
-    Ref("extContractsGroup", "tenantName", "tenant", "Tenant not found: {name}"),
+    Ref("extContractsGroup", "tenantName", "tenant", "Tenant not found: {name}", contiv_missing="tenant-missing"),
 )
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from . import _formats as formats
 from ._addresses import parse_pool, parse_subnet, parse_subnet6
-from ._fields import ZERO, Field, show
+from ._fields import ZERO, Field, ParseError, show
+from .contiv_messages import contiv_line
 from .errors import NotFoundError, ValidationError
 from .links import link_members
 from .ranges import VLAN, VXLAN, parse_tag_ranges
@@ -70,23 +71,23 @@ def _keyword(name: str, words: formats.Format, *, optional: bool = False) -> Fie
 # --- parsers for what a regex cannot say (raise ValueError with the problem) -----------------
 
 _SERVICE_PROTOCOLS = frozenset({"TCP", "tcp", "Tcp", "UDP", "udp", "Udp"})
-_PORT_FORMAT = "Invalid Port maping . Port format is - Port:TargetPort:Protocol"
+_PORT_FORMAT = contiv_line("service-ports")
 
 
 def _service_port(text: str) -> None:
     parts = text.split(":")
     if len(parts) != 3:
-        raise ValueError(f"{_PORT_FORMAT}, e.g. 80:8080:TCP")
+        raise ParseError(f"{_PORT_FORMAT}, e.g. 80:8080:TCP", _PORT_FORMAT)
     if not all(part.isascii() and part.isdigit() and int(part) <= 65535 for part in parts[:2]):
-        raise ValueError(f"{_PORT_FORMAT}; ports are numbers 0-65535")
+        raise ParseError(f"{_PORT_FORMAT}; ports are numbers 0-65535", _PORT_FORMAT)
     if parts[2] not in _SERVICE_PROTOCOLS:
-        raise ValueError(f"{_PORT_FORMAT}; the protocol is TCP or UDP")
+        raise ParseError(f"{_PORT_FORMAT}; the protocol is TCP or UDP", _PORT_FORMAT)
 
 
 def _selector(text: str) -> None:
     key, equals, value = text.partition("=")
     if not key or not equals or "=" in value:
-        raise ValueError("Invalid selector. selector format is key1=value1")
+        raise ParseError("Invalid selector. selector format is key1=value1", contiv_line("service-selector", selector=text))
 
 
 def _protocol_number(text: str) -> None:
@@ -116,22 +117,22 @@ def _network_tag(obj: Mapping[str, Any]) -> None:
         raise ValidationError("pktTag", f"pktTag Value Out of bound: {tag} (a {encap} network takes 1-{limit}, 0 allocates one)")
 
 
-_TO_IN = "can not specify 'to' parameters in incoming rule"
-_FROM_OUT = "can not specify 'from' parameters in outgoing rule"
+_TO_IN = contiv_line("rule-to-in-incoming")
+_FROM_OUT = contiv_line("rule-from-in-outgoing")
 # Per direction: fields that may not all be set together, and Contiv's refusal.
 _RULE_EXCLUSIONS: Mapping[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "in": (
         (("toNetwork",), _TO_IN),
         (("toEndpointGroup",), _TO_IN),
-        (("fromNetwork", "fromIpAddress"), "can not specify both from network and from ip address"),
-        (("fromNetwork", "fromEndpointGroup"), "can not specify both from network and from EndpointGroup"),
+        (("fromNetwork", "fromIpAddress"), contiv_line("rule-from-network-and-ip")),
+        (("fromNetwork", "fromEndpointGroup"), contiv_line("rule-from-network-and-group")),
     ),
     "out": (
         (("fromNetwork",), _FROM_OUT),
         (("fromEndpointGroup",), _FROM_OUT),
         (("fromIpAddress",), _FROM_OUT),
-        (("toNetwork", "toIpAddress"), "can not specify both to-network and to-ip address"),
-        (("toNetwork", "toEndpointGroup"), "can not specify both to-network and to-EndpointGroup"),
+        (("toNetwork", "toIpAddress"), contiv_line("rule-to-network-and-ip")),
+        (("toNetwork", "toEndpointGroup"), contiv_line("rule-to-network-and-group")),
     ),
 }
 
@@ -140,17 +141,22 @@ def _rule_directions(obj: Mapping[str, Any]) -> None:
     for names, refusal in _RULE_EXCLUSIONS[obj["direction"]]:
         if all(obj[name] for name in names):
             given = ", ".join(f"{name}={show(obj[name])}" for name in names)
-            raise ValidationError(names[-1], f"{refusal}: {given}")
+            raise ValidationError(names[-1], f"{refusal}: {given}", contiv=refusal)
 
 
 def _netprofile_burst(obj: Mapping[str, Any]) -> None:
     if obj["burst"] == 1:
-        raise ValidationError("burst", "burst 1: Invalid Burst size. burst size > 1500 bytes (0 = default, else >= 2)")
+        refusal = contiv_line("netprofile-burst")
+        raise ValidationError("burst", f"burst 1: {refusal} (0 = default, else >= 2)", contiv=refusal)
 
 
-def _service_selectors(obj: Mapping[str, Any]) -> None:
+def _service_selectors_and_ports(obj: Mapping[str, Any]) -> None:
+    """Contiv refuses a service without selectors, then one without ports (its `validatePorts`)."""
     if not obj["selectors"]:
-        raise ValidationError("selectors", "Invalid selector options: selectors must list at least one key=value")
+        refusal = contiv_line("service-selectors")
+        raise ValidationError("selectors", f"{refusal}: selectors must list at least one key=value", contiv=refusal)
+    if not obj["ports"]:
+        raise ValidationError("ports", f"{_PORT_FORMAT}: ports must list at least one, e.g. 80:8080:TCP", contiv=_PORT_FORMAT)
 
 
 # --- the object types -------------------------------------------------------------------------
@@ -251,7 +257,7 @@ _SPECS = (
             _name("serviceName", 256),
             _name("tenantName"),
         ),
-        checks=(_service_selectors,),
+        checks=(_service_selectors_and_ports,),
     ),
     ObjectSpec(
         "extContractsGroup",
@@ -327,8 +333,23 @@ def kind_for(collection: str) -> str:
     if collection in COLLECTIONS:
         return COLLECTIONS[collection]
     if collection in UNSUPPORTED_COLLECTIONS:
-        raise ValidationError("collection", f"{collection} not supported")
+        raise ValidationError("collection", f"{collection} not supported", contiv=contiv_line("unsupported-type"))
     raise NotFoundError(f"unknown collection {collection!r}")
+
+
+def _go_field_names(spec: ObjectSpec, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body with each member renamed to the field it sets, as Go's decoder matches them: the
+    exact name first, else case-insensitively (`"As"` sets `as`); a later member setting the same
+    field wins, as in Go. A member that matches no field is refused (Contiv ignored it silently)."""
+    known = {field.name for field in spec.fields} | link_members(spec.kind) | {"key"}
+    folded = {name.casefold(): name for name in sorted(known)}
+    named: dict[str, Any] = {}
+    for name, value in body.items():
+        target = name if name in known else folded.get(name.casefold())
+        if target is None:
+            raise ValidationError(name, f"unknown field {name!r} for {spec.kind}; known: {', '.join(sorted(known))}")
+        named[target] = value
+    return named
 
 
 def validate(collection: str, body: object, key: str) -> dict[str, Any]:
@@ -336,22 +357,21 @@ def validate(collection: str, body: object, key: str) -> dict[str, Any]:
 
     Order as in Contiv: JSON types, then the key built from the body must equal the URL key
     ("Invalid Key"), then each field alphabetically, then cross-field checks; the first failure
-    raises `ValidationError`. Fields the type does not have are refused (Contiv ignored them);
-    `key`, `links` and `link-sets` are accepted and the latter two ignored (server-owned).
+    raises `ValidationError`. Field names match as Go's decoder matches them (case-insensitively);
+    fields the type does not have are refused (Contiv ignored them); `key`, `links` and
+    `link-sets` are accepted and the latter two ignored (server-owned).
     """
     spec = SPECS[kind_for(collection)]
     if not isinstance(body, dict):
         raise ValidationError("body", f"a {spec.kind} must be a JSON object, got {show(body)}")
-    known = {field.name for field in spec.fields} | link_members(spec.kind) | {"key"}
-    for name in body:
-        if name not in known:
-            raise ValidationError(name, f"unknown field {name!r} for {spec.kind}; known: {', '.join(sorted(known))}")
+    body = _go_field_names(spec, body)
     obj = {field.name: field.decode(body.get(field.name)) for field in spec.fields}
     built, sent = spec.key_of(obj), body.get("key") or key
     if built != key:
-        raise ValidationError("key", f"Invalid Key: URL key {key!r}, but {':'.join(spec.key_fields)} make {built!r}")
+        message = f"Invalid Key: URL key {key!r}, but {':'.join(spec.key_fields)} make {built!r}"
+        raise ValidationError("key", message, contiv=contiv_line("invalid-key"))
     if sent != key:
-        raise ValidationError("key", f"Invalid Key: URL key {key!r}, but the body has key {show(sent)}")
+        raise ValidationError("key", f"Invalid Key: URL key {key!r}, but the body has key {show(sent)}", contiv=contiv_line("invalid-key"))
     for field in spec.fields:
         obj[field.name] = field.check(obj[field.name])
     for check in spec.checks:

@@ -28,6 +28,7 @@ from ipaddress import IPv4Network
 from typing import Any, Literal
 
 from ._addresses import parse_subnet
+from .lookup import Lookup
 
 Side = Literal["from", "to"]
 
@@ -194,3 +195,15 @@ def compile_attachment(attachment: Attachment, rules: Iterable[Mapping[str, Any]
     own = (rule for rule in rules if f"{rule['tenantName']}:{rule['policyName']}" == attachment.policy_key)
     compiled = (out for rule in own for out in compile_rule(rule, attachment, remotes))
     return tuple(sorted(compiled, key=lambda out: out.rule_id))
+
+
+def with_network_subnets(rule: Mapping[str, Any], lookup: Lookup) -> dict[str, Any]:
+    """The rule as Contiv stores it: a `fromNetwork`/`toNetwork` rule carries that network's subnet
+    in `fromIpAddress`/`toIpAddress` (Contiv's createOfnetRule writes it into the rule)."""
+    out = dict(rule)
+    for side in ("from", "to"):
+        name = rule.get(f"{side}Network")
+        network = lookup.get("network", f"{rule['tenantName']}:{name}") if name else None
+        if network is not None:
+            out[f"{side}IpAddress"] = network["subnet"]
+    return out

@@ -16,7 +16,7 @@ from typing import Any
 
 from fastpath import Bitset, IPPool
 
-from ..model import ConflictError, ValidationError, parse_pool, parse_subnet, parse_subnet6
+from ..model import ConflictError, ValidationError, contiv_line, parse_pool, parse_subnet, parse_subnet6
 from ..state.usage import decode_pool
 from ..state.usage import encode_pool as _encode
 
@@ -106,7 +106,8 @@ def new_epg_state(group: dict[str, Any], network_state: State, epg_id: int) -> t
         subnet = f"{network['subnetIP']}/{network['subnetLen']}"
         for value in range(int(first), int(last) + 1):
             if not net_pool.alloc(str(IPv4Address(value))):
-                raise ConflictError(f"ip address {IPv4Address(value)} is not available (ipPool {pool_text})")
+                taken = contiv_line("address-unavailable", address=IPv4Address(value))
+                raise ConflictError(f"{taken} (ipPool {pool_text})", contiv=taken)
         network["ipAllocMap"] = _encode(net_pool)
         epg_pool = IPPool(subnet)
         epg_pool.bits.set_range(0, epg_pool.bits.nbits)

@@ -23,9 +23,12 @@ from ..model import (
     check_create,
     check_delete,
     check_update,
+    contiv_line,
     kind_for,
+    omit_empty,
     render,
     validate,
+    with_network_subnets,
 )
 from ..state import keys as layout
 from . import effects, endpoints, oper
@@ -78,6 +81,15 @@ class Netmaster:
         await self.store.sync()
         return View(self.store)
 
+    async def read_view(self) -> View:
+        """A view for answering reads, refused (503) until the leader has created the default
+        objects: Contiv created them before serving, so a client never sees a cluster without
+        the `default` tenant (each default is one config commit, so the version counts them)."""
+        view = await self.view()
+        if view.config_version < len(DEFAULT_OBJECTS):
+            raise UnavailableError("the default objects (global, tenant default) are not created yet: the leader creates them once elected; retry")
+        return view
+
     async def ensure_defaults(self) -> None:
         """Create the `global` object and `default` tenant if missing (Contiv does at start)."""
         for collection, key, body in DEFAULT_OBJECTS:
@@ -94,11 +106,12 @@ class Netmaster:
             for _ in range(COMMIT_ATTEMPTS):
                 view = await self.view()
                 existing = view.get(kind, key)
+                wanted = with_network_subnets(obj, view) if kind == "rule" else obj
                 if existing is None:
-                    check_create(kind, obj, view)
-                    stored: Mapping[str, Any] = obj
+                    check_create(kind, wanted, view)
+                    stored: Mapping[str, Any] = wanted
                 else:
-                    stored = check_update(kind, existing, obj, view)
+                    stored = check_update(kind, existing, wanted, view)
                     if stored is existing:
                         return render(kind, existing, view)
                 writes = Writes(view)
@@ -116,7 +129,7 @@ class Netmaster:
                 view = await self.view()
                 existing = view.get(kind, key)
                 if existing is None:
-                    raise NotFoundError(f"{kind} not found")
+                    raise NotFoundError(f"{kind} not found: {key}", contiv=contiv_line("object-not-found", kind=kind))
                 dependents = check_delete(kind, key, view)
                 writes = Writes(view)
                 for dep_kind, dep_key in (*dependents, (kind, key)):
@@ -135,10 +148,10 @@ class Netmaster:
 
     async def _read_object(self, collection: str, key: str) -> tuple[str, View, Mapping[str, Any]]:
         kind = kind_for(collection)
-        view = await self.view()
+        view = await self.read_view()
         obj = view.get(kind, key)
         if obj is None:
-            raise NotFoundError(f"{kind} not found")
+            raise NotFoundError(f"{kind} not found: {key}", contiv=contiv_line("object-not-found", kind=kind))
         return kind, view, obj
 
     async def get_object(self, collection: str, key: str) -> dict[str, Any]:
@@ -147,14 +160,14 @@ class Netmaster:
 
     async def list_objects(self, collection: str) -> list[dict[str, Any]]:
         kind = kind_for(collection)
-        view = await self.view()
+        view = await self.read_view()
         return [render(kind, obj, view) for obj in view.items(kind)]
 
     async def inspect_object(self, collection: str, key: str) -> dict[str, Any]:
         kind, view, obj = await self._read_object(collection, key)
         answer: dict[str, Any] = {"Config": render(kind, obj, view)}
         if kind in oper.OPER:
-            answer["Oper"] = oper.OPER[kind](view, obj)
+            answer["Oper"] = omit_empty(oper.OPER[kind](view, obj))
         return answer
 
     async def inspect_endpoint(self, key: str) -> dict[str, Any]:
@@ -164,8 +177,8 @@ class Netmaster:
         await self.store.sync()
         for kv in self.store.list_nowait(layout.EPS_PREFIX):
             if key in kv.key[len(layout.EPS_PREFIX) :]:
-                return {"Oper": EndpointOper.from_state(kv.value).to_json()}
-        raise NotFoundError("endpoint not found")
+                return {"Oper": EndpointOper.from_state(kv.value).to_json()}  # omitempty already
+        raise NotFoundError(f"endpoint not found: {key}", contiv=contiv_line("endpoint-not-found"))
 
     # ---- endpoints (batched per network) ---------------------------------------------------
 

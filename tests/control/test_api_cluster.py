@@ -73,7 +73,7 @@ def test_leader_sigkill_during_create_endpoint_stream_loses_and_leaks_nothing(cl
 
     def stream() -> None:
         i = 0
-        with httpx.Client(timeout=30) as client:
+        with httpx.Client(timeout=30, headers={"Accept": "application/json"}) as client:  # typed errors: 503 while no leader
             while not stop.is_set():
                 ep = f"ep{i}"
                 attempted.append(ep)

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from contivd.cli import cli
 from tests.support.contivd_nodes import ContivdProcess, running_cluster
 
-NO_CTL_ENV: Mapping[str, str | None] = {"CONTIVD_SERVER": None, "CONTIVD_TOKEN": None}
+NO_CTL_ENV: Mapping[str, str | None] = {"CONTIVD_SERVER": None, "CONTIVD_TOKEN": None, "NETMASTER": None, "INSECURE": None}
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +43,17 @@ class Ctl:
         return invoke(["ctl", "--server", self.server, *args], code=code)
 
     def fails(self, *args: str, message: str) -> str:
-        """The command exits 1, prints nothing on stdout and `Error: <message>` on stderr."""
-        result = self(*args, code=1)
+        """The server refused: exit 3 (netctl's), nothing on stdout, `Error: <message>` on stderr."""
+        result = self(*args, code=3)
         assert result.stdout == "", result.stdout
         assert result.stderr.startswith("Error: ") and message in result.stderr, result.stderr
+        return result.stderr
+
+    def refuses(self, *args: str, message: str) -> str:
+        """Refused before any request, as netctl's client-side checks: exit 1, usage and message on stderr."""
+        result = self(*args, code=1)
+        assert result.stdout == "", result.stdout
+        assert result.stderr.startswith("Usage: ") and f"Error: {message}" in result.stderr, result.stderr
         return result.stderr
 
 

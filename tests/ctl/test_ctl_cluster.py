@@ -34,27 +34,39 @@ def test_cluster_status(ctl: Ctl, node: ContivdProcess) -> None:
 
 def test_connection_refused_names_the_server_and_the_flag() -> None:
     server = f"http://127.0.0.1:{free_ports(1)[0]}"
-    result = invoke(["ctl", "--server", server, "tenant", "ls"], code=1)
+    result = invoke(["ctl", "--server", server, "tenant", "ls"], code=3)
     assert result.stdout == ""
     assert result.stderr.startswith(f"Error: cannot connect to contivd at {server}")
     assert "--server" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
 def test_server_url_must_be_http() -> None:
-    result = invoke(["ctl", "--server", "127.0.0.1:9999", "tenant", "ls"], code=2)
+    result = invoke(["ctl", "--server", "127.0.0.1:9999", "tenant", "ls"], code=1)
     assert "not an http:// or https:// URL" in result.stderr
 
 
 def test_server_and_token_from_the_environment(node: ContivdProcess) -> None:
     assert "default" in invoke(["ctl", "tenant", "ls", "-q"], env={"CONTIVD_SERVER": node.url}).stdout.split()
-    wrong = invoke(["ctl", "tenant", "ls"], env={"CONTIVD_SERVER": node.url, "CONTIVD_TOKEN": "guess"}, code=1)
+    wrong = invoke(["ctl", "tenant", "ls"], env={"CONTIVD_SERVER": node.url, "CONTIVD_TOKEN": "guess"}, code=3)
     assert wrong.stderr == "Error: invalid bearer token\n"
     right = invoke(["ctl", "--token", SECRET, "tenant", "ls", "-q"], env={"CONTIVD_SERVER": node.url})
     assert "default" in right.stdout.split()
 
 
-def test_usage_errors_exit_2_without_a_request(ctl: Ctl) -> None:
-    ctl("tenant", "create", code=2)
-    ctl("group", "create", "onlynetwork", code=2)
-    ctl("policy", "rule-add", "p", "1", "--port", "eighty", code=2)
-    ctl("network", "frobnicate", code=2)
+def test_netctl_server_flag_and_environment(node: ContivdProcess) -> None:
+    """netctl's `--netmaster` and NETMASTER name the server too (CONTIVD_SERVER wins over NETMASTER)."""
+    assert "default" in invoke(["ctl", "--netmaster", node.url, "tenant", "ls", "-q"]).stdout.split()
+    assert "default" in invoke(["ctl", "tenant", "ls", "-q"], env={"NETMASTER": node.url}).stdout.split()
+    unreachable = f"http://127.0.0.1:{free_ports(1)[0]}"
+    both = invoke(["ctl", "tenant", "ls", "-q"], env={"CONTIVD_SERVER": unreachable, "NETMASTER": node.url}, code=3)
+    assert unreachable in both.stderr
+    assert "default" in invoke(["ctl", "--insecure", "--server", node.url, "tenant", "ls", "-q"]).stdout.split()
+
+
+def test_usage_errors_exit_1_without_a_request(ctl: Ctl) -> None:
+    """netctl's exit status for usage errors (its exitHelp), where click's default is 2."""
+    ctl("tenant", "create", code=1)
+    ctl("group", "create", "onlynetwork", code=1)
+    ctl("policy", "rule-add", "p", "1", "--port", "eighty", code=1)
+    ctl("network", "frobnicate", code=1)
+    ctl("frobnicate", code=1)

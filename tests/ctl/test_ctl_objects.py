@@ -17,7 +17,7 @@ def rows(text: str) -> list[list[str]]:
 
 
 def test_tenant_lifecycle(ctl: Ctl) -> None:
-    assert ctl("tenant", "create", "acme").stdout == "Creating tenant acme\n"
+    assert ctl("tenant", "create", "acme").stdout == "Creating tenant: acme\n"
     assert ["acme"] in rows(ctl("tenant", "ls").stdout)
     assert "acme" in ctl("tenant", "ls", "-q").stdout.splitlines()
     assert {"key": "acme", "tenantName": "acme"}.items() <= next(
@@ -61,7 +61,7 @@ def test_network_lifecycle(ctl: Ctl) -> None:
     assert oper["pktTag"] == 120 and oper["allocatedIPAddresses"] == "198.18.20.254"
     ctl.fails("net", "create", "-t", "blue", "-s", "198.18.20.0/25", "web2", message="conflicts with subnet 198.18.20.0/24")
     ctl.fails("net", "ls", "-t", "nope", message="tenant not found")
-    ctl("net", "create", "web3", code=2)  # --subnet is required: a usage error, not a request
+    ctl("net", "create", "web3", code=1)  # --subnet is required: a usage error, not a request
     assert ctl("net", "rm", "-t", "blue", "web").stdout == "Deleting network blue:web\n"
     assert ctl("net", "ls", "-t", "blue", "-q").stdout == ""
     ctl("tenant", "rm", "blue")
@@ -80,7 +80,7 @@ def test_group_lifecycle(ctl: Ctl) -> None:
     assert json.loads(ctl("group", "inspect", "front").stdout)["Oper"]["availableIPAddresses"] == "198.18.21.10-198.18.21.20"
     ctl.fails("group", "create", "nosuchnet", "back", message="Network nosuchnet not found")
     ctl.fails("policy", "rm", "gpol", message="Policy is being used")
-    assert ctl("group", "rm", "front").stdout == "Deleting EndpointGroup default:front\n"
+    assert ctl("group", "rm", "front").stdout == ""  # netctl prints nothing here
     for args in (("policy", "rm", "gpol"), ("netprofile", "rm", "gprof"), ("net", "rm", "gnet")):
         ctl(*args)
 
@@ -93,23 +93,23 @@ def test_policy_and_rules(ctl: Ctl) -> None:
     assert "web" in ctl("policy", "ls", "-q").stdout.splitlines()
     assert "default:web" in [p["key"] for p in json.loads(ctl("policy", "ls", "--json").stdout)]
     add = ctl("policy", "rule-add", "web", "1", "-p", "10", "-g", "app", "-l", "tcp", "-P", "80")
-    assert add.stdout == "Creating rule default:web:1\n"
+    assert add.stdout == ""  # netctl prints nothing for rules
     ctl("policy", "rule-add", "web", "2", "--priority", "5", "--from-ip-address", "198.18.0.0/15", "--action", "deny")
     ctl("policy", "rule-add", "web", "3", "--direction", "out", "--to-network", "pnet", "--protocol", "udp", "--port", "53")
     listing = ctl("policy", "rule-ls", "web").stdout
     incoming, outgoing = listing.split("\nOutgoing Rules:\n")
     assert incoming.startswith("Incoming Rules:\nRule  Priority  From EndpointGroup")
-    assert rows(incoming.split("\n", 1)[1]) == [["2", "5", "198.18.0.0/15", "deny"], ["1", "10", "app", "tcp", "80", "allow"]]
-    assert rows(outgoing) == [["3", "1", "pnet", "udp", "53", "allow"]]
+    assert rows(incoming.split("\n", 1)[1]) == [["2", "5", "198.18.0.0/15", "0", "deny"], ["1", "10", "app", "tcp", "80", "allow"]]
+    assert rows(outgoing) == [["3", "1", "pnet", "198.18.22.0/24", "udp", "53", "allow"]], "Contiv stores the network's subnet in toIpAddress"
     assert sorted(ctl("policy", "rule-ls", "web", "-q").stdout.split()) == ["1", "2", "3"]
     assert {r["key"] for r in json.loads(ctl("policy", "rule-ls", "web", "--json").stdout)} == {
         "default:web:1",
         "default:web:2",
         "default:web:3",
     }
-    ctl.fails("policy", "rule-add", "web", "4", "-e", "app", message="can not specify 'to' parameters in incoming rule")
+    ctl.refuses("policy", "rule-add", "web", "4", "-e", "app", message="Cant specify to-group for incoming rule")
     ctl.fails("policy", "rule-ls", "nosuch", message="policy not found")
-    assert ctl("policy", "rule-rm", "web", "2").stdout == "Deleting rule default:web:2\n"
+    assert ctl("policy", "rule-rm", "web", "2").stdout == ""
     assert sorted(ctl("policy", "rule-ls", "web", "-q").stdout.split()) == ["1", "3"]
     assert "Rules" in json.loads(ctl("policy", "inspect", "web").stdout)["Config"]["link-sets"]
     assert ctl("policy", "rm", "web").stdout == "Deleting policy default:web\n"
@@ -153,7 +153,7 @@ def test_service_lifecycle(ctl: Ctl) -> None:
     assert service["ports"] == ["53:5353:UDP"] and service["ipAddress"] == "198.18.23.53"
     assert json.loads(ctl("service", "inspect", "dns").stdout)["Config"]["networkName"] == "snet"
     ctl.fails("service", "create", "web", "-s", "snet", "-l", "app=web", "-p", "80:x", message="Invalid Port maping")
-    assert ctl("service", "rm", "dns").stdout == "Deleting ServiceLB default:dns\n"
+    assert ctl("service", "rm", "dns").stdout == "Deleting Service  dns,default\n"
     ctl("net", "rm", "snet")
 
 
@@ -171,13 +171,13 @@ def test_bgp_lifecycle(ctl: Ctl) -> None:
         "--neighbor",
         "198.19.9.2",
     )
-    assert out.stdout == "Creating Bgp router config host1\n"
+    assert out.stdout == ""  # netctl prints nothing
     assert rows(ctl("bgp", "ls").stdout) == [["host1", "198.19.9.1/24", "65000", "198.19.9.2", "65001"]]
     assert ctl("bgp", "ls", "-q").stdout == "host1\n"
     assert json.loads(ctl("bgp", "ls", "--json").stdout)[0]["neighbor-as"] == "65001"
     assert json.loads(ctl("bgp", "inspect", "host1").stdout)["Config"]["routerip"] == "198.19.9.1/24"
-    ctl.fails("bgp", "create", "host2", "--router-ip", "198.19.9.1", message="routerip string invalid format")
-    assert ctl("bgp", "rm", "host1").stdout == "Deleting Bgp router config host1\n"
+    ctl.refuses("bgp", "create", "host2", "--router-ip", "198.19.9.1", message="Wrong CIDR format. Enter in x.x.x.x/len format")
+    assert ctl("bgp", "rm", "host1").stdout == "Deleting Bgp router config: host1\n"
     assert ctl("bgp", "ls", "-q").stdout == ""
 
 
@@ -187,7 +187,7 @@ def test_app_profile_lifecycle(ctl: Ctl) -> None:
         ctl("group", "create", "anet", group)
     assert ctl("app-profile", "create", "shop", "-g", "ui,api").stdout == "Creating AppProfile default:shop\n"
     assert ctl("app-profile", "group-ls", "shop").stdout == "ui,api\n"
-    assert ctl("app-profile", "update", "shop", "--group", "ui").stdout == "Updating AppProfile default:shop\n"
+    assert ctl("app-profile", "update", "shop", "--group", "ui").stdout == ""
     assert ["default", "shop", "ui"] in rows(ctl("app-profile", "ls").stdout)
     assert ctl("app-profile", "ls", "-q").stdout == "shop\n"
     assert json.loads(ctl("app-profile", "ls", "--json").stdout)[0]["endpointGroups"] == ["ui"]
@@ -203,11 +203,11 @@ def test_app_profile_lifecycle(ctl: Ctl) -> None:
 def test_external_contracts_lifecycle(ctl: Ctl) -> None:
     out = ctl("external-contracts", "create", "ext", "--provided", "-a", "uni/tn-common/brc-web")
     assert out.stdout == "Creating ExternalContracts default:ext\n"
-    assert rows(ctl("external-contracts", "ls").stdout) == [["default", "ext", "provided", "uni/tn-common/brc-web"]]
+    assert rows(ctl("external-contracts", "ls").stdout) == [["default", "ext", "provided", "[uni/tn-common/brc-web]"]]
     assert ctl("external-contracts", "ls", "-q").stdout == "ext\n"
     assert json.loads(ctl("external-contracts", "ls", "--json").stdout)[0]["contractsType"] == "provided"
     assert json.loads(ctl("external-contracts", "inspect", "ext").stdout)["Config"]["contracts"] == ["uni/tn-common/brc-web"]
-    ctl.fails("external-contracts", "create", "ext2", "-a", "uni/x", message="contractsType")
+    ctl.refuses("external-contracts", "create", "ext2", "-a", "uni/x", message="Either provided or consumed must be specified")
     ctl("external-contracts", "rm", "ext")
 
 
@@ -219,13 +219,13 @@ def test_global_info_set_inspect(ctl: Ctl) -> None:
     assert "Vlan Range: 1-2000\n" in info and "ARP mode: flood\n" in info
     assert "Private subnet: 172.19.0.0/16\n" in info, "flags not given are left alone"
     assert json.loads(ctl("global", "inspect").stdout)["Config"]["vlans"] == "1-2000"
-    assert json.loads(ctl("global", "info", "--json").stdout)["arpMode"] == "flood"
+    assert json.loads(ctl("global", "info", "--json").stdout)[0]["arpMode"] == "flood"
     ctl.fails("global", "set", "--fwd-mode", "teleport", message="fwdMode string invalid format")
     ctl("global", "set", "-v", "1-4094", "-a", "proxy")
 
 
 def test_aci_gw_set_info_inspect(ctl: Ctl) -> None:
-    ctl.fails("aci-gw", "info", message="aciGw not found")
+    assert ctl("aci-gw", "info").stdout == ""  # none yet: netctl lists nothing
     ctl("aci-gw", "set", "--phys-dom", "phys1")
     info = ctl("aci-gw", "info").stdout
     assert "Physical domain: phys1\n" in info and "Enforce policies: yes\n" in info and "Include Common-Tenant: no\n" in info

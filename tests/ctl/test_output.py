@@ -19,6 +19,14 @@ def test_table_without_rows_keeps_the_header_and_pads_short_rows() -> None:
     assert output.table(["A", "B"], [["x"]]) == "A  B\n-  -\nx\n"
 
 
+def test_tabwriter_pads_tab_terminated_cells_per_column_block_as_go() -> None:
+    """Go's text/tabwriter (netctl's tables): a line's text after its last tab is not padded,
+    a cell before a tab is, even when empty or last; a line with fewer cells ends a block."""
+    assert output.tabwriter("Name\t\n------\t\ndefault\t\n") == "Name     \n------   \ndefault  \n"
+    assert output.tabwriter("a\tbb\tc\nlonger\tb\n") == "a       bb  c\nlonger  b\n"
+    assert output.tabwriter("x\ty\ntitle\nwide-cell\tz\n") == "x  y\ntitle\nwide-cell  z\n"
+
+
 @pytest.mark.parametrize(
     "value, text",
     [(None, ""), ("", ""), ("a", "a"), (0, "0"), (42, "42"), (True, "yes"), (False, "no"), (["a", "b"], "a,b"), ([], "")],
@@ -28,7 +36,7 @@ def test_cell(value: object, text: str) -> None:
 
 
 def test_fields_and_json() -> None:
-    assert output.fields([("Forward mode", "bridge"), ("Vlan Range", None)]) == "Forward mode: bridge\nVlan Range:\n"
+    assert output.fields([("Forward mode", "bridge"), ("Vlan Range", None)]) == "Forward mode: bridge\nVlan Range: \n"
     assert output.as_json({"a": [1]}) == '{\n  "a": [\n    1\n  ]\n}\n'
 
 
@@ -52,13 +60,16 @@ def test_bandwidth_is_normalised_as_netctl_shows_it(raw: object, shown: str) -> 
 def test_go_list_labelled_joined() -> None:
     assert views.go_list(["app=web", "tier=fe"]) == "[app=web tier=fe]"
     assert views.go_list(None) == "[]"
-    assert views.labelled((("Forward mode", "fwdMode"), ("ARP mode", "arpMode")), {"fwdMode": "routing"}) == "Forward mode: routing\nARP mode:\n"
+    labels = (("Forward mode", "fwdMode"), ("ARP mode", "arpMode"))
+    assert views.labelled(labels, [{"fwdMode": "routing"}]) == "Forward mode: routing\nARP mode: \n"
+    assert views.labelled(labels, []) == ""
     assert views.joined("endpointGroups", {"endpointGroups": ["a", "b"]}) == "a,b\n"
+    assert views.joined("endpointGroups", {}) == ""
 
 
 def test_version_page() -> None:
     assert views.version({"Version": "1.2", "GitCommit": "abc"}, "1.3") == (
-        "Client Version:\nVersion: 1.3\nGitCommit:\nBuildTime:\n\nServer Version:\nVersion: 1.2\nGitCommit: abc\nBuildTime:\n"
+        "Client Version:\nVersion: 1.3\nGitCommit: \nBuildTime: \n\nServer Version:\nVersion: 1.2\nGitCommit: abc\nBuildTime: \n"
     )
 
 
@@ -120,14 +131,13 @@ def test_rule_listing_splits_by_direction_and_sorts_by_priority() -> None:
     assert render_list(rule, RULES, "table") == (
         "Incoming Rules:\n"
         "Rule  Priority  From EndpointGroup  From Network  From IpAddress  To IpAddress  Protocol  Port  Action\n"
-        "----  --------  ------------------  ------------  --------------  ------------  --------  ----  ------\n"
-        "c     2                                           10.0.0.0/8                                    deny\n"
-        "a     9         g                                                                               allow\n"
-        "\n"
+        "----  --------  ------------------  ------------  ---------       ------------  --------  ----  ------\n"
+        "c     2                                           10.0.0.0/8                              0     deny\n"
+        "a     9         g                                                                         0     allow\n"
         "Outgoing Rules:\n"
         "Rule  Priority  To EndpointGroup  To Network  To IpAddress  Protocol  Port  Action\n"
-        "----  --------  ----------------  ----------  ------------  --------  ----  ------\n"
+        "----  --------  ----------------  ----------  ---------     --------  ----  ------\n"
         "b     1                           n                         tcp       443   deny\n"
     )
-    assert render_list(rule, RULES, "quiet") == "a\nb\nc\n"
+    assert render_list(rule, RULES, "quiet") == "b\nc\na\n", "every format lists rules by priority, as netctl"
     assert render_list(rule, [], "json") == "[]\n"

@@ -18,6 +18,10 @@ from tests.support.waiting import free_ports, wait_for
 SECRET = "test-cluster-secret"
 
 
+def _json_errors(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {**kwargs, "headers": {"Accept": "application/json", **kwargs.get("headers", {})}}
+
+
 class ContivdProcess:
     """One node (`--datapath none`): its API URL, its raft address, SIGKILL / SIGTERM / restart."""
 
@@ -48,14 +52,16 @@ class ContivdProcess:
     def log_text(self) -> str:
         return (self.data_dir / "contivd.log").read_text(errors="replace")[-4000:]
 
+    # get/post/delete ask for contivd's typed errors (4xx + JSON), as `contivd ctl` does; pass
+    # headers={"Accept": "*/*"} to be served Contiv's contract (500 + text) instead.
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=15, **kwargs)
+        return httpx.get(self.url + path, timeout=15, **_json_errors(kwargs))
 
     def post(self, path: str, body: Any, **kwargs: Any) -> httpx.Response:
-        return httpx.post(self.url + path, json=body, timeout=15, **kwargs)
+        return httpx.post(self.url + path, json=body, timeout=15, **_json_errors(kwargs))
 
     def delete(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.delete(self.url + path, timeout=15, **kwargs)
+        return httpx.delete(self.url + path, timeout=15, **_json_errors(kwargs))
 
     def info(self) -> dict[str, Any] | None:
         try:

@@ -177,7 +177,7 @@ def test_incoming_rule_with_a_to_address_targets_an_endpoint_of_the_one_group(wo
 
 
 def test_service_references_and_vip(world: FakeLookup) -> None:
-    service = {"tenantName": "default", "serviceName": "svc", "networkName": "net1", "selectors": ["app=web"]}
+    service = {"tenantName": "default", "serviceName": "svc", "networkName": "net1", "selectors": ["app=web"], "ports": ["80:8080:TCP"]}
     with pytest.raises(NotFoundError, match=r"^Network svcnet not found"):
         create(world, "serviceLBs", **{**service, "networkName": "svcnet"})
     with pytest.raises(ValidationError, match=r"^ipAddress 10.1.2.3 is not a host address of network default:net1"):
@@ -290,7 +290,7 @@ def test_tenant_delete_order(world: FakeLookup) -> None:
     world.add("appProfiles", tenantName="default", appProfileName="app", endpointGroups=["web"])
     world.add("policys", tenantName="default", policyName="p1")
     world.add("netprofiles", tenantName="default", profileName="gold")
-    world.add("serviceLBs", tenantName="default", serviceName="svc", networkName="net1", selectors=["a=b"])
+    world.add("serviceLBs", tenantName="default", serviceName="svc", networkName="net1", selectors=["a=b"], ports=["80:8080:TCP"])
     steps = [
         ("appProfile", "default:app", "cannot delete default, has 1 app profiles"),
         ("endpointGroup", "default:web", "cannot delete default has 1 endpoint groups"),
@@ -384,7 +384,7 @@ def test_singletons_delete(world: FakeLookup) -> None:
 def test_rules_and_services_block_nothing_services_block_their_network(world: FakeLookup) -> None:
     world.add("policys", tenantName="default", policyName="p1")
     world.add("rules", **RULE, fromEndpointGroup="web")
-    world.add("serviceLBs", tenantName="default", serviceName="svc", networkName="net1", selectors=["a=b"])
+    world.add("serviceLBs", tenantName="default", serviceName="svc", networkName="net1", selectors=["a=b"], ports=["80:8080:TCP"])
     assert check_delete("rule", "default:p1:1", world) == ()
     assert check_delete("serviceLB", "default:svc", world) == ()
     del world.objects["endpointGroup"]["default:web"]

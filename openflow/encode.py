@@ -36,10 +36,12 @@ from openflow.flow import (
     Flow,
     Group,
     GroupAction,
+    LearnBackend,
     Move,
     Output,
     PopVlan,
     PushVlan,
+    Resubmit,
     SetField,
     format_mac,
     prefix_len,
@@ -50,6 +52,7 @@ _U32 = 0xFFFFFFFF
 _VID_PRESENT = 0x1000
 _SELECT_WEIGHT = 100
 _NX_NAT_F_DST = 1 << 1  # OVS include/openflow/nicira-ext.h; os-ken does not define it
+_NX_IN_PORT = 0xFFF8  # OFPP_IN_PORT in the 16-bit port of resubmit: "resubmit(,table)"
 _WIDTH = {"eth_src": 48, "eth_dst": 48, "arp_sha": 48, "arp_tha": 48, "arp_spa": 32, "arp_tpa": 32}
 _FASTPATH_SET_FIELDS = {"eth_src": "eth_src", "eth_dst": "eth_dst", "vlan_vid": "vlan_vid", "tun_id": "tunnel_id"}
 _FASTPATH_MATCH = frozenset({"in_port", "metadata", "eth_type", "vlan_vid", "ipv4_src", "ipv4_dst", "ip_proto", "tp_src", "tp_dst", "tcp_flags"})
@@ -156,7 +159,25 @@ def _action(action: Action) -> Any:
         return parser.OFPActionPopVlan()
     if isinstance(action, GroupAction):
         return parser.OFPActionGroup(action.group_id)
+    if isinstance(action, Resubmit):
+        return parser.NXActionResubmitTable(in_port=_NX_IN_PORT, table_id=action.table)
+    if isinstance(action, LearnBackend):
+        return _learn(action)
     return _ct(action)
+
+
+def _learn(learn: LearnBackend) -> Any:
+    port = "tcp_dst_nxm" if learn.proto == IP_TCP else "udp_dst_nxm"
+    specs = [
+        parser.NXFlowSpecMatch(src=0x0800, dst=("eth_type_nxm", 0), n_bits=16),
+        parser.NXFlowSpecMatch(src=learn.proto, dst=("ip_proto_nxm", 0), n_bits=8),
+        parser.NXFlowSpecMatch(src=("ipv4_src_nxm", 0), dst=("ipv4_src_nxm", 0), n_bits=32),
+        parser.NXFlowSpecMatch(src=("ipv4_dst_nxm", 0), dst=("ipv4_dst_nxm", 0), n_bits=32),
+        parser.NXFlowSpecMatch(src=(port, 0), dst=(port, 0), n_bits=16),
+        parser.NXFlowSpecLoad(src=learn.backend_ip, dst=("reg0", 0), n_bits=32),
+        parser.NXFlowSpecLoad(src=learn.backend_port, dst=("reg1", 0), n_bits=16),
+    ]
+    return parser.NXActionLearn(table_id=learn.table, specs=specs, idle_timeout=learn.idle_timeout, priority=learn.priority, cookie=learn.cookie)
 
 
 def _instructions(flow: Flow) -> list[Any]:

@@ -23,8 +23,10 @@ from openflow.encode import (
 )
 from openflow.inputs import NodeInputs
 from openflow.text import actions_text, group_text, match_text
-from tests.openflow.scenario import RED_VLAN, ep, local_of, node_a, remote_of
+from tests.openflow.scenario import KUBE_WEB, RED_VLAN, ep, kube_service_of, local_of, node_a, remote_of
 from tests.openflow.test_flows_policy import rule
+
+AFFINE = (dataclasses.replace(kube_service_of(KUBE_WEB), affinity_timeout=10800),)  # learn, resubmit, registers
 
 
 def _states() -> list[Desired]:
@@ -40,7 +42,7 @@ def _states() -> list[Desired]:
         (remote_of(ep("b", "10.2.0.3", 0, RED_VLAN), RED_VLAN),),
         uplinks=(8,),
     )
-    return [desired(dataclasses.replace(a, rules=a.rules + more)), desired(vlan)]
+    return [desired(dataclasses.replace(a, rules=a.rules + more, services=a.services + AFFINE)), desired(vlan)]
 
 
 @pytest.mark.parametrize("command", [fastpath.Command.ADD, fastpath.Command.DELETE_STRICT])

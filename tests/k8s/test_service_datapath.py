@@ -146,7 +146,11 @@ def test_cluster_ip_reaches_backends_on_both_nodes_keeps_connections_and_affinit
         # sessionAffinity ClientIP: every new connection of the client goes to one backend.
         kube.apply(endpoint_slice("far", far["ipAddress"], 8081))
         kube.apply(service(affinity=True))
-        wait_until(lambda: "learn(" in dump(first, "dump-flows") and far["ipAddress"] in dump(first, "dump-groups"), 30, "the affinity flows", first)
+
+        def affine() -> bool:  # both ports' groups name both backends in registers for endpoint_dnat
+            return "learn(" in dump(first, "dump-flows") and dump(first, "dump-groups").count("resubmit(") == 4
+
+        wait_until(affine, 30, "the affinity flows", first)
         answers = fetch(pod, CLUSTER_IP, 80, 20)
         assert len(set(answers)) == 1 and answers[0] in ("near", "far"), f"affinity did not hold: {answers}"
         status, stats = first.api_call("GET", "/svcstats", port=first.agent)

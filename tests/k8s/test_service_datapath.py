@@ -4,9 +4,9 @@ ClusterIP:port and lands on backends on node 1 and node 2, each answering with i
 TCP and UDP; a backend that stops being ready gets no new connection while an established one
 keeps its backend; sessionAffinity ClientIP keeps the client on one backend.
 
-The API server runs as a process in node 1's namespace (it listens on loopback there); a small
-relay beside it makes it reachable on node 1's control address, so whichever node leads can
-watch it. Test-side changes are posted to it from inside that namespace.
+The API server runs as a process in node 1's namespace (it listens on loopback there); a relay
+(tests/support/tcp_relay.py) beside it makes it reachable on node 1's control address, so
+whichever node leads can watch it. Test-side changes are posted to it from inside that namespace.
 """
 
 from __future__ import annotations
@@ -37,21 +37,6 @@ CLUSTER_IP = "198.18.96.10"
 SERVICE_CIDR = "198.18.96.0/24"
 GATEWAY = "198.18.10.254"
 
-RELAY = (
-    "import socket,sys,threading\n"
-    "def pump(a, b):\n"
-    "    try:\n"
-    "        while (data := a.recv(65536)): b.sendall(data)\n"
-    "    except OSError: pass\n"
-    "    for s in (a, b):\n"
-    "        try: s.shutdown(socket.SHUT_RDWR)\n"
-    "        except OSError: pass\n"
-    "listener = socket.create_server((sys.argv[1], int(sys.argv[2])))\n"
-    "print('ready', flush=True)\n"
-    "while True:\n"
-    "    near = listener.accept()[0]; far = socket.create_connection(('127.0.0.1', int(sys.argv[2])))\n"
-    "    for a, b in ((near, far), (far, near)): threading.Thread(target=pump, args=(a, b), daemon=True).start()\n"
-)
 POST = "import httpx,sys; httpx.post(sys.argv[1], content=sys.argv[2], headers={'content-type': 'application/json'}, timeout=10).raise_for_status()"
 
 
@@ -112,7 +97,7 @@ def test_cluster_ip_reaches_backends_on_both_nodes_keeps_connections_and_affinit
     with cluster_of_nodes(tmp_path, 2, *options) as nodes, processes() as running:
         first, second = nodes
         running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port))
-        running.start(first.ns, sys.executable, "-c", RELAY, first.host, str(api_port))
+        running.start(first.ns, sys.executable, "-m", "tests.support.tcp_relay", first.host, str(api_port), str(api_port))
         kube = KubeApi(first, api_port)
         network = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.10.0/24", "gateway": GATEWAY}
         status, answer = first.api_call("POST", "/api/v1/networks/default:pods/", network)

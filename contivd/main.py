@@ -65,14 +65,24 @@ def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, config: Config)
     services equal to the API server's. The health object says how the watch is doing."""
     if config.kubeconfig is None:
         return None
-    try:
-        api = KubeApi(config.kubeconfig)
-    except ValueError as exc:
-        raise ConfigError(f"--kubeconfig: {exc}") from None
     health = KubeHealth()
-    nursery.start_soon(run_while_leader, store, lambda: ServiceSync(store, api, config.service_cidr, health).run())
-    log.info("Kubernetes mode: the Raft leader watches Services and EndpointSlices (service CIDR %s)", config.service_cidr)
+    nursery.start_soon(_watch_kubernetes, store, config, health)
     return health
+
+
+async def _watch_kubernetes(store: Store, config: Config, health: KubeHealth) -> None:
+    """Build the client off the event loop (importing `kubernetes` takes seconds), then run
+    the Service sync on every leadership term. An unusable kubeconfig is logged and reported
+    by readiness; the node keeps serving everything else."""
+    assert config.kubeconfig is not None
+    try:
+        api = await trio.to_thread.run_sync(KubeApi, config.kubeconfig)
+    except ValueError as exc:
+        log.error("Kubernetes watch not started: %s", exc)
+        health.failed("kubeconfig", str(exc))
+        return
+    log.info("Kubernetes mode: the Raft leader watches Services and EndpointSlices (service CIDR %s)", config.service_cidr)
+    await run_while_leader(store, lambda: ServiceSync(store, api, config.service_cidr, health).run())
 
 
 def _hypercorn_config(listen: str) -> HypercornConfig:
@@ -211,8 +221,10 @@ def status_line(store: StoreStatistics, agent: AgentStatistics | None, endpoints
             parts.append("no reconcile yet")
         if not agent.switch_connected:
             parts.append("switch disconnected")
-    if kube is not None and kube.watching:
-        parts.append(f"kubernetes: {kube.services} services" + "".join(f"; {why}" for _, why in sorted(kube.problems.items())))
+    if kube is not None:
+        if kube.watching:
+            parts.append(f"kubernetes: {kube.services} services")
+        parts.extend(f"kubernetes {kind}: {why}" for kind, why in sorted(kube.problems.items()))
     return "; ".join(parts)
 
 

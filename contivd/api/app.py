@@ -29,6 +29,7 @@ from ..http.control import HOPS_HEADER, REVISION_HEADER, TYPED_ERRORS_HEADER
 from ..http.errors import BadRequestError, UnauthorizedError, answer_for
 from ..http.forwarder import ForwardingClient
 from ..k8s import KubeHealth
+from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError
 from ..netmaster.service import Netmaster
@@ -159,6 +160,9 @@ class Handlers:
             "agent": asdict(self.ctx.agent.statistics()) if self.ctx.agent is not None else None,
             "kubernetes": asdict(self.ctx.kube.view()) if self.ctx.kube is not None else None,
         }
+
+    async def kubernetes_services(self, body: bytes) -> Any:
+        return kubernetes_services(await self.ctx.cache.sync())
 
     async def services(self, body: bytes) -> Any:
         snapshot = await self.ctx.cache.sync()

@@ -71,7 +71,13 @@ def list_objects(client: Client, resource: Resource, scope: Mapping[str, Any], f
         if all(name in scope for name in parent.key):
             client.get(object_path(parent.collection, parent.key_of(scope)))
     objects = [obj for obj in client.get(f"/api/v1/{resource.collection}/") if all(obj.get(k) == v for k, v in scope.items())]
-    return render_list(resource, objects, fmt)
+    text = render_list(resource, objects, fmt)
+    if resource.beside is not None and fmt == "table":
+        beside = resource.beside.table
+        rows = _rows(beside, client.get(resource.beside.path))
+        if rows:
+            text += f"\n{beside.title}\n" + output.table([column.header for column in beside.columns], rows)
+    return text
 
 
 def show(client: Client, command: Show, values: Mapping[str, str], *, raw: bool) -> str:

@@ -112,6 +112,15 @@ class Table:
     order_by: str | None = None
 
 
+@dataclass(frozen=True)
+class Beside:
+    """A second table an `ls` prints after its own when the path answers rows (Kubernetes
+    Services beside Contiv's service load balancers); `--json` and `-q` keep netctl's shape."""
+
+    path: str
+    table: Table
+
+
 STANDARD_VERBS: tuple[tuple[str, str], ...] = (("create", "create"), ("rm", "rm"), ("ls", "ls"), ("inspect", "inspect"))
 
 
@@ -135,6 +144,7 @@ class Resource:
     options: tuple[Option, ...] = ()
     verbs: tuple[tuple[str, str], ...] = STANDARD_VERBS
     group: str | None = None
+    beside: Beside | None = None
 
     @property
     def group_name(self) -> str:
@@ -274,6 +284,10 @@ RESOURCES: tuple[Resource, ...] = (
             Option(("--port", "-p"), "ports", "Port mapping svcPort:providerPort:protocol (repeatable).", kind="list"),
             Option(("--preferred-ip", "--ip"), "ipAddress", "Preferred service address."),
         ),
+        beside=Beside("/kubernetes/services", Table((
+            Column("Kind", "kind"), Column("Namespace", "namespace"), Column("Name", "name"), Column("ClusterIP", "clusterIP"),
+            Column("Ports", "ports", views.kube_ports), Column("Backends", "ports", views.kube_backends),
+        ), title="Kubernetes services (all namespaces)")),
     ),
     Resource(
         "bgp", "Bgps", "Bgp router config", ("hostname",), (Arg("hostname", "hostname"),),

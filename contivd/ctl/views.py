@@ -27,6 +27,20 @@ def go_list(value: Any) -> str:
     return "[" + " ".join(output.cell(item) for item in value or ()) + "]"
 
 
+def kube_ports(ports: Any) -> str:
+    """A Kubernetes Service's ports as `http:80/TCP` (`->30080` with a NodePort), comma-separated."""
+    return ", ".join(
+        f"{p['name'] + ':' if p.get('name') else ''}{p['port']}/{p['protocol']}{'->' + str(p['nodePort']) if p.get('nodePort') else ''}"
+        for p in ports or ()
+    )
+
+
+def kube_backends(ports: Any) -> str:
+    """The ready backends of a Kubernetes Service, `ip:port`, distinct, sorted."""
+    found = sorted({(b["ip"], b["port"]) for p in ports or () for b in p.get("backends") or ()})
+    return " ".join(f"{ip}:{port}" for ip, port in found) or "none"
+
+
 def labelled(labels: Sequence[tuple[str, str]], obj: Mapping[str, Any]) -> str:
     """`Label: value` lines for the (label, field) pairs of one object (`global info`, `aci-gw info`)."""
     return output.fields((label, obj.get(name)) for label, name in labels)

@@ -49,7 +49,11 @@ class KubeApi:
     """One API client (from the kubeconfig) for the leader's lists, watches and Events."""
 
     def __init__(self, kubeconfig: Path):
-        from kubernetes import client, config
+        """Raises ValueError, saying why, when the client is missing or the kubeconfig unusable."""
+        try:
+            from kubernetes import client, config
+        except ImportError:
+            raise ValueError("--kubeconfig is set but the kubernetes client is not installed (pip install contivd[k8s])") from None
 
         try:
             api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
@@ -71,13 +75,12 @@ class KubeApi:
         return Listing(body.get("items") or [], str((body.get("metadata") or {}).get("resourceVersion") or ""))
 
     def watch(self, kind: str, resource_version: str) -> Iterator[dict[str, Any]]:
-        """The events after `resource_version` (with bookmarks) until the server ends the watch;
-        an ERROR event (410 when the history was compacted) raises KubeRefused. The request is
-        the client's own (`watch=True`), its lines split by the client's `iter_resp_lines`; the
-        JSON is read here because the client's watch helper cannot pass on ERROR events
-        undeserialised."""
-        from kubernetes.watch.watch import iter_resp_lines
-
+        """Open a watch from `resource_version` (with bookmarks): the request is made here, so a
+        refused or unreachable server raises before this returns; the events then come until the
+        server ends the watch, and an ERROR event (410 when the history was compacted) raises
+        KubeRefused. The request is the client's own (`watch=True`) and its lines are split by
+        the client's `iter_resp_lines`; the JSON is read here because the client's watch helper
+        cannot hand on ERROR events undeserialised."""
         with _translated_errors():
             response = self._list_function(kind)(
                 watch=True,
@@ -89,6 +92,11 @@ class KubeApi:
             )
         with self._lock:
             self._responses.add(response)
+        return self._events(response)
+
+    def _events(self, response: Any) -> Iterator[dict[str, Any]]:
+        from kubernetes.watch.watch import iter_resp_lines
+
         try:
             with _translated_errors():
                 for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]

@@ -51,8 +51,9 @@ def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: Kub
                 emit(Listed(kind, listing.items))
                 resource_version = listing.resource_version
                 log.info("listed %d %s at resourceVersion %s", len(listing.items), kind, resource_version)
-            health.ok(kind)
-            for event in api.watch(kind, resource_version):
+            events = api.watch(kind, resource_version)
+            health.ok(kind)  # the server answered the watch: whatever failed before is over
+            for event in events:
                 if stopping.is_set():
                     return
                 resource_version = str(((event.get("object") or {}).get("metadata") or {}).get("resourceVersion") or resource_version)
@@ -69,6 +70,9 @@ def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: Kub
             )
         except KubeUnavailable as exc:
             health.failed(kind, f"the API server is unreachable: {exc}")
+        except ValueError as exc:  # a line or a list that is not JSON: start over from a list
+            health.failed(kind, f"the API server sent something unreadable: {exc}")
+            resource_version = ""
         if stopping.wait(backoff):
             return
         backoff = min(backoff * 2, MAX_BACKOFF)

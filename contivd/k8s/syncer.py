@@ -37,6 +37,7 @@ from .view import ENDPOINT_SLICES, SERVICES, ClusterView
 log = logging.getLogger("contivd.k8s")
 TXN_OPS = 100  # records per store transaction in a reconcile (bounded Raft entries)
 SKIP_EVENT_REASON = "ContivdServiceSkipped"
+RESTART_SECONDS = 5.0
 
 
 class ServiceSync:
@@ -176,6 +177,13 @@ async def run_while_leader(store: KeyValueStore, duty: Callable[[], Awaitable[No
 
 
 async def _in_scope(duty: Callable[[], Awaitable[None]], task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+    """Run the duty in a scope the caller cancels; a duty that fails (a bug, or an API answer
+    nobody foresaw) is logged and restarted rather than taking the node down."""
     with trio.CancelScope() as scope:
         task_status.started(scope)
-        await duty()
+        while True:
+            try:
+                await duty()
+            except Exception:
+                log.exception("the leader's Kubernetes watch failed: restarting it in %s s", RESTART_SECONDS)
+            await trio.sleep(RESTART_SECONDS)

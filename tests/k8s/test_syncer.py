@@ -97,3 +97,10 @@ async def test_a_refused_token_is_reported_and_nothing_is_torn_down(running: Run
     await until(lambda: any("401" in why for why in running.health.view().problems.values()), "the 401 reported")
     assert "token" in " ".join(running.health.view().problems.values())
     assert set(stored(running.store)) == {"shop/web"}
+
+
+def test_an_unusable_kubeconfig_is_refused_saying_why(tmp_path: Path) -> None:
+    garbage = tmp_path / "kubeconfig"
+    garbage.write_text("clusters: [")
+    with pytest.raises(ValueError, match="cannot be used"):
+        KubeApi(garbage)

@@ -112,16 +112,14 @@ class Pusher:
 
     async def _apply(self, connection: SwitchConnection, plan: Plan, full: bool) -> tuple[int, int]:
         """Send ``plan``; (flow-mods, group-mods) sent."""
-        group_mods = 0
-        for group in plan.add_groups:  # after a restart the group may exist already: then modify it
-            group_mods += 1
+        group_mods = len(plan.add_groups)
+        if plan.add_groups:  # one batch, one barrier: a thousand Services are a thousand groups
             try:
-                await connection.send_flow_mods(encode_groups([group], GroupCommand.ADD))
+                await connection.send_flow_mods(encode_groups(plan.add_groups, GroupCommand.ADD))
             except SwitchError:
                 if not full:
                     raise
-                group_mods += 1
-                await connection.send_flow_mods(encode_groups([group], GroupCommand.MODIFY))
+                group_mods += await self._add_or_modify(connection, plan)
         if plan.modify_groups:
             group_mods += len(plan.modify_groups)
             await connection.send_flow_mods(encode_groups(plan.modify_groups, GroupCommand.MODIFY))
@@ -133,6 +131,20 @@ class Pusher:
             group_mods += len(plan.delete_groups)
             await connection.send_flow_mods(encode_groups(plan.delete_groups, GroupCommand.DELETE))
         return flow_mods, group_mods
+
+    @staticmethod
+    async def _add_or_modify(connection: SwitchConnection, plan: Plan) -> int:
+        """After a restart some groups exist already: add each again, modifying those that do
+        (the batch stopped at none of them: every one is retried). Returns the group-mods sent."""
+        sent = 0
+        for group in plan.add_groups:
+            sent += 1
+            try:
+                await connection.send_flow_mods(encode_groups([group], GroupCommand.ADD))
+            except SwitchError:
+                sent += 1
+                await connection.send_flow_mods(encode_groups([group], GroupCommand.MODIFY))
+        return sent
 
     async def audit(self, inputs: NodeInputs) -> Audit:
         """Drift of what was pushed from ``inputs`` recomputed from scratch (pure), and from the

@@ -76,6 +76,45 @@ def check_config(config_file: Path | None, **flags: Any) -> None:
     click.echo(json.dumps(_load(config_file, flags).describe(), indent=2))
 
 
+@cli.command("import-contiv")
+@click.option("--etcd", required=True, help="Client URL of the Contiv cluster's etcd (v2 API), e.g. http://HOST:2379; only read.")
+@click.option(
+    "--server", envvar="CONTIVD_SERVER", default="http://127.0.0.1:9999", show_default=True, help="A contivd node's API [env CONTIVD_SERVER]."
+)
+@click.option("--token", envvar="CONTIVD_TOKEN", default=None, help="The cluster secret, from other hosts [env CONTIVD_TOKEN].")
+@click.option("--dry-run", is_flag=True, help="Print what would be imported and the verification plan; write nothing.")
+@click.option("--force", is_flag=True, help="Replace the contents of a contivd store that is not empty.")
+def import_contiv(etcd: str, server: str, token: str | None, dry_run: bool, force: bool) -> None:
+    """Move a running Contiv installation into contivd: read its etcd tree, import it atomically
+    (every address, MAC, VLAN/VXLAN and EPG id kept), then verify it object by object."""
+    import httpx
+
+    from .migrate import ContivTree, MigrationError, plan_import, read_contiv_values, submit_import, verification_plan, verify_import
+
+    try:
+        values = read_contiv_values(etcd)
+        tree = ContivTree.from_values(values)
+        plan = trio.run(plan_import, tree)
+        click.echo(f"Contiv tree at {etcd}: {len(values)} keys")
+        click.echo("\n".join(plan.describe()))
+        if dry_run:
+            click.echo("dry run: nothing written. After an import, verification compares:")
+            click.echo("\n".join(f"  - {line}" for line in verification_plan(tree)))
+            return
+        reply = submit_import(server, values, force, token)
+    except MigrationError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"imported at store revision {reply.get('revision')}; verifying against {server}")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=30.0) as http:
+        counts, differences = verify_import(tree, http)
+    click.echo("\n".join(f"  {line}" for line in counts))
+    if differences:
+        click.echo("\n".join(f"DIFFERENT {line}" for line in differences), err=True)
+        raise click.ClickException(f"verification found {len(differences)} differences")
+    click.echo(f"verified: {len(tree.objects)} objects and {len(tree.endpoints)} endpoints match")
+
+
 cli.add_command(store_group)
 cli.add_command(ctl_group, "ctl")
 

@@ -21,22 +21,23 @@ from hypercorn.trio import serve
 from raftstore import Store, StoreError, StoreStatistics, open_store
 
 from . import __version__
-from .agent.api import create_agent_app
 from .agent.service import Agent, AgentSettings, AgentStatistics
+from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
-from .k8s import KubeApi, KubeHealth, KubeStatusView, ServiceSync, run_while_leader
+from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
 from .metrics import StoreSummaries, observe_cni
+from .migrate import ImportContext, register_import_route
 from .model import ModelError
 from .netmaster.control import LocalControlPlane
 from .netmaster.service import Netmaster
 from .nodes import keep_registered
 from .sdnotify import Notifier
 from .state import NodeRecord, StateCache
-from .status.routes import register_status_routes
+from .status.routes import StatusContext, register_status_routes
 
 log = logging.getLogger("contivd")
 STATUS_SECONDS = 5.0  # how often the systemd STATUS= line is refreshed
@@ -66,23 +67,9 @@ def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, config: Config)
     if config.kubeconfig is None:
         return None
     health = KubeHealth()
-    nursery.start_soon(_watch_kubernetes, store, config, health)
-    return health
-
-
-async def _watch_kubernetes(store: Store, config: Config, health: KubeHealth) -> None:
-    """Build the client off the event loop (importing `kubernetes` takes seconds), then run
-    the Service sync on every leadership term. An unusable kubeconfig is logged and reported
-    by readiness; the node keeps serving everything else."""
-    assert config.kubeconfig is not None
-    try:
-        api = await trio.to_thread.run_sync(KubeApi, config.kubeconfig)
-    except ValueError as exc:
-        log.error("Kubernetes watch not started: %s", exc)
-        health.failed("kubeconfig", str(exc))
-        return
+    nursery.start_soon(KubernetesWatch(store, config.kubeconfig, config.service_cidr, health).run)
     log.info("Kubernetes mode: the Raft leader watches Services and EndpointSlices (service CIDR %s)", config.service_cidr)
-    await run_while_leader(store, lambda: ServiceSync(store, api, config.service_cidr, health).run())
+    return health
 
 
 def _hypercorn_config(listen: str) -> HypercornConfig:
@@ -144,13 +131,23 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             )
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
                 control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
-                cni_server = CniServer(control, cache, agent, config.node_name, config.cni_socket_path, config.kubeconfig, observe=observe_cni)
+                cni_server = CniServer(
+                    control,
+                    cache,
+                    agent,
+                    config.node_name,
+                    config.cni_socket_path,
+                    config.kubeconfig,
+                    observe=observe_cni,
+                    service_cidr=str(config.service_cidr) if config.kubeconfig else None,  # Kubernetes Services exist in Kubernetes mode only
+                )
                 try:
                     await nursery.start(cni_server.run)
                 except SocketInUseError as exc:  # keep serving the pods this node has; the live socket's owner answers CNI
                     log.error("CNI server not started: %s", exc)
             api = create_app(context)
-            register_status_routes(api.quart, context, api.dispatcher)
+            register_status_routes(api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent))
+            register_import_route(api.quart, ImportContext(store, config.cluster_secret))
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:

@@ -11,7 +11,7 @@ import logging
 
 import trio
 
-from raftstore import LeaseNotFoundError, Store, UnavailableError
+from raftstore import KeyValueStore, LeaseNotFoundError, Store, UnavailableError
 
 from .state import NodeRecord, RecordError
 from .state import keys as layout
@@ -39,7 +39,7 @@ async def keep_registered(store: Store, info: NodeRecord, *, task_status: trio.T
             await trio.sleep(1)
 
 
-def registered_nodes(store: Store) -> list[NodeRecord]:
+def registered_nodes(store: KeyValueStore) -> list[NodeRecord]:
     """Nodes this member has applied (possibly slightly stale), by name; an unusable record is
     logged and left out.
 

@@ -24,6 +24,7 @@ from openflow.fields import cookie as cookie
 from openflow.flow import Flow as Flow
 from openflow.flow import Group as Group
 from openflow.flow import PipelineError as PipelineError
+from openflow.inputs import HostPort as HostPort
 from openflow.inputs import InputError as InputError
 from openflow.inputs import LocalPort as LocalPort
 from openflow.inputs import NetworkRef as NetworkRef

@@ -181,6 +181,19 @@ class ServiceSpec:
         return any(port.backends for port in self.ports)
 
 
+@dataclass(frozen=True, order=True)
+class HostPort:
+    """The bridge's internal port into the node's own network stack (host access).
+
+    The node routes its local pods' addresses through it (with static neighbour entries, so no
+    ARP crosses it); pods on networks with a gateway reach ``address`` (the node's private
+    address) through their gateway and the switch hands such packets to this port."""
+
+    ofport: int
+    mac: int
+    address: int
+
+
 @dataclass(frozen=True)
 class Fabric:
     """The bridge-wide part of NodeInputs that networks' and remote endpoints' flows depend on.
@@ -193,6 +206,7 @@ class Fabric:
     tunnels: tuple[TunnelPort, ...] = ()
     uplinks: tuple[int, ...] = ()
     round: int = 0
+    host_port: HostPort | None = None
 
     @cached_property
     def _tunnel_by_vtep(self) -> dict[int, TunnelPort]:
@@ -216,10 +230,11 @@ class NodeInputs:
     rules: tuple[PolicyRuleSpec, ...] = ()
     services: tuple[ServiceSpec, ...] = ()
     round: int = 0
+    host_port: HostPort | None = None
 
     @cached_property
     def fabric(self) -> Fabric:
-        return Fabric(self.encap, self.tunnels, self.uplinks, self.round)
+        return Fabric(self.encap, self.tunnels, self.uplinks, self.round, self.host_port)
 
     def ports(self) -> tuple[LocalPort, ...]:
         """Local ports on this bridge (networks of its encap), sorted."""

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from openflow.flow import Flow, Group, PipelineError, key_order, sort_flows
 from openflow.flows import arp, base, classifier, dstepg, forward, policy, qos, service, spoofguard
-from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
+from openflow.inputs import Fabric, HostPort, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
 from openflow.pipeline import Tables
 from openflow.plan import Desired, Plan
 
@@ -52,10 +52,11 @@ def build_pipeline(tables: Tables, round_: int) -> Built:
     return Built((*base.pipeline_flows(tables, round_), *service.pipeline_flows(tables, round_)))
 
 
-def build_port(tables: Tables, port: LocalPort, round_: int) -> Built:
+def build_port(tables: Tables, port: LocalPort, round_: int, host: HostPort | None = None) -> Built:
     return Built(
         (
             *classifier.port_flows(tables, port, round_),
+            *classifier.host_flows(tables, port, host, round_),
             *spoofguard.port_flows(tables, port, round_),
             *arp.endpoint_flows(tables, port, round_),
             *dstepg.endpoint_flows(tables, port, round_),
@@ -80,7 +81,7 @@ def build_network(tables: Tables, net: NetworkRef, ofports: Iterable[int], fabri
     flows = (
         *classifier.network_flows(tables, net, fabric),
         *arp.network_flows(tables, net, fabric.round),
-        *forward.network_flows(tables, net, fabric.round),
+        *forward.network_flows(tables, net, fabric.round, fabric),
     )
     return Built(flows, tuple(forward.network_groups(tables, net, ofports, fabric)))
 
@@ -115,7 +116,7 @@ def all_owners(tables: Tables, inputs: NodeInputs) -> Iterator[tuple[Owner, Buil
     members: dict[NetworkRef, list[int]] = {}
     for port in ports:
         members.setdefault(port.network, []).append(port.ofport)
-        yield ("port", port.endpoint_id), build_port(tables, port, inputs.round)
+        yield ("port", port.endpoint_id), build_port(tables, port, inputs.round, fabric.host_port)
     for remote in remotes:
         yield ("remote", remote.endpoint_id), build_remote(tables, remote, fabric)
     for net, ofports in members.items():

@@ -53,8 +53,8 @@ def _f(*names: str) -> frozenset[str]:
 PIPELINE: tuple[TableSpec, ...] = (
     TableSpec(
         "classifier", "classification",
-        "in_port (+ tun_id or VLAN tag) -> network, source EPG and REMOTE bit in metadata",
-        _f("in_port", "tun_id", "vlan_vid"), next=("spoof_guard", "conntrack"),
+        "in_port (+ tun_id or VLAN tag, or the host port's destination IP) -> network, source EPG and REMOTE bit in metadata",
+        _f("in_port", "tun_id", "vlan_vid", "eth_type", "ipv4_dst"), next=("spoof_guard", "conntrack"),
     ),
     TableSpec(
         "spoof_guard", "classification",
@@ -98,8 +98,8 @@ PIPELINE: tuple[TableSpec, ...] = (
     ),
     TableSpec(
         "forward", "egress",
-        "L2 by network and eth_dst: local port, tunnel (tun_id = VNI) or VLAN uplink; flood groups",
-        _f("metadata", "eth_dst"), set_fields=_f("tun_id", "vlan_vid"),
+        "L2 by network and eth_dst: local port, tunnel (tun_id = VNI) or VLAN uplink; flood groups; the node's address to the host port",
+        _f("metadata", "eth_dst", "eth_type", "ipv4_dst"), set_fields=_f("tun_id", "vlan_vid", "eth_dst"),
     ),
     TableSpec(
         "session_affinity", "service",

@@ -9,14 +9,19 @@ its own pusher, so a reconnect of one never disturbs the other.
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from openflow import NodeInputs
-from openflow.inputs import Encap
+import trio
+from pyroute2 import NetlinkError
+
+from openflow import HostPort, NodeInputs
+from openflow.inputs import Encap, mac
 
 from ..ovs import VLAN_BRIDGE, VXLAN_BRIDGE, BridgeSpec, OvsBridge, PortInfo, PortKind, PortSpec
 from ..state import StateSnapshot
+from . import hostnet
 from .inputs import InputsBuilder, vtep_peers
 from .push import Pusher
 
@@ -24,6 +29,7 @@ ENDPOINT_ID = "contivd-endpoint"  # external_ids key naming the endpoint a port 
 TUNNEL_PEER = "contivd-vtep"  # external_ids key naming the remote VTEP of a VXLAN port
 UPLINK = "contivd-uplink"  # external_ids key marking a VLAN uplink port
 
+log = logging.getLogger(__name__)
 BRIDGE_NAMES: dict[Encap, str] = {"vxlan": VXLAN_BRIDGE, "vlan": VLAN_BRIDGE}
 # "contiv" in ASCII, then the bridge number: stable across restarts, distinct per bridge.
 DATAPATH_IDS: dict[Encap, int] = {"vxlan": 0x636F6E7469760001, "vlan": 0x636F6E7469760002}
@@ -75,6 +81,9 @@ class BridgeDatapath:
         self._port_changes = 0  # add_port/remove_ports calls: a listing taken across one is stale
         self._tunnels: dict[str, int] = {}
         self._uplinks: list[int] = []
+        self._host_port: HostPort | None = None
+        self._host_problem = ""
+        self._routed: dict[str, str] | None = None  # pods routed through the host port, as last made
         self.last: SyncResult | None = None
         self.last_inputs: NodeInputs | None = None
 
@@ -123,6 +132,8 @@ class BridgeDatapath:
                 self._tunnels = await self._ensure_tunnels(listed, vtep_peers(snapshot.nodes, self.node))
             else:
                 self._uplinks = await self._ensure_uplinks(listed)
+            self._host_port = await self._ensure_host_port(listed, snapshot)
+            self._routed = None
             self.ports = {
                 p.external_ids[ENDPOINT_ID]: AttachedPort(p.name, p.ofport, (p.ingress_policing_rate_kbps, p.ingress_policing_burst_kb))
                 for p in listed
@@ -131,10 +142,16 @@ class BridgeDatapath:
         assert self.ports is not None
         ports = dict(self.ports)  # pods attach and detach while this sync awaits the switch
         built = self.builder.build(
-            snapshot, {endpoint: port.ofport for endpoint, port in ports.items()}, self._tunnels, self._uplinks, self.pusher.round
+            snapshot,
+            {endpoint: port.ofport for endpoint, port in ports.items()},
+            self._tunnels,
+            self._uplinks,
+            self.pusher.round,
+            self._host_port,
         )
         await self.pusher.push(built.inputs)
         self.last_inputs = built.inputs
+        await self._route_pods(built.inputs)
         for local in built.inputs.local_ports:  # netprofile bandwidth: OVSDB ingress policing
             port = ports[local.endpoint_id]
             wanted = (local.bandwidth_kbps, local.burst_kb)
@@ -142,8 +159,48 @@ class BridgeDatapath:
                 await self.bridge.set_ingress_policing(port.name, *wanted)
                 if self.ports.get(local.endpoint_id) == port:
                     self.ports[local.endpoint_id] = AttachedPort(port.name, port.ofport, wanted)
-        self.last = SyncResult(built.problems, len(built.inputs.local_ports), len(self._tunnels), len(self._uplinks), full)
+        problems = (*built.problems, self._host_problem) if self._host_problem else built.problems
+        self.last = SyncResult(problems, len(built.inputs.local_ports), len(self._tunnels), len(self._uplinks), full)
         return self.last
+
+    async def _ensure_host_port(self, listed: list[PortInfo], snapshot: StateSnapshot) -> HostPort | None:
+        """The bridge's internal port into the node and the node's private address; None (and a
+        problem line) while either cannot be had: pods still work, the node just cannot reach them."""
+        name = hostnet.HOST_PORT_NAMES[self.encap]
+        try:
+            address = hostnet.node_address(hostnet.private_subnet(snapshot.private_subnet()))
+            await trio.to_thread.run_sync(hostnet.ensure_node_address, str(address))
+            port = next((p for p in listed if p.name == name and p.ofport > 0), None)
+            ofport = (
+                port.ofport
+                if port is not None
+                else await self.bridge.ensure_port(PortSpec(name, PortKind.INTERNAL, external_ids={hostnet.HOST_PORT_OWNER: self.encap}))
+            )
+            port_mac = await trio.to_thread.run_sync(hostnet.host_port_mac, name)
+        except (hostnet.HostAccessError, NetlinkError, OSError) as exc:
+            self._host_problem = f"host port {name}: {exc}"
+            return None
+        if port_mac is None:
+            self._host_problem = f"host port {name}: OVS has not created its interface yet"
+            return None
+        self._host_problem = ""
+        return HostPort(ofport, mac(port_mac, f"host port {name}"), int(address))
+
+    async def _route_pods(self, inputs: NodeInputs) -> None:
+        """The node's routes to its pods through the host port, when they changed."""
+        if self._host_port is None:
+            return
+        wanted = hostnet.routed_pods(inputs.ports())
+        if wanted != self._routed:
+            source = str(ipaddress.IPv4Address(self._host_port.address))
+            try:
+                added, removed = await trio.to_thread.run_sync(hostnet.sync_pod_routes, hostnet.HOST_PORT_NAMES[self.encap], wanted, source)
+            except (NetlinkError, OSError) as exc:  # the next full sync tries again
+                self._host_problem = f"routes through {hostnet.HOST_PORT_NAMES[self.encap]}: {exc}"
+                return
+            if added or removed:
+                log.debug("%s: %d pod routes added, %d removed through the host port", self.bridge.name, added, removed)
+            self._routed = wanted
 
     async def _ensure_tunnels(self, listed: list[PortInfo], vteps: set[str]) -> dict[str, int]:
         """One VXLAN port per peer VTEP; ports of departed peers are removed."""

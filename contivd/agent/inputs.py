@@ -21,7 +21,7 @@ from typing import Any
 
 from openflow import InputError, LocalPort, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec, TunnelPort
 from openflow.flow import IP_TCP, IP_UDP
-from openflow.inputs import TCP_FLAGS, Backend, Encap, NetworkRef, ServicePort, bandwidth_kbps, ipv4, mac
+from openflow.inputs import TCP_FLAGS, Backend, Encap, HostPort, NetworkRef, ServicePort, bandwidth_kbps, ipv4, mac
 
 from ..model import PolicyRule
 from ..state import EndpointGroupState, EndpointState, KubeServiceState, NetworkState, NodeRecord, ServiceLBState, StateSnapshot
@@ -175,6 +175,7 @@ class InputsBuilder:
         tunnels: Mapping[str, int],
         uplinks: Sequence[int] = (),
         round: int = 0,
+        host_port: HostPort | None = None,
     ) -> Built:
         """ports: endpoint id → ofport attached here; tunnels: remote VTEP IP → VXLAN ofport."""
         problems: list[str] = []
@@ -242,6 +243,7 @@ class InputsBuilder:
             rules=tuple(rules),
             services=tuple(services),
             round=round,
+            host_port=host_port,
         )
         return Built(inputs, tuple(problems))
 

@@ -30,7 +30,7 @@ from pyroute2.netlink.rtnl.rtmsg import rtmsg
 IFF_UP = 0x1
 _HEADER = struct.Struct("=LHHLL")  # nlmsghdr: length, type, flags, sequence, pid
 _CREATE = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL
-RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_UNIVERSE, RTN_UNICAST = 254, 3, 0, 1
+RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_UNIVERSE, RT_SCOPE_LINK, RTN_UNICAST = 254, 3, 0, 253, 1
 
 
 class Rtnl:
@@ -111,8 +111,21 @@ class Rtnl:
         self._request(message, RTM_NEWADDR, _CREATE)
 
     def add_default_route(self, gateway: str) -> None:
+        self.add_route("0.0.0.0", 0, gateway=gateway)
+
+    def add_route(self, dst: str, prefixlen: int, *, gateway: str = "", oif: int = 0, prefsrc: str = "") -> None:
+        """A main-table route to dst/prefixlen: through `gateway`, or on-link out of `oif` when no
+        gateway is given (scope link), optionally with a preferred source address."""
         message = rtmsg()
         message["family"], message["table"], message["proto"] = socket.AF_INET, RT_TABLE_MAIN, RTPROT_BOOT
-        message["scope"], message["type"] = RT_SCOPE_UNIVERSE, RTN_UNICAST
-        message["attrs"] = [("RTA_GATEWAY", gateway)]
+        message["scope"], message["type"] = (RT_SCOPE_UNIVERSE if gateway else RT_SCOPE_LINK), RTN_UNICAST
+        message["dst_len"] = prefixlen
+        attrs: list[tuple[str, Any]] = [("RTA_DST", dst)] if prefixlen else []
+        if gateway:
+            attrs.append(("RTA_GATEWAY", gateway))
+        if oif:
+            attrs.append(("RTA_OIF", oif))
+        if prefsrc:
+            attrs.append(("RTA_PREFSRC", prefsrc))
+        message["attrs"] = attrs
         self._request(message, RTM_NEWROUTE, _CREATE)

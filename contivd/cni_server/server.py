@@ -27,9 +27,11 @@ import trio
 from pyroute2 import NetlinkError
 
 from cni.protocol import (
+    ADDRESS_UNAVAILABLE,
     ALREADY_ADDED,
     CHECK_FAILED,
     INTERNAL_ERROR,
+    INVALID_NETWORK_CONFIG,
     IO_FAILURE,
     MAX_MESSAGE_BYTES,
     PLUGIN_NOT_AVAILABLE,
@@ -42,11 +44,14 @@ from cni.protocol import (
     version_result,
 )
 
+from ..agent.hostnet import HostAccessError, ensure_node_address, private_subnet
 from ..agent.service import Agent
 from ..netmaster.control import ControlPlane, DeleteEndpoint, UpdateEndpoint
 from ..ovs import OvsError
-from ..state import EndpointState, StateCache
-from . import k8s
+from ..state import EndpointState, NetworkState, StateCache, StateSnapshot
+from . import hostaccess, k8s
+from .hostaccess import HostAccessExhaustedError
+from .hostlink import create_host_access, used_private_addresses
 from .netlink import (
     NetnsMissingError,
     PodInterface,
@@ -174,6 +179,7 @@ class CniServer:
         socket_path: Path,
         kubeconfig: Path | None = None,
         observe: Observer | None = None,
+        service_cidr: str | None = None,
     ):
         self.control = control
         self.cache = cache
@@ -182,6 +188,8 @@ class CniServer:
         self.socket_path = socket_path
         self.kubeconfig = kubeconfig
         self.observe = observe
+        self.service_cidr = service_cidr
+        self._host_access_lock = trio.Lock()  # a private address is chosen and claimed (its route) under it
         self._locks: dict[str, tuple[trio.Lock, int]] = {}
         self._adding: set[Attachment] = set()  # ADDs under way: GC leaves their veths alone
         self._requests = self._failures = self._in_flight = 0
@@ -268,6 +276,10 @@ class CniServer:
             raise CniError(INTERNAL_ERROR, f"netlink: {exc}") from None
         except OvsError as exc:
             raise CniError(TRY_AGAIN_LATER, f"Open vSwitch: {exc}") from None
+        except HostAccessExhaustedError as exc:
+            raise CniError(ADDRESS_UNAVAILABLE, f"host access: {exc}") from None
+        except HostAccessError as exc:
+            raise CniError(INVALID_NETWORK_CONFIG, f"host access: {exc}") from None
         except OSError as exc:
             raise CniError(IO_FAILURE, f"{type(exc).__name__}: {exc}") from None
 
@@ -313,6 +325,7 @@ class CniServer:
             lambda: self.control.delete_endpoint(DeleteEndpoint(target.tenant, target.network, attachment.endpoint_name)),
             lambda: trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname),
             lambda: self.agent.detach_endpoint(created.endpoint_id),
+            lambda: trio.to_thread.run_sync(remove_host_interface, hostaccess.host_ifname(attachment)),
         ]
         try:
             # The leader allocates the address while the veth pair is built and its host end put
@@ -346,13 +359,16 @@ class CniServer:
                 lambda: _timed(steps, "pod", lambda: trio.to_thread.run_sync(configure_pod_end, PodInterface(attachment, request.netns, plan))),
                 lambda: _timed(steps, "flows", lambda: self.agent.wait_programmed(committed.revision)),
             )
+            result = add_result(request.cni_version, attachment, request.netns, plan, host_mac)
+            if not network.gateway:
+                result = await _timed(steps, "host access", lambda: self._add_host_access(request, attachment, endpoint, network, snapshot, result))
             labels = endpoint_labels(request, pod_labels)
             if labels:
                 update = UpdateEndpoint(target.tenant, target.network, attachment.endpoint_name, attachment.container_id, labels)
                 await _controlled(target, lambda: self.control.update_endpoint(update))
             log.info("CNI ADD %s %s: %s on %s", attachment.container_id, attachment.ifname, plan.cidr, endpoint.net_id)
             log.debug("CNI ADD %s steps: %s", attachment.container_id, ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in steps.items()))
-            return add_result(request.cni_version, attachment, request.netns, plan, host_mac)
+            return result
         except BaseException:
             with trio.CancelScope(shield=True):
                 for step in reversed(undo):
@@ -364,12 +380,38 @@ class CniServer:
         finally:
             self._adding.discard(attachment)
 
+    async def _add_host_access(
+        self,
+        request: Request,
+        attachment: Attachment,
+        endpoint: EndpointState,
+        network: NetworkState,
+        snapshot: StateSnapshot,
+        result: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Contiv's host access for a pod on a network without a gateway: `host1` with a private
+        address, its default route through the node, the Service subnet through the data
+        interface; the result lists both ends. HostAccessError when it cannot be given."""
+        subnet = private_subnet(snapshot.private_subnet())
+        services = hostaccess.service_cidr(request.config, self.service_cidr)
+        problem = hostaccess.overlap_problem(subnet, network.subnet, network.id, services)
+        if problem:
+            raise HostAccessError(problem)
+        async with self._host_access_lock:
+            used = await trio.to_thread.run_sync(used_private_addresses, subnet)
+            access = hostaccess.plan(attachment, subnet, used, endpoint.ip_address, services)
+            await trio.to_thread.run_sync(ensure_node_address, access.node_address)
+            host_mac, pod_mac = await trio.to_thread.run_sync(create_host_access, access, request.netns)
+        log.info("CNI ADD %s: host access %s on %s (node %s)", attachment.container_id, access.pod_address, access.host_ifname, access.node_address)
+        return hostaccess.add_to_result(result, access, host_mac, pod_mac, request.netns)
+
     async def _delete(self, attachment: Attachment) -> dict[str, Any]:
         """Remove whatever exists of the attachment; nothing at all is fine (DEL is idempotent)."""
         endpoints = await self._endpoints_of(attachment)
         # The endpoint goes last: while it exists a retried DEL still finds the port to remove.
         await _together(
             lambda: trio.to_thread.run_sync(remove_host_interface, attachment.host_ifname),
+            lambda: trio.to_thread.run_sync(remove_host_interface, hostaccess.host_ifname(attachment)),
             *(lambda e=endpoint: self.agent.detach_endpoint(e.id) for endpoint in endpoints),
         )
         for endpoint in endpoints:
@@ -407,7 +449,7 @@ class CniServer:
         keep = {Attachment(container, ifname) for container, ifname in valid} | self._adding
         snapshot = await self.cache.sync()
         keep |= {attachment_of(endpoint) for endpoint in snapshot.endpoints.values() if is_ours(endpoint, self.node_name)}
-        for name in stray_host_interfaces(links, keep):
+        for name in stray_host_interfaces(links, keep) + hostaccess.stray_host_access(links, keep):
             log.info("CNI GC: removing stray veth %s", name)
             await trio.to_thread.run_sync(remove_host_interface, name)
         return {}

@@ -5,5 +5,6 @@ every node's agent programs those records. See docs/kubernetes.md."""
 from .client import KubeApi as KubeApi
 from .status import KubeHealth as KubeHealth
 from .status import KubeStatusView as KubeStatusView
+from .syncer import KubernetesWatch as KubernetesWatch
 from .syncer import ServiceSync as ServiceSync
 from .syncer import run_while_leader as run_while_leader

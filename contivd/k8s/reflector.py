@@ -53,26 +53,36 @@ def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: Kub
                 log.info("listed %d %s at resourceVersion %s", len(listing.items), kind, resource_version)
             events = api.watch(kind, resource_version)
             health.ok(kind)  # the server answered the watch: whatever failed before is over
+            quiet = True
             for event in events:
                 if stopping.is_set():
                     return
+                quiet = False
                 resource_version = str(((event.get("object") or {}).get("metadata") or {}).get("resourceVersion") or resource_version)
                 if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
                     emit(Changed(kind, str(event["type"]), event["object"]))
                 backoff = FIRST_BACKOFF
+            if not quiet:
+                continue  # the server ended the watch (its timeout): resume at once
+            if stopping.wait(backoff):  # ended without a word, not even a bookmark: do not spin
+                return
+            backoff = min(backoff * 2, MAX_BACKOFF)
+            continue
         except KubeRefused as exc:
             if exc.status == 410:
                 log.info("watch of %s: resourceVersion %s is gone (%s): relisting", kind, resource_version, exc)
                 resource_version = ""
                 continue
-            health.failed(
-                kind, f"the API server refused the {kind} list/watch: {exc}" + (" (check the kubeconfig's token)" if exc.status in (401, 403) else "")
-            )
+            token = " (check the kubeconfig's token)" if exc.status in (401, 403) else ""
+            problem = f"the API server refused the {kind} list/watch: {exc}{token}"
         except KubeUnavailable as exc:
-            health.failed(kind, f"the API server is unreachable: {exc}")
+            problem = f"the API server is unreachable: {exc}"
         except ValueError as exc:  # a line or a list that is not JSON: start over from a list
-            health.failed(kind, f"the API server sent something unreadable: {exc}")
+            problem = f"the API server sent something unreadable: {exc}"
             resource_version = ""
+        if stopping.is_set():  # the term is over: its failures are nobody's concern now
+            return
+        health.failed(kind, problem)
         if stopping.wait(backoff):
             return
         backoff = min(backoff * 2, MAX_BACKOFF)

@@ -39,8 +39,10 @@ class KubeHealth:
             self.watching, self._problems = True, {}
 
     def stop(self) -> None:
+        """The term ended: the reflectors' problems go with it (a kubeconfig problem stays)."""
         with self._lock:
-            self.watching, self._problems = False, {}
+            self.watching = False
+            self._problems = {k: v for k, v in self._problems.items() if k == "kubeconfig"}
 
     def view(self) -> KubeStatusView:
         with self._lock:

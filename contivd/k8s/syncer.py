@@ -20,7 +20,9 @@ import ipaddress
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import trio
 
@@ -53,7 +55,6 @@ class ServiceSync:
         """Watch and write until cancelled (leadership lost)."""
         send, receive = trio.open_memory_channel[Update](64)
         stopping = threading.Event()
-        self.health.start()
         try:
             async with trio.open_nursery() as nursery, receive:
                 for kind in (SERVICES, ENDPOINT_SLICES):
@@ -63,7 +64,6 @@ class ServiceSync:
         finally:
             stopping.set()
             self.api.stop_watches()
-            self.health.stop()
 
     async def _reflect(self, kind: str, send: trio.MemorySendChannel[Update], stopping: threading.Event) -> None:
         def emit(update: Update) -> None:
@@ -159,31 +159,73 @@ class ServiceSync:
             log.info("could not post the skip Event for %s/%s: %s", namespace, name, exc)
 
 
+class KubernetesWatch:
+    """Kubernetes mode on one node: nothing until it is the Raft leader; then the client is
+    built (off the event loop, once: importing `kubernetes` costs seconds of CPU, which
+    followers never pay) and a ServiceSync runs for the term. An unusable kubeconfig is logged
+    and reported by readiness; the node keeps serving everything else."""
+
+    def __init__(self, store: KeyValueStore, kubeconfig: Path, service_cidr: ipaddress.IPv4Network, health: KubeHealth):
+        self.store, self.kubeconfig, self.service_cidr, self.health = store, kubeconfig, service_cidr, health
+        self.api: KubeApi | None = None
+
+    async def run(self) -> None:
+        await run_while_leader(self.store, self._term)
+
+    async def _term(self) -> None:
+        self.health.start()
+        try:
+            if self.api is None:
+                try:
+                    self.api = await trio.to_thread.run_sync(KubeApi, self.kubeconfig)
+                except ValueError as exc:
+                    log.error("the Kubernetes watch cannot start: %s", exc)
+                    self.health.failed("kubeconfig", str(exc))
+                    await trio.sleep_forever()
+            assert self.api is not None
+            await ServiceSync(self.store, self.api, self.service_cidr, self.health).run()
+        finally:
+            self.health.stop()
+
+
 def _key(service: str) -> str:
     namespace, _, name = service.partition("/")
     return keys.k8s_service(namespace, name)
 
 
 async def run_while_leader(store: KeyValueStore, duty: Callable[[], Awaitable[None]]) -> None:
-    """Run `duty` from each time this member becomes the Raft leader until it stops being it."""
+    """Run `duty` from each time this member becomes the Raft leader until it stops being it.
+    A term starts only once the previous one has finished (its cancellation delivered and its
+    clean-up done): two terms never write or report at the same time."""
     async with trio.open_nursery() as nursery:
-        term: trio.CancelScope | None = None
+        term: Term | None = None
         async for change in store.leadership_changes():
             if change.is_leader and term is None:
                 term = await nursery.start(_in_scope, duty)
             elif not change.is_leader and term is not None:
-                term.cancel()
+                term.scope.cancel()
+                await term.done.wait()
                 term = None
 
 
-async def _in_scope(duty: Callable[[], Awaitable[None]], task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+@dataclass(frozen=True)
+class Term:
+    scope: trio.CancelScope
+    done: trio.Event
+
+
+async def _in_scope(duty: Callable[[], Awaitable[None]], task_status: trio.TaskStatus[Term]) -> None:
     """Run the duty in a scope the caller cancels; a duty that fails (a bug, or an API answer
     nobody foresaw) is logged and restarted rather than taking the node down."""
-    with trio.CancelScope() as scope:
-        task_status.started(scope)
-        while True:
-            try:
-                await duty()
-            except Exception:
-                log.exception("the leader's Kubernetes watch failed: restarting it in %s s", RESTART_SECONDS)
-            await trio.sleep(RESTART_SECONDS)
+    term = Term(trio.CancelScope(), trio.Event())
+    try:
+        with term.scope:
+            task_status.started(term)
+            while True:
+                try:
+                    await duty()
+                except Exception:
+                    log.exception("the leader's Kubernetes watch failed: restarting it in %s s", RESTART_SECONDS)
+                await trio.sleep(RESTART_SECONDS)
+    finally:
+        term.done.set()

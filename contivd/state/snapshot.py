@@ -186,6 +186,12 @@ class StateSnapshot:
     def network(self, tenant: str, name: str) -> NetworkState | None:
         return self.networks.get(keys.net_id(tenant, name))
 
+    def private_subnet(self) -> str | None:
+        """The global object's pvtSubnet (host access); None while there is no global config."""
+        config = self.other.get(keys.GLOBAL_CONFIG)
+        value = config.get("pvt-subnet") if isinstance(config, Mapping) else None
+        return str(value) if value else None
+
 
 def _put(table: dict[str, Any], key: str, value: Any) -> None:
     if value is None:

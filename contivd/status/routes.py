@@ -1,7 +1,7 @@
 """HTTP face of the status page: the page and its assets, the snapshot, this node's report and
 the live event stream, on the API listener.
 
-Read-only, and authenticated like every other read (Dispatcher.authenticate: loopback needs
+Read-only, and authenticated like every other read (contivd.http.auth: loopback needs
 nothing, other hosts a node signature or the cluster secret as a bearer token). The store part
 of the snapshot is built from the node's StateCache and cached per snapshot revision, the
 cluster part (peer reports fetched over HTTP, signed like forwarded requests) for
@@ -18,6 +18,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, cast
 
@@ -25,11 +26,14 @@ import trio
 from quart import Response, make_response, request
 from quart_trio import QuartTrio
 
-from ..api.app import ApiContext, Dispatcher, Incoming
+from raftstore import KeyValueStore
+
+from ..agent.service import Agent
 from ..http import auth
 from ..http.errors import UnauthorizedError, answer_for
 from ..http.forwarder import ForwardingClient
 from ..nodes import registered_nodes
+from ..state import StateCache
 from .snapshot import cluster_model, node_report, store_model
 
 log = logging.getLogger("contivd.status")
@@ -54,10 +58,22 @@ def _asset(name: str) -> bytes:
     return (resources.files("contivd.status") / "static" / name).read_bytes()
 
 
+@dataclass(frozen=True)
+class StatusContext:
+    """What the page reads: this node's store, typed state and agent, and the cluster secret
+    its reads are authenticated with (as every API read: contivd.http.auth)."""
+
+    store: KeyValueStore
+    cache: StateCache
+    node_name: str
+    secret: str | None
+    agent: Agent | None = None  # None when the node runs without a datapath
+
+
 class StatusService:
     """Builds and caches the page model for one node's API."""
 
-    def __init__(self, ctx: ApiContext):
+    def __init__(self, ctx: StatusContext):
         self.ctx = ctx
         self.peers = ForwardingClient(timeout=PEER_TIMEOUT_SECONDS)
         self._store_part: tuple[int, str] = (-1, "")
@@ -130,22 +146,16 @@ class StatusService:
                 next_health = trio.current_time() + HEALTH_SECONDS
 
 
-def register_status_routes(app: QuartTrio, ctx: ApiContext, dispatcher: Dispatcher) -> None:
+def register_status_routes(app: QuartTrio, ctx: StatusContext) -> None:
     """Add the status page's routes to the API app (none under /plugin/: the fast path owns those)."""
     service = StatusService(ctx)
     page = _asset("index.html")
     assets = {name: _asset(name) for name in ASSETS}
 
     async def denied() -> Response | None:
-        req = Incoming(
-            method=request.method,
-            path=request.full_path.rstrip("?"),
-            headers={k.lower(): v for k, v in request.headers.items()},
-            remote=request.remote_addr,
-            body=b"",
-        )
+        headers = {k.lower(): v for k, v in request.headers.items()}
         try:
-            dispatcher.authenticate(req)
+            auth.authenticate(ctx.secret, request.method, request.full_path.rstrip("?"), b"", headers, request.remote_addr)
         except UnauthorizedError as exc:
             return Response(json.dumps({"error": str(exc)}) + "\n", status=401, headers={"content-type": "application/json"})
         return None

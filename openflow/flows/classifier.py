@@ -8,8 +8,8 @@ the sending node.  Unknown ports and unknown VNIs/VLANs hit the miss and drop.
 from __future__ import annotations
 
 from openflow.fields import Category, cookie, meta
-from openflow.flow import Flow, PopVlan
-from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs
+from openflow.flow import ETH_IPV4, Flow, PopVlan
+from openflow.inputs import Fabric, HostPort, LocalPort, NetworkRef, NodeInputs
 from openflow.pipeline import Tables
 
 PORT_PRIORITY = 100
@@ -23,6 +23,23 @@ def port_flows(tables: Tables, port: LocalPort, round_: int) -> list[Flow]:
             cookie=cookie(Category.CLASSIFIER, port.endpoint_id, round_),
             write_metadata=meta(NETWORK=port.network.tag, SRC_EPG=port.epg, REMOTE=0),
             goto="spoof_guard",
+        )
+    ]
+
+
+def host_flows(tables: Tables, port: LocalPort, host: HostPort | None, round_: int) -> list[Flow]:
+    """From the node (its host port) to ``port``'s pod: into the pod's network, marked REMOTE so
+    policy is skipped as for traffic from other nodes (the node is trusted: kubelet probes pass
+    whatever the pod's policy), through conntrack like everything else."""
+    if host is None:
+        return []
+    return [
+        tables["classifier"].flow(
+            PORT_PRIORITY,
+            {"in_port": host.ofport, "eth_type": ETH_IPV4, "ipv4_dst": port.ip},
+            cookie=cookie(Category.CLASSIFIER, port.endpoint_id, round_),
+            write_metadata=meta(NETWORK=port.network.tag, SRC_EPG=0, REMOTE=1),
+            goto="conntrack",
         )
     ]
 
@@ -47,5 +64,5 @@ def network_flows(tables: Tables, net: NetworkRef, fabric: Fabric) -> list[Flow]
 
 
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
-    ports = [f for p in inputs.ports() for f in port_flows(tables, p, inputs.round)]
+    ports = [f for p in inputs.ports() for f in (*port_flows(tables, p, inputs.round), *host_flows(tables, p, inputs.host_port, inputs.round))]
     return sorted(ports + [f for net in inputs.networks() for f in network_flows(tables, net, inputs.fabric)])

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from openflow.fields import Category, cookie, group_id, meta
 from openflow.flow import (
+    ETH_IPV4,
     Action,
     Bucket,
     Flow,
@@ -26,7 +27,7 @@ from openflow.flow import (
     PushVlan,
     SetField,
 )
-from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, RemoteEndpoint
+from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, vip_mac
 from openflow.pipeline import Tables
 
 UNICAST_PRIORITY = 100
@@ -79,10 +80,21 @@ def remote_flows(tables: Tables, remote: RemoteEndpoint, fabric: Fabric) -> list
     return [tables["forward"].flow(UNICAST_PRIORITY, match, cookie=cookie(Category.FORWARD, remote.endpoint_id, fabric.round), actions=actions)]
 
 
-def network_flows(tables: Tables, net: NetworkRef, round_: int) -> list[Flow]:
-    """Broadcast and multicast of ``net`` to its two flood groups (local-origin, remote-origin)."""
+def network_flows(tables: Tables, net: NetworkRef, round_: int, fabric: Fabric | None = None) -> list[Flow]:
+    """Broadcast and multicast of ``net`` to its two flood groups (local-origin, remote-origin);
+    with a host port and a gateway, packets routed through the gateway to the node's private
+    address go to the host port."""
     key = cookie(Category.FLOOD, net.net_id, round_)
     out = []
+    host = fabric.host_port if fabric is not None else None
+    if host is not None and net.gateway:
+        to_node: dict[str, MatchValue] = {
+            "metadata": meta(NETWORK=net.tag),
+            "eth_dst": vip_mac(net.gateway),
+            "eth_type": ETH_IPV4,
+            "ipv4_dst": host.address,
+        }
+        out.append(tables["forward"].flow(UNICAST_PRIORITY, to_node, cookie=key, actions=(SetField("eth_dst", host.mac), Output(host.ofport))))
     for remote, gid in zip((0, 1), _flood_ids(net), strict=True):
         flood: dict[str, MatchValue] = {"metadata": meta(NETWORK=net.tag, REMOTE=remote), "eth_dst": MULTICAST}
         out.append(tables["forward"].flow(FLOOD_PRIORITY, flood, cookie=key, actions=(GroupAction(gid),)))
@@ -105,7 +117,7 @@ def network_groups(tables: Tables, net: NetworkRef, ofports: Iterable[int], fabr
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
     out = [f for p in inputs.ports() for f in port_flows(tables, p, inputs.round)]
     out += [f for r in inputs.remotes() for f in remote_flows(tables, r, inputs.fabric)]
-    out += [f for net in inputs.networks() for f in network_flows(tables, net, inputs.round)]
+    out += [f for net in inputs.networks() for f in network_flows(tables, net, inputs.round, inputs.fabric)]
     return sorted(out)
 
 

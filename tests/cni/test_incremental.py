@@ -21,7 +21,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("ovs-vswitchd") is None, reason="Open vSwitch is not installed"),
 ]
 
-FLOWS_PER_LOCAL_POD = 6  # classifier, spoof guard (IP and ARP), ARP reply, destination EPG, unicast forward
+FLOWS_PER_LOCAL_POD = 7  # classifier, the host port's flow to the pod, spoof guard (IP and ARP), ARP reply, destination EPG, unicast forward
 AUDIT_WAIT_SECONDS = 30  # the nodes audit every 5 s (--audit-interval 5)
 
 

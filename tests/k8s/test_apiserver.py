@@ -4,15 +4,21 @@ resource versions, watches with bookmarks, 410 after compaction, 401 on a bad to
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.support.k8s_apiserver import KubeApiServer, parse_path, pod
+from tests.support.k8s_apiserver import TOKEN, KubeApiServer, RemoteKubeApi, kubeconfig_text, parse_path, pod
+from tests.support.waiting import free_ports, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def service(name: str, namespace: str = "shop", cluster_ip: str = "10.96.0.10") -> dict[str, Any]:
@@ -152,3 +158,45 @@ def test_posted_events_are_recorded(api: KubeApiServer, tmp_path: Path) -> None:
     )
     v1.create_namespaced_event("shop", body)
     assert [(e["involvedObject"]["name"], e["reason"]) for e in api.posted_events] == [("web", "Skipped")]
+
+
+def test_a_server_process_is_driven_through_its_test_controls(tmp_path: Path) -> None:
+    """The process form (`python -m tests.support.k8s_apiserver`), as tests run it inside a node's namespace."""
+    (port,) = free_ports(1)
+    objects = tmp_path / "objects.json"
+    objects.write_text(json.dumps([pod("shop", "web-0", {"app": "web"})]))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.k8s_apiserver", str(port), str(objects)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        remote = RemoteKubeApi(f"http://127.0.0.1:{port}")
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(kubeconfig_text(remote.url, TOKEN))
+        v1: Any = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))  # type: ignore[no-untyped-call]
+        assert v1.read_namespaced_pod("web-0", "shop").metadata.labels == {"app": "web"}
+        remote.apply(service("web"))
+        since = v1.list_service_for_all_namespaces().metadata.resource_version
+        remote.delete("Service", "shop", "web")
+        remote.compact()
+        with pytest.raises(ApiException) as expired:
+            for _ in stream(v1.list_service_for_all_namespaces, resource_version=since, timeout_seconds=5):
+                pass
+        assert expired.value.status == 410
+        remote.set_token("rotated")
+        with pytest.raises(ApiException) as refused:
+            v1.list_service_for_all_namespaces()
+        assert refused.value.status == 401
+        remote.restart()
+
+        def answers() -> bool:
+            try:
+                return httpx.get(f"{remote.url}/_test/events", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        assert wait_for(answers, 10, "the restarted server")
+        assert remote.posted_events() == []
+    finally:
+        process.kill()
+        process.wait()

@@ -8,6 +8,7 @@ import ipaddress
 import re
 import threading
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from tests.support.waiting import wait_for
 pytestmark = [pytest.mark.k8s, pytest.mark.cluster]
 
 CIDR = "10.96.0.0/16"
-SYNC_TIMEOUT = 60
+SYNC_TIMEOUT = 90  # a new leader first loads the kubernetes client: seconds of CPU on a loaded machine
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def cluster(api: KubeApiServer, tmp_path: Path) -> Iterator[ContivdCluster]:
     try:
         for node in nodes.nodes:
             node.extra = ("--kubeconfig", str(kubeconfig), "--service-cidr", CIDR)
-        yield nodes.start(40)
+        yield nodes.start(90)  # generous: 3 processes importing on a loaded 2-vCPU machine
     finally:
         nodes.close()
 
@@ -89,7 +90,21 @@ def converged(cluster: ContivdCluster, api: KubeApiServer) -> None:
     """Every live node's store equals the API server's state (no duplicate, no stale)."""
     want = expected(api)
     for node in (n for n in cluster.nodes if n.alive()):
-        wait_for(lambda node=node: stored(node) == want, SYNC_TIMEOUT, f"{node.name}'s Kubernetes services to equal the API server's")
+        wait_for(partial(holds, node, want), SYNC_TIMEOUT, f"{node.name}'s Kubernetes services to equal the API server's")
+
+
+def holds(node: ContivdProcess, want: dict[str, dict[str, Any]]) -> bool:
+    return stored(node) == want
+
+
+def sole_watcher(cluster: ContivdCluster) -> ContivdProcess | None:
+    """The one node whose watch runs, if it is the only one and the leader (elections on a
+    loaded machine move leadership now and then: poll)."""
+    infos = {n.name: n.info() for n in cluster.nodes if n.alive()}
+    watching = [n for n in cluster.nodes if (infos.get(n.name) or {}).get("kubernetes", {}).get("watching")]
+    if len(watching) == 1 and (infos[watching[0].name] or {}).get("current-state") == "leader":
+        return watching[0]
+    return None
 
 
 def list_requests(api: KubeApiServer, plural: str) -> int:
@@ -109,13 +124,17 @@ def test_the_store_holds_what_the_api_server_says(cluster: ContivdCluster, api: 
         }
     ]
     assert set(stored(cluster.nodes[0]) or ()) == {"shop/web", "shop/manual"}  # headless, SCTP and far-away left out
-    leader = cluster.leader()
-    metrics = leader.get("/metrics").text
-    for service_key, reason in (("shop/dns", "sctp"), ("shop/far", "cluster-ip-outside-service-cidr")):
-        assert re.search(rf'contivd_k8s_services_skipped_total\{{reason="{reason}",service="{service_key}"\}} 1\.0', metrics), metrics
+    leader = wait_for(partial(sole_watcher, cluster), SYNC_TIMEOUT, "exactly one node, the leader, to watch")
+
+    def skips_counted() -> bool:
+        metrics = leader.get("/metrics").text
+        return all(
+            re.search(rf'contivd_k8s_services_skipped_total\{{reason="{reason}",service="{service_key}"\}} 1\.0', metrics)
+            for service_key, reason in (("shop/dns", "sctp"), ("shop/far", "cluster-ip-outside-service-cidr"))
+        )
+
+    wait_for(skips_counted, 20, "the leader's skip counters")
     wait_for(lambda: {e["involvedObject"]["name"] for e in api.posted_events} == {"dns", "far"}, 20, "the skip Events")
-    assert leader.info()["kubernetes"]["watching"] is True  # type: ignore[index]
-    assert all(not n.info()["kubernetes"]["watching"] for n in cluster.followers())  # type: ignore[index]
     assert list_requests(api, "services") == 1 and list_requests(api, "endpointslices") == 1, "one watch per cluster: only the leader lists"
 
     api.apply(endpoint_slice("shop", "web-a", "web", ["198.18.0.5", "198.18.0.8"], port=8080))
@@ -140,8 +159,9 @@ def test_a_new_leader_resumes_without_duplicate_or_stale_services(cluster: Conti
         while not done.is_set():
             api.apply(service("churn", f"svc-{i % 7}", f"10.96.1.{i % 7}"))
             api.apply(endpoint_slice("churn", f"svc-{i % 7}-x", f"svc-{i % 7}", [f"198.18.2.{i % 250}"], port=80))
-            if i % 3 == 0:
-                api.delete("Service", "churn", f"svc-{(i + 4) % 7}") if api.get("Service", "churn", f"svc-{(i + 4) % 7}") else None
+            doomed = f"svc-{(i + 4) % 7}"
+            if i % 3 == 0 and api.get("Service", "churn", doomed):
+                api.delete("Service", "churn", doomed)
             i += 1
             done.wait(0.02)
 
@@ -151,10 +171,8 @@ def test_a_new_leader_resumes_without_duplicate_or_stale_services(cluster: Conti
         old = cluster.leader()
         wait_for(lambda: any(k.startswith("churn/") for k in stored(old) or ()), SYNC_TIMEOUT, "the churn to reach the store")
         old.kill()
-        new = wait_for(
-            lambda: next((n for n in cluster.nodes if n.alive() and (n.info() or {}).get("current-state") == "leader"), None), 40, "a new leader"
-        )
-        wait_for(lambda: (new.info() or {}).get("kubernetes", {}).get("watching"), 30, "the new leader to watch")
+        new = wait_for(partial(sole_watcher, cluster), SYNC_TIMEOUT, "a new leader, alone, to watch")
+        assert new is not old
     finally:
         done.set()
         worker.join()
@@ -185,7 +203,12 @@ def test_a_refused_token_or_an_absent_server_makes_the_leader_say_why_and_tears_
     good_token, api.token = api.token, "rotated"
     api.stop()
     api.start()
-    code, body = wait_for(lambda: (r := readiness(leader))[0] == 503 and "401" in str(r[1]) and r, 40, "the leader's readiness to name the 401")
+
+    def refused() -> dict[str, Any] | None:
+        code, body = readiness(leader)
+        return body if code == 503 and "401" in str(body) else None
+
+    body = wait_for(refused, 40, "the leader's readiness to name the 401")
     assert "token" in body["failing"]["kubernetes_api"]
     assert all(readiness(n)[0] == 200 for n in cluster.followers()), "only the watching leader depends on the API server"
     api.stop()

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import trio
 
-from contivd.k8s import KubeApi, KubeHealth, ServiceSync
+from contivd.k8s import KubeApi, KubeHealth, KubernetesWatch
 from contivd.state import KubeServiceState, keys
 from raftstore import MemoryStore
 from tests.support.k8s_apiserver import KubeApiServer
 from tests.support.kube_objects import endpoint_slice, service
 
 CIDR = ipaddress.IPv4Network("10.96.0.0/12")
-TIMEOUT = 20
+TIMEOUT = 45  # generous: the machine is shared and loaded; backoff after a failure reaches seconds
 
 
 @pytest.fixture
@@ -52,11 +52,11 @@ async def running(api: KubeApiServer, tmp_path: Path) -> AsyncIterator[Running]:
     store = MemoryStore()
     await store.put(keys.k8s_service("gone", "stale"), {"namespace": "gone", "name": "stale", "clusterIP": "10.96.0.99", "ports": []})
     health = KubeHealth()
-    sync = ServiceSync(store, KubeApi(api.kubeconfig(tmp_path / "kubeconfig")), CIDR, health)
+    watch = KubernetesWatch(store, api.kubeconfig(tmp_path / "kubeconfig"), CIDR, health)  # a MemoryStore is always the leader
     api.apply(service("shop", "web", "10.96.0.10"))
     api.apply(endpoint_slice("shop", "web-a", "web", ["198.18.0.5"], port=8080))
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(sync.run)
+        nursery.start_soon(watch.run)
         yield Running(store, health)
         nursery.cancel_scope.cancel()
     assert not health.view().watching
@@ -104,3 +104,15 @@ def test_an_unusable_kubeconfig_is_refused_saying_why(tmp_path: Path) -> None:
     garbage.write_text("clusters: [")
     with pytest.raises(ValueError, match="cannot be used"):
         KubeApi(garbage)
+
+
+async def test_the_leader_with_an_unusable_kubeconfig_says_why_and_keeps_running(tmp_path: Path) -> None:
+    garbage = tmp_path / "kubeconfig"
+    garbage.write_text("clusters: [")
+    health = KubeHealth()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(KubernetesWatch(MemoryStore(), garbage, CIDR, health).run)
+        await until(lambda: "kubeconfig" in health.view().problems, "the kubeconfig problem")
+        assert health.view().watching and "cannot be used" in health.view().problems["kubeconfig"]
+        nursery.cancel_scope.cancel()
+    assert "kubeconfig" in health.view().problems and not health.view().watching

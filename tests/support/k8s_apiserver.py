@@ -15,14 +15,16 @@ client code that runs in production. It serves:
 - `POST` of core/v1 Events, recorded in `posted_events` so tests can assert them.
 
 Test-side controls: `apply` / `delete` (emitting watch events), `compact()`, `stop()` /
-`start(keep_history=...)` (a restart on the same port; live watches are cut),
-`kubeconfig(path)`. Run it in a thread of the test (`KubeApiServer(...).start()`), or as a
-process inside a node's network namespace (`python -m tests.support.k8s_apiserver PORT
-[OBJECTS.json]`, prints `ready`), driven through `/_test/...` with `RemoteKubeApi`.
+`start(keep_history=...)` / `restart()` (same port; live watches are cut), `kubeconfig(path)`.
+Run it in a thread of the test (`KubeApiServer(...).start()`), or as a process inside a node's
+network namespace (`python -m tests.support.k8s_apiserver PORT [OBJECTS.json] [--host
+ADDRESS]`, prints `ready`), driven through `/_test/...` with `RemoteKubeApi` (apply, delete,
+compact, set_token, restart, posted_events).
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import socket
@@ -110,8 +112,9 @@ class KubeApiServer:
     """The server and its state: objects by (plural, namespace, name), the event history since
     the last compaction, the recorded Events. Thread-safe; watch handlers wait on `changed`."""
 
-    def __init__(self, port: int = 0, token: str = TOKEN, bookmark_seconds: float = 1.0):
-        self.port, self.token, self.bookmark_seconds = port, token, bookmark_seconds
+    def __init__(self, port: int = 0, token: str = TOKEN, bookmark_seconds: float = 1.0, host: str = "127.0.0.1"):
+        """`host`: loopback, or an address inside a network namespace the test created (198.18.0.0/15)."""
+        self.host, self.port, self.token, self.bookmark_seconds = host, port, token, bookmark_seconds
         self.changed = threading.Condition()
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.history: list[WatchEvent] = []
@@ -127,7 +130,7 @@ class KubeApiServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def start(self, keep_history: bool = True) -> KubeApiServer:
         """Listen (again) on the same port; without `keep_history` every older resourceVersion
@@ -135,7 +138,7 @@ class KubeApiServer:
         if not keep_history:
             self.compact()
         handler = _handler_for(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self._server = ThreadingHTTPServer((self.host, self.port), handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, name="k8s-apiserver", daemon=True).start()
@@ -156,6 +159,14 @@ class KubeApiServer:
                     conn.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+    def restart(self, keep_history: bool = True, after: socket.socket | None = None) -> None:
+        """stop() then start(): what an API server restart looks like to its clients. `after`:
+        a connection to let finish first (the one that asked for the restart)."""
+        with self.changed:
+            self.changed.wait_for(lambda: after not in self._connections, timeout=5)
+        self.stop()
+        self.start(keep_history)
 
     def __enter__(self) -> KubeApiServer:
         return self.start() if self._server is None else self
@@ -301,6 +312,7 @@ def _handler_for(api: KubeApiServer) -> type[BaseHTTPRequestHandler]:
         def finish(self) -> None:
             with api.changed:
                 api._connections.discard(self.connection)
+                api.changed.notify_all()
             try:
                 super().finish()
             except OSError:
@@ -376,6 +388,14 @@ def _handler_for(api: KubeApiServer) -> type[BaseHTTPRequestHandler]:
             if path == "/_test/compact" and method == "POST":
                 api.compact()
                 return self._send(200, {})
+            if path == "/_test/token" and method == "POST":
+                api.token = str(body["token"])
+                return self._send(200, {})
+            if path == "/_test/restart" and method == "POST":  # answered and closed first, then the listener restarts
+                self.close_connection = True
+                self._send(200, {})
+                threading.Thread(target=api.restart, args=(bool(body.get("keepHistory", True)), self.connection), daemon=True).start()
+                return None
             if path == "/_test/events" and method == "GET":
                 with api.changed:
                     return self._send(200, copy.deepcopy(api.posted_events))
@@ -390,6 +410,8 @@ def _handler_for(api: KubeApiServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
 
@@ -415,6 +437,17 @@ class RemoteKubeApi:
     def delete(self, kind: str, namespace: str, name: str) -> None:
         httpx.post(f"{self.url}/_test/delete", json={"kind": kind, "namespace": namespace, "name": name}, timeout=10).raise_for_status()
 
+    def compact(self) -> None:
+        httpx.post(f"{self.url}/_test/compact", timeout=10).raise_for_status()
+
+    def set_token(self, token: str) -> None:
+        """The token the server accepts from now on (a rotated or revoked one)."""
+        httpx.post(f"{self.url}/_test/token", json={"token": token}, timeout=10).raise_for_status()
+
+    def restart(self, keep_history: bool = True) -> None:
+        """Cut every connection and listen again (after the answer: poll for it to be back)."""
+        httpx.post(f"{self.url}/_test/restart", json={"keepHistory": keep_history}, timeout=10).raise_for_status()
+
     def posted_events(self) -> list[dict[str, Any]]:
         answer = httpx.get(f"{self.url}/_test/events", timeout=10)
         answer.raise_for_status()
@@ -427,10 +460,16 @@ def pod(namespace: str, name: str, labels: dict[str, str] | None = None) -> dict
 
 
 def main(argv: list[str]) -> None:
-    """`PORT [OBJECTS.json]`: serve on 127.0.0.1:PORT (token TOKEN) with the objects of the file
-    (a JSON list) applied; print `ready` once listening; run until killed."""
-    server = KubeApiServer(int(argv[0]))
-    for obj in json.loads(Path(argv[1]).read_text()) if len(argv) > 1 else []:
+    """`PORT [OBJECTS.json] [--host ADDRESS]`: serve on ADDRESS:PORT (default loopback; token
+    TOKEN) with the objects of the file (a JSON list) applied; print `ready` once listening;
+    run until killed."""
+    parser = argparse.ArgumentParser(prog="python -m tests.support.k8s_apiserver")
+    parser.add_argument("port", type=int)
+    parser.add_argument("objects", type=Path, nargs="?")
+    parser.add_argument("--host", default="127.0.0.1")
+    args = parser.parse_args(argv)
+    server = KubeApiServer(args.port, host=args.host)
+    for obj in json.loads(args.objects.read_text()) if args.objects else []:
         server.apply(obj)
     server.start()
     print("ready", flush=True)

@@ -18,12 +18,12 @@ from quart_trio import QuartTrio
 from openflow import TABLES, OpenFlowError
 from openflow.fields import ROUND_MASK, Category, cookie
 
-from ..http import auth
-from ..http.errors import UnauthorizedError
-from ..ovs import OvsError
-from .datapath import BridgeDatapath
-from .inputs import KUBE_SERVICE_PREFIX
-from .service import Agent
+from .agent.datapath import BridgeDatapath
+from .agent.inputs import KUBE_SERVICE_PREFIX
+from .agent.service import Agent
+from .http import auth
+from .http.errors import UnauthorizedError
+from .ovs import OvsError
 
 _U64 = (1 << 64) - 1
 

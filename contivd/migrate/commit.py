@@ -1,0 +1,108 @@
+"""The leader side of `contivd import-contiv`: one route, one guarded transaction.
+
+`POST /contivd/import` takes the Contiv tree as read from etcd (`{"values": {key: text},
+"force": bool}`), plans it here on the leader (contivd.migrate.plan, the same code the CLI ran
+for its preview) and commits the plan in one transaction together with a bump of the
+configuration version: the import is atomic, all or nothing. Without `force` it refuses a store
+holding anything beyond the default `global` and tenant `default`; the transaction compares the
+configuration version it read, so a configuration write racing the import makes it fail
+whole (nothing written; the user retries). With `force` every configuration object and state
+key not in the plan is deleted in the same transaction; the guard also covers every network
+state, so an endpoint created meanwhile fails the import instead of dangling.
+
+Authenticated like every API write (contivd.http.auth); answered only by the leader (others
+say where it is).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from quart import Response, request
+from quart_trio import QuartTrio
+
+from raftstore import Delete, KeyValueStore, Put, Store, mod_revision_is
+
+from ..http import auth
+from ..http.errors import BadRequestError, UnauthorizedError, answer_for
+from ..model import ConflictError
+from ..nodes import leader_api_url
+from ..state import keys as layout
+from .plan import ImportPlan, plan_import
+from .source import ContivTree, MigrationError
+
+IMPORT_PATH = "/contivd/import"
+DEFAULT_OBJECTS = frozenset({layout.model("global", "global"), layout.model("tenant", "default")})
+# Everything an import owns: configuration objects and derived state (not nodes, not Kubernetes).
+OWNED_PREFIXES = (layout.MODEL_PREFIX, f"{layout.ROOT}/state/", f"{layout.ROOT}/master/config/")
+
+
+@dataclass(frozen=True)
+class ImportContext:
+    store: Store
+    secret: str | None
+
+
+async def commit_plan(store: KeyValueStore, plan: ImportPlan, force: bool) -> int:
+    """Write `plan` in one transaction; the revision it committed at. ConflictError when refused."""
+    await store.sync()
+    version = store.get_nowait(layout.CONFIG_VERSION)
+    existing = {kv.key: kv for prefix in OWNED_PREFIXES for kv in store.list_nowait(prefix)}
+    if not force:
+        held = sorted(k for k in existing if k.startswith(layout.MODEL_PREFIX) and k not in DEFAULT_OBJECTS)
+        held += sorted(k for k in existing if k.startswith(layout.EPS_PREFIX))
+        if held:
+            shown = ", ".join(k.removeprefix(layout.MODEL_PREFIX) for k in held[:5]) + (" …" if len(held) > 5 else "")
+            raise ConflictError(f"contivd's store is not empty ({len(held)} objects: {shown}); nothing imported. Use --force to replace its contents")
+    guards = [mod_revision_is(layout.CONFIG_VERSION, version.mod_revision if version else 0)]
+    guards += [mod_revision_is(k, kv.mod_revision) for k, kv in sorted(existing.items()) if k.startswith(layout.NETS_PREFIX)]
+    ops: list[Any] = [Delete(k) for k in sorted(existing) if k not in plan.entries]
+    ops += [Put(k, v) for k, v in sorted(plan.entries.items())]
+    ops.append(Put(layout.CONFIG_VERSION, (int(version.value) if version else 0) + 1))
+    result = await store.txn(guards, ops)
+    if not result.succeeded:
+        raise ConflictError("contivd's configuration changed while importing; nothing was written, run the import again")
+    return result.revision
+
+
+def _request(body: bytes) -> tuple[ContivTree, bool]:
+    try:
+        doc = json.loads(body)
+    except ValueError as exc:
+        raise BadRequestError(f"the import body is not JSON: {exc}") from None
+    values = doc.get("values") if isinstance(doc, dict) else None
+    if not isinstance(values, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in values.items()):
+        raise BadRequestError('the import body must be {"values": {"<etcd key>": "<value text>", ...}, "force": false}')
+    return ContivTree.from_values(values), bool(doc.get("force", False))
+
+
+def register_import_route(app: QuartTrio, ctx: ImportContext) -> None:
+    """Add POST IMPORT_PATH to the API app (the composition root calls this, as for the status page)."""
+
+    def reply(status: int, value: Mapping[str, Any]) -> Response:
+        return Response(json.dumps(value) + "\n", status=status, headers={"content-type": "application/json"})
+
+    @app.post(IMPORT_PATH)
+    async def import_contiv() -> Response:
+        body = await request.get_data(as_text=False)
+        assert isinstance(body, bytes)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            auth.authenticate(ctx.secret, request.method, request.full_path.rstrip("?"), body, headers, request.remote_addr)
+            if not ctx.store.is_leader():
+                leader = leader_api_url(ctx.store)
+                return reply(503, {"error": f"not the leader: send the import to {leader or 'the leader (none elected yet)'}", "leader": leader})
+            tree, force = _request(body)
+            plan = await plan_import(tree)
+            revision = await commit_plan(ctx.store, plan, force)
+        except MigrationError as exc:
+            return reply(400, {"error": str(exc)})
+        except UnauthorizedError as exc:
+            return reply(401, {"error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - the API's one error mapping answers the rest
+            error = answer_for(exc)
+            return reply(error.status, {"error": error.message})
+        return reply(200, {"revision": revision, "counts": dict(plan.counts)})

@@ -1,0 +1,44 @@
+"""Golden flows of the host port: node → local pod (policy skipped as REMOTE), pod → the node's
+private address through the gateway; none without a host port or on a network without a gateway."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+
+from openflow import HostPort, desired
+from openflow.flows import classifier, forward
+from openflow.pipeline import TABLES
+from tests.openflow.scenario import node_a, texts
+
+HOST = HostPort(ofport=9, mac=0x02AA00000001, address=int(ipaddress.IPv4Address("198.18.255.254")))
+
+
+def test_without_a_host_port_nothing_changes() -> None:
+    inputs = node_a()
+    assert inputs.host_port is None
+    assert dataclasses.replace(inputs, host_port=HOST) != inputs
+    assert not [t for t in texts(classifier.flows(TABLES, inputs)) if "in_port=9" in t]
+
+
+def test_host_port_reaches_each_local_pod_marked_remote() -> None:
+    inputs = dataclasses.replace(node_a(), host_port=HOST)
+    host = [t for t in texts(classifier.flows(TABLES, inputs)) if "in_port=9" in t]
+    assert host == [
+        f"priority=100,ip,in_port=9,nw_dst={ip} actions=write_metadata:0x100006400000000/0x1ffffffffff0000,goto_table:3"
+        for ip in sorted(str(ipaddress.IPv4Address(p.ip)) for p in inputs.ports())
+    ]
+
+
+def test_pods_reach_the_nodes_private_address_through_their_gateway() -> None:
+    base = node_a()
+    with_gateway = tuple(
+        dataclasses.replace(p, network=dataclasses.replace(p.network, gateway=int(ipaddress.IPv4Address("10.1.0.254")))) for p in base.local_ports
+    )
+    inputs = dataclasses.replace(base, local_ports=with_gateway, host_port=HOST)
+    to_node = [t for t in texts(forward.flows(TABLES, inputs)) if "output:9" in t]
+    assert to_node == [
+        "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:0a:01:00:fe,nw_dst=198.18.255.254 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9"
+    ]
+    assert not [t for t in texts(forward.flows(TABLES, dataclasses.replace(base, host_port=HOST))) if "output:9" in t], "no gateway, no flow"
+    assert desired(inputs).flows, "the whole bridge builds with the host port (no two owners claim one match)"

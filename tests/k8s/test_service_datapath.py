@@ -4,9 +4,8 @@ ClusterIP:port and lands on backends on node 1 and node 2, each answering with i
 TCP and UDP; a backend that stops being ready gets no new connection while an established one
 keeps its backend; sessionAffinity ClientIP keeps the client on one backend.
 
-The API server runs as a process in node 1's namespace (it listens on loopback there); a relay
-(tests/support/tcp_relay.py) beside it makes it reachable on node 1's control address, so
-whichever node leads can watch it. Test-side changes are posted to it from inside that namespace.
+The API server runs as a process in node 1's namespace, listening on node 1's control address,
+so whichever node leads can watch it. Test-side changes are posted to it from inside that namespace.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ class KubeApi:
         self.node, self.port = node, port
 
     def apply(self, obj: dict[str, Any]) -> None:
-        sh("ip", "netns", "exec", self.node.ns, sys.executable, "-c", POST, f"http://127.0.0.1:{self.port}/_test/apply", json.dumps(obj))
+        sh("ip", "netns", "exec", self.node.ns, sys.executable, "-c", POST, f"http://{self.node.host}:{self.port}/_test/apply", json.dumps(obj))
 
 
 def service(affinity: bool = False) -> dict[str, Any]:
@@ -96,8 +95,7 @@ def test_cluster_ip_reaches_backends_on_both_nodes_keeps_connections_and_affinit
     options = ("--kubeconfig", str(kubeconfig), "--service-cidr", SERVICE_CIDR)
     with cluster_of_nodes(tmp_path, 2, *options) as nodes, processes() as running:
         first, second = nodes
-        running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port))
-        running.start(first.ns, sys.executable, "-m", "tests.support.tcp_relay", first.host, str(api_port), str(api_port))
+        running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port), "--host", first.host)
         kube = KubeApi(first, api_port)
         network = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.10.0/24", "gateway": GATEWAY}
         status, answer = first.api_call("POST", "/api/v1/networks/default:pods/", network)

@@ -1,11 +1,11 @@
-"""A TCP relay for tests and benchmarks: `python -m tests.support.tcp_relay HOST PORT TARGET_PORT`
-forwards HOST:PORT to 127.0.0.1:TARGET_PORT. The test API server listens on loopback only;
-run beside it in a node's namespace, the relay makes it reachable on the node's control address,
-so whichever node leads can watch it.
+"""A TCP relay for benchmarks: `python -m tests.support.tcp_relay HOST PORT TARGET_PORT` forwards
+HOST:PORT to 127.0.0.1:TARGET_PORT. benchmarks/k8s_bench.py points the leader's kubeconfig at
+it and moves it from an empty test API server to a full one: a cold start without restarting
+anything.
 
 A line with another port number on stdin moves the relay to it: connections open then are cut
 (a client sees its API server go away) and new ones go to the new target. Prints `ready` once
-listening.
+listening, `moved` after each move.
 """
 
 from __future__ import annotations

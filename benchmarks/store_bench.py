@@ -8,12 +8,16 @@ through the `etcd3` gRPC client. Both fsync their logs (raftstore's default); ra
 encrypts its traffic with the cluster secret (etcd runs plain HTTP here).
 The last line printed is one JSON object with every figure.
 
-    python3 benchmarks/store_bench.py [--quick]
+    python3 benchmarks/store_bench.py [--quick] [--wire-format N]
+
+`wire_format` in the figures is the Raft wire format every raftstore member spoke
+(raftstore/_wire.py; `--wire-format` pins an older one on all of them).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -31,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 import trio  # noqa: E402
 
 from raftstore import Put, StoreConfig, open_store  # noqa: E402
+from raftstore._wire import CURRENT_VERSION, WIRE_VERSIONS  # noqa: E402
 from tests.support.raft_processes import SECRET, StoreProcess  # noqa: E402
 from tests.support.waiting import free_ports, wait_for  # noqa: E402
 
@@ -104,14 +109,17 @@ async def measure_async(op: Callable[[int], Awaitable[object]], count: int, work
 # ---- raftstore -----------------------------------------------------------------------------
 
 
-async def bench_raftstore_async(root: Path, voters: int, n: int) -> Results:
+async def bench_raftstore_async(root: Path, voters: int, n: int, wire_format: int) -> Results:
     """The leader runs here, the other voters as separate processes."""
     addresses = [f"127.0.0.1:{p}" for p in free_ports(voters)]
+    pin = ("--wire-format", str(wire_format))
     others = [
-        StoreProcess(a, [b for b in addresses if b != a], root / f"raftstore{voters}-{i}").start(wait_ready=False)
+        StoreProcess(a, [b for b in addresses if b != a], root / f"raftstore{voters}-{i}", extra=pin).start(wait_ready=False)
         for i, a in enumerate(addresses[1:], 1)
     ]
-    config = StoreConfig(listen=addresses[0], peers=tuple(addresses[1:]), secret=SECRET, data_dir=root / f"raftstore{voters}-0")
+    config = StoreConfig(
+        listen=addresses[0], peers=tuple(addresses[1:]), secret=SECRET, data_dir=root / f"raftstore{voters}-0", wire_format=wire_format
+    )
     try:
         async with open_store(config) as store:
             leader = await store.wait_leader(timeout=20)
@@ -137,8 +145,8 @@ async def bench_raftstore_async(root: Path, voters: int, n: int) -> Results:
             process.kill()
 
 
-def bench_raftstore(root: Path, voters: int, n: int) -> Results:
-    return trio.run(bench_raftstore_async, root, voters, n)
+def bench_raftstore(root: Path, voters: int, n: int, wire_format: int = CURRENT_VERSION) -> Results:
+    return trio.run(bench_raftstore_async, root, voters, n, wire_format)
 
 
 # ---- etcd ----------------------------------------------------------------------------------
@@ -205,6 +213,7 @@ def bench_etcd(root: Path, members: int, n: int) -> Results:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer operations: finishes in under a minute")
+    parser.add_argument("--wire-format", type=int, choices=WIRE_VERSIONS, default=CURRENT_VERSION, help="raft wire format of every raftstore member")
     args = parser.parse_args()
     if shutil.which("etcd") is None:
         sys.exit("etcd is not installed: apt-get install etcd-server (packaging/deps.sh does)")
@@ -213,7 +222,7 @@ def main() -> None:
     figures: dict[str, float | bool] = {}
     try:
         for voters in (1, 3):
-            for system, run in (("raftstore", bench_raftstore), ("etcd", bench_etcd)):
+            for system, run in (("raftstore", functools.partial(bench_raftstore, wire_format=args.wire_format)), ("etcd", bench_etcd)):
                 result = run(root, voters, n)
                 prefix = "" if system == "raftstore" else "etcd_"
                 for kind, label in (("seq", "put"), ("conc", "put16"), ("txn", "txn")):
@@ -228,6 +237,7 @@ def main() -> None:
             ours, theirs = figures[f"{label}_per_s_{voters}"], figures[f"etcd_{label}_per_s_{voters}"]
             figures[f"ratio_{label}_{voters}"] = round(float(ours) / float(theirs), 2)
     figures["quick"] = args.quick
+    figures["wire_format"] = args.wire_format
     print(json.dumps(figures, sort_keys=True))
 
 

@@ -15,10 +15,11 @@ from typing import Any, cast
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from openflow import OpenFlowError
+from openflow import TABLES, OpenFlowError
 from openflow.fields import ROUND_MASK, Category, cookie
 
 from .agent.datapath import BridgeDatapath
+from .agent.inputs import KUBE_SERVICE_PREFIX
 from .agent.service import Agent
 from .http import auth
 from .http.errors import UnauthorizedError
@@ -65,20 +66,26 @@ def driver_state(agent: Agent) -> dict[str, Any]:
 
 
 async def service_stats(agent: Agent) -> dict[str, Any]:
-    """Packets and bytes through each serviceLB's DNAT flows, summed over this node's bridges."""
-    services = [name for name, lb in agent.cache.catch_up().services.items() if lb.ip_address]
+    """Packets and bytes through each service's VIP flows, summed over this node's bridges:
+    Contiv's serviceLBs by name, Kubernetes Services as `k8s:<namespace>/<name>` (marked).
+    The affinity path's endpoint_dnat flows are left out: they see the same new connections."""
+    snapshot = agent.cache.catch_up()
+    services = [(name, False) for name, lb in snapshot.services.items() if lb.ip_address]
+    services += [(KUBE_SERVICE_PREFIX + name, True) for name in snapshot.k8s_services]
+    repeated = TABLES["endpoint_dnat"].id
     stats: dict[str, Any] = {}
-    for service in services:
-        totals = {"flows": 0, "packets": 0, "bytes": 0}
+    for service, kubernetes in services:
+        totals: dict[str, Any] = {"flows": 0, "packets": 0, "bytes": 0}
         for datapath in agent.datapaths.values():
             connection = datapath.pusher.connection
             if connection is None or connection.closed:
                 continue
             for record in await connection.dump_flows(cookie=cookie(Category.SERVICE, service), cookie_mask=_U64 & ~ROUND_MASK):
                 totals["flows"] += 1
-                totals["packets"] += record.packet_count
-                totals["bytes"] += record.byte_count
-        stats[service] = totals
+                if record.table != repeated:
+                    totals["packets"] += record.packet_count
+                    totals["bytes"] += record.byte_count
+        stats[service] = {**totals, "kubernetes": True} if kubernetes else totals
     return stats
 
 

@@ -13,8 +13,9 @@ import trio
 from raftstore._cli import store_group
 
 from . import __version__, logs
+from .backup.commands import snapshot_group
 from .config import OPTIONS, Config, ConfigError, load
-from .ctl import ctl_group
+from .ctl import build as build_ctl
 
 
 def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -115,8 +116,42 @@ def import_contiv(etcd: str, server: str, token: str | None, dry_run: bool, forc
     click.echo(f"verified: {len(tree.objects)} objects and {len(tree.endpoints)} endpoints match")
 
 
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@_config_options
+def restore(file: Path, config_file: Path | None, **flags: Any) -> None:
+    """Seed a new, empty --data-dir from a snapshot FILE (`ctl cluster snapshot save`): a new
+    single-voter cluster at --raft-listen with every key of the snapshot; then `contivd run`."""
+    from .backup.offline import restore_backup
+
+    config = _load(config_file, flags)
+    _offline(lambda: restore_backup(config.data_dir, config.store_config(), file))
+
+
+@cli.command()
+@_config_options
+def recover(config_file: Path | None, **flags: Any) -> None:
+    """After a permanent loss of quorum, on one stopped survivor: make its --data-dir a
+    single-voter cluster keeping everything its log holds (old files kept aside)."""
+    from .backup.offline import recover_member
+
+    config = _load(config_file, flags)
+    _offline(lambda: recover_member(config.store_config()))
+
+
+def _offline(step: Callable[[], list[str]]) -> None:
+    from raftstore import StoreError
+
+    try:
+        lines = step()
+    except (StoreError, ConfigError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo("\n".join(lines))
+
+
 cli.add_command(store_group)
-cli.add_command(ctl_group, "ctl")
+# `ctl cluster snapshot save` checks files with raftstore, which contivd.ctl may not import.
+cli.add_command(build_ctl({"cluster": [snapshot_group]}), "ctl")
 
 
 def main() -> None:

@@ -127,6 +127,16 @@ def _readable_file(value: Any) -> Path:
     return path
 
 
+def _service_cidr(value: Any) -> ipaddress.IPv4Network:
+    try:
+        network = ipaddress.IPv4Network(_text(value))
+    except ValueError as exc:
+        raise ValueError(f"must be an IPv4 network in CIDR notation with no host bits set, like 10.96.0.0/12 ({exc})") from None
+    if network.prefixlen > 30:
+        raise ValueError("must be a network of at least 4 addresses (a prefix of /30 or shorter)")
+    return network
+
+
 @dataclass(frozen=True)
 class Option:
     name: str
@@ -184,7 +194,18 @@ OPTIONS: tuple[Option, ...] = (
         lambda: Path("/run/contiv/contiv-cni.sock"),
         "Unix socket of the CNI server (with --datapath ovs); relative = under --data-dir.",
     ),
-    Option("kubeconfig", _readable_file, lambda: None, "Kubeconfig for reading pod labels on CNI ADD; unset = no Kubernetes."),
+    Option(
+        "kubeconfig",
+        _readable_file,
+        lambda: None,
+        "Kubeconfig: Kubernetes mode (pod labels on CNI ADD, the leader watches Services); unset = no Kubernetes.",
+    ),
+    Option(
+        "service_cidr",
+        _service_cidr,
+        lambda: ipaddress.IPv4Network("10.96.0.0/12"),
+        "Kubernetes Service cluster IP range (the API server's --service-cluster-ip-range); Services outside it are skipped.",
+    ),
 )
 
 
@@ -212,6 +233,7 @@ class Config:
     log_format: str
     cni_socket: Path
     kubeconfig: Path | None
+    service_cidr: ipaddress.IPv4Network
 
     @property
     def api_host(self) -> str:
@@ -262,6 +284,7 @@ class Config:
         shown["data_dir"] = str(self.data_dir)
         shown["cni_socket"] = str(self.cni_socket)
         shown["kubeconfig"] = str(self.kubeconfig) if self.kubeconfig else None
+        shown["service_cidr"] = str(self.service_cidr)
         shown["peers"] = list(self.peers)
         shown["vlan_uplinks"] = list(self.vlan_uplinks)
         if self.cluster_secret:

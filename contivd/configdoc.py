@@ -9,6 +9,7 @@ module generates, so an option cannot be added without its documentation. Regene
 from __future__ import annotations
 
 import sys
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ REGENERATE = "python3 -m contivd.configdoc --write"
 
 def _default_value(option: Option) -> Any:
     value = option.default()
-    if isinstance(value, Path):
+    if isinstance(value, Path | IPv4Network):
         return str(value)
     if isinstance(value, tuple):
         return list(value)

@@ -24,10 +24,12 @@ from . import __version__
 from .agent.service import Agent, AgentSettings, AgentStatistics
 from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
+from .backup.route import SnapshotContext, register_snapshot_route
 from .cni_server import CniServer, SocketInUseError
 from .config import Config, ConfigError
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
+from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
 from .metrics import StoreSummaries, observe_cni
 from .migrate import ImportContext, register_import_route
 from .model import ModelError
@@ -60,6 +62,17 @@ async def _leader_duties(store: Store, netmaster: Netmaster, node_name: str) -> 
             log.warning("no leader: election in progress or no quorum")
 
 
+def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, config: Config) -> KubeHealth | None:
+    """Kubernetes mode (--kubeconfig): the leader, and only it, keeps the store's Kubernetes
+    services equal to the API server's. The health object says how the watch is doing."""
+    if config.kubeconfig is None:
+        return None
+    health = KubeHealth()
+    nursery.start_soon(KubernetesWatch(store, config.kubeconfig, config.service_cidr, health).run)
+    log.info("Kubernetes mode: the Raft leader watches Services and EndpointSlices (service CIDR %s)", config.service_cidr)
+    return health
+
+
 def _hypercorn_config(listen: str) -> HypercornConfig:
     hconfig = HypercornConfig()
     hconfig.bind = [listen]
@@ -82,6 +95,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             log.info("store started (%s, peers: %s)", role, ", ".join(config.peers) or "none, single node")
             netmaster = Netmaster(store, config.node_name)
             nursery.start_soon(_leader_duties, store, netmaster, config.node_name)
+            kube = _start_kubernetes_watch(nursery, store, config)
             info = NodeRecord(
                 name=config.node_name,
                 raft_address=None if config.readonly else config.raft_listen,
@@ -114,7 +128,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
                 log.info("agent API listening on %s", ", ".join(agent_bound))
             context = ApiContext(
-                store, cache, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent
+                store, cache, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent, kube
             )
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
                 control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
@@ -126,7 +140,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     config.cni_socket_path,
                     config.kubeconfig,
                     observe=observe_cni,
-                    service_cidr=getattr(config, "service_cidr", None),  # --service-cidr comes with Kubernetes Services
+                    service_cidr=str(config.service_cidr) if config.kubeconfig else None,  # Kubernetes Services exist in Kubernetes mode only
                 )
                 try:
                     await nursery.start(cni_server.run)
@@ -135,6 +149,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             api = create_app(context)
             register_status_routes(api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent))
             register_import_route(api.quart, ImportContext(store, config.cluster_secret))
+            register_snapshot_route(api.quart, SnapshotContext(store, config.cluster_secret))
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:
@@ -145,7 +160,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
 
             bound = await nursery.start(serve_api)
             log.info("API listening on %s", ", ".join(bound))
-            nursery.start_soon(_report_status, store, agent, context.summaries, notifier, config)
+            nursery.start_soon(_report_status, store, agent, kube, context.summaries, notifier, config)
             async for signum in signals:
                 if signum == signal.SIGHUP:
                     _reload_log_level(reload)
@@ -162,7 +177,9 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
     log.info("contivd stopped")
 
 
-async def _report_status(store: Store, agent: Agent | None, summaries: StoreSummaries, notifier: Notifier, config: Config) -> None:
+async def _report_status(
+    store: Store, agent: Agent | None, kube: KubeHealth | None, summaries: StoreSummaries, notifier: Notifier, config: Config
+) -> None:
     """READY=1 once the node is usable (API up — the caller starts this after binding —, a
     leader known, the agent's first reconcile done), then keep STATUS= current."""
     async for change in store.leadership_changes():
@@ -176,7 +193,7 @@ async def _report_status(store: Store, agent: Agent | None, summaries: StoreSumm
 
     def status() -> str:
         here = summaries.current().endpoints_per_node.get(config.node_name, 0)
-        return "STATUS=" + status_line(store.statistics(), agent.statistics() if agent else None, here)
+        return "STATUS=" + status_line(store.statistics(), agent.statistics() if agent else None, here, kube.view() if kube else None)
 
     notifier.notify("READY=1", status())
     log.info("ready: %s", status().removeprefix("STATUS="))
@@ -185,8 +202,9 @@ async def _report_status(store: Store, agent: Agent | None, summaries: StoreSumm
         notifier.notify(status())
 
 
-def status_line(store: StoreStatistics, agent: AgentStatistics | None, endpoints_here: int) -> str:
-    """What `systemctl status` shows: role, leader, members, endpoints on this node, last reconcile."""
+def status_line(store: StoreStatistics, agent: AgentStatistics | None, endpoints_here: int, kube: KubeStatusView | None = None) -> str:
+    """What `systemctl status` shows: role, leader, members, endpoints on this node, last
+    reconcile, and (Kubernetes mode, on the leader) how the watch of the API server is doing."""
     role = {"readonly": "read-only member"}.get(store.role, store.role)
     parts = [
         f"{role} (term {store.term})",
@@ -202,6 +220,10 @@ def status_line(store: StoreStatistics, agent: AgentStatistics | None, endpoints
             parts.append("no reconcile yet")
         if not agent.switch_connected:
             parts.append("switch disconnected")
+    if kube is not None:
+        if kube.watching:
+            parts.append(f"kubernetes: {kube.services} services")
+        parts.extend(f"kubernetes {kind}: {why}" for kind, why in sorted(kube.problems.items()))
     return "; ".join(parts)
 
 

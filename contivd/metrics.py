@@ -26,6 +26,7 @@ from openflow import TABLES
 from raftstore import Store
 
 from .agent.service import Agent
+from .k8s import KubeHealth
 from .state import StateCache, StateSnapshot
 from .state.usage import address_usage, groups_by_network
 
@@ -78,14 +79,31 @@ class StoreSummaries:
 
 
 class StateCollector(Collector):
-    def __init__(self, store: Store, agent: Agent | None, summaries: StoreSummaries):
-        self.store, self.agent, self.summaries = store, agent, summaries
+    def __init__(self, store: Store, agent: Agent | None, summaries: StoreSummaries, kube: KubeHealth | None = None):
+        self.store, self.agent, self.summaries, self.kube = store, agent, summaries, kube
 
     def collect(self) -> Iterator[Metric]:
         yield from self._raft()
         yield from self._store_objects()
         if self.agent is not None:
             yield from self._agent(self.agent)
+        if self.kube is not None:
+            yield from self._kubernetes(self.kube)
+
+    def _kubernetes(self, kube: KubeHealth) -> Iterator[Metric]:
+        view = kube.view()
+        yield GaugeMetricFamily("contivd_k8s_watching", "1 on the node that watches the Kubernetes API (the Raft leader)", value=int(view.watching))
+        yield GaugeMetricFamily(
+            "contivd_k8s_api_up", "1 while the leader's lists and watches of the API server work", value=int(view.watching and not view.problems)
+        )
+        skipped = CounterMetricFamily(
+            "contivd_k8s_services_skipped",
+            "Kubernetes Services this node (as leader) found it cannot program, by Service and reason (SCTP, externalTrafficPolicy Local, ...)",
+            labels=["service", "reason"],
+        )
+        for (service, reason), count in sorted(kube.skip_counts().items()):
+            skipped.add_metric([service, reason], count)
+        yield skipped
 
     def _raft(self) -> Iterator[Metric]:
         stats = self.store.statistics()
@@ -163,7 +181,7 @@ def _table_name(table_id: int) -> str:
 class Metrics:
     """One app's registry: request histograms, the CNI histogram and the state collector."""
 
-    def __init__(self, store: Store, agent: Agent | None, summaries: StoreSummaries):
+    def __init__(self, store: Store, agent: Agent | None, summaries: StoreSummaries, kube: KubeHealth | None = None):
         self.registry = CollectorRegistry(auto_describe=False)
         self.summaries = summaries
         self.requests = Histogram(
@@ -174,7 +192,7 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(CNI_SECONDS)
-        self.registry.register(StateCollector(store, agent, self.summaries))
+        self.registry.register(StateCollector(store, agent, self.summaries, kube))
 
     def observe_request(self, route: str, method: str, status: int, started: float) -> None:
         self.requests.labels(route=route, method=method, status=str(status)).observe(time.perf_counter() - started)

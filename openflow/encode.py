@@ -36,10 +36,12 @@ from openflow.flow import (
     Flow,
     Group,
     GroupAction,
+    LearnBackend,
     Move,
     Output,
     PopVlan,
     PushVlan,
+    Resubmit,
     SetField,
     format_mac,
     prefix_len,
@@ -50,6 +52,7 @@ _U32 = 0xFFFFFFFF
 _VID_PRESENT = 0x1000
 _SELECT_WEIGHT = 100
 _NX_NAT_F_DST = 1 << 1  # OVS include/openflow/nicira-ext.h; os-ken does not define it
+_NX_IN_PORT = 0xFFF8  # OFPP_IN_PORT in the 16-bit port of resubmit: "resubmit(,table)"
 _WIDTH = {"eth_src": 48, "eth_dst": 48, "arp_sha": 48, "arp_tha": 48, "arp_spa": 32, "arp_tpa": 32}
 _FASTPATH_SET_FIELDS = {"eth_src": "eth_src", "eth_dst": "eth_dst", "vlan_vid": "vlan_vid", "tun_id": "tunnel_id"}
 _FASTPATH_MATCH = frozenset({"in_port", "metadata", "eth_type", "vlan_vid", "ipv4_src", "ipv4_dst", "ip_proto", "tp_src", "tp_dst", "tcp_flags"})
@@ -156,7 +159,25 @@ def _action(action: Action) -> Any:
         return parser.OFPActionPopVlan()
     if isinstance(action, GroupAction):
         return parser.OFPActionGroup(action.group_id)
+    if isinstance(action, Resubmit):
+        return parser.NXActionResubmitTable(in_port=_NX_IN_PORT, table_id=action.table)
+    if isinstance(action, LearnBackend):
+        return _learn(action)
     return _ct(action)
+
+
+def _learn(learn: LearnBackend) -> Any:
+    port = "tcp_dst_nxm" if learn.proto == IP_TCP else "udp_dst_nxm"
+    specs = [
+        parser.NXFlowSpecMatch(src=0x0800, dst=("eth_type_nxm", 0), n_bits=16),
+        parser.NXFlowSpecMatch(src=learn.proto, dst=("ip_proto_nxm", 0), n_bits=8),
+        parser.NXFlowSpecMatch(src=("ipv4_src_nxm", 0), dst=("ipv4_src_nxm", 0), n_bits=32),
+        parser.NXFlowSpecMatch(src=("ipv4_dst_nxm", 0), dst=("ipv4_dst_nxm", 0), n_bits=32),
+        parser.NXFlowSpecMatch(src=(port, 0), dst=(port, 0), n_bits=16),
+        parser.NXFlowSpecLoad(src=learn.backend_ip, dst=("reg0", 0), n_bits=32),
+        parser.NXFlowSpecLoad(src=learn.backend_port, dst=("reg1", 0), n_bits=16),
+    ]
+    return parser.NXActionLearn(table_id=learn.table, specs=specs, idle_timeout=learn.idle_timeout, priority=learn.priority, cookie=learn.cookie)
 
 
 def _instructions(flow: Flow) -> list[Any]:
@@ -256,9 +277,39 @@ _BUCKET_BYTES_MAX = 100_000  # distinct buckets kept per weight; cleared when fu
 _GROUP_MOD = struct.Struct("!BBHIHBxI")
 
 
+_BUCKET = struct.Struct("!HHII4x")  # ofp_bucket: len, weight, watch_port, watch_group
+_NX_CT = struct.Struct("!HHIHHIHB3xH")  # nx_action_conntrack: type, len, vendor, subtype, flags, zone_src, zone, table, alg
+_NX_NAT = struct.Struct("!HHIH2xHH")  # nx_action_nat: type, len, vendor, subtype, flags, range_present
+_NX_VENDOR, _NXAST_CT, _NXAST_NAT = 0x00002320, 35, 36
+_NAT_IPV4_MIN, _NAT_IPV4_MAX, _NAT_PROTO_MIN, _NAT_PROTO_MAX = 0x01, 0x02, 0x10, 0x20
+
+
+def ct_bytes(action: Ct) -> bytes:
+    """os-ken's bytes for a ct action (:func:`_ct`), packed directly: a service's select group has
+    a ct bucket per backend, and os-ken takes milliseconds per bucket (1 000 Services: seconds).
+    tests/openflow/test_encode.py checks the two agree byte for byte."""
+    nat = b""
+    if action.nat is not None and not action.nat.ip:
+        nat = _NX_NAT.pack(ofp.OFPAT_EXPERIMENTER, _NX_NAT.size, _NX_VENDOR, _NXAST_NAT, 0, 0)
+    elif action.nat is not None:
+        ip, port = action.nat.ip, action.nat.port
+        present, ranges = (
+            (_NAT_IPV4_MIN | _NAT_PROTO_MIN | _NAT_PROTO_MAX, struct.pack("!IHH", ip, port, port))
+            if port
+            else (_NAT_IPV4_MIN | _NAT_IPV4_MAX, struct.pack("!II", ip, ip))
+        )
+        nat = _NX_NAT.pack(ofp.OFPAT_EXPERIMENTER, _NX_NAT.size + len(ranges), _NX_VENDOR, _NXAST_NAT, _NX_NAT_F_DST, present) + ranges
+    flags = nicira_ext.NX_CT_F_COMMIT if action.commit else 0
+    return _NX_CT.pack(ofp.OFPAT_EXPERIMENTER, _NX_CT.size + len(nat), _NX_VENDOR, _NXAST_CT, flags, 0, action.zone, action.table, 0) + nat
+
+
 def _bucket_bytes(bucket: Bucket, weight: int) -> bytes | None:
     """``bucket`` as os-ken serialises it; None when os-ken leaves it shorter than its length
-    field (unaligned actions: then only os-ken's whole-message path reproduces its bytes)."""
+    field (unaligned actions: then only os-ken's whole-message path reproduces its bytes).
+    Buckets of ct actions alone (a service's backends) are packed directly (:func:`ct_bytes`)."""
+    if all(isinstance(action, Ct) for action in bucket):
+        actions = b"".join(ct_bytes(action) for action in bucket if isinstance(action, Ct))
+        return _BUCKET.pack(_BUCKET.size + len(actions), weight, ofp.OFPP_ANY, ofp.OFPG_ANY) + actions
     encoded, buf = parser.OFPBucket(weight, ofp.OFPP_ANY, ofp.OFPG_ANY, [_action(a) for a in bucket]), bytearray()
     encoded.serialize(buf, 0)
     return bytes(buf) if len(buf) == encoded.len else None

@@ -1,9 +1,9 @@
 """Every bit the pipeline carries between tables, and the cookie layout, in one place.
 
-Metadata (the 64-bit OpenFlow pipeline field) is the only per-packet scratch
-space the node agent uses; registers are not needed because nothing crosses a
-recirculation that metadata cannot carry (OVS keeps metadata across ``ct``
-recirculation)::
+Metadata (the 64-bit OpenFlow pipeline field) is the per-packet scratch space the node agent
+uses between tables (OVS keeps it across ``ct`` recirculation).  Registers serve one purpose
+only: reg0 and reg1[0..15] name a service backend (IP, port) between session_affinity, the
+select group and endpoint_dnat, because a learned flow can only load fields.  The metadata bits::
 
     bit 63..57  unused (must stay 0)
     bit 56      REMOTE   packet entered from a tunnel or VLAN uplink, not a local port

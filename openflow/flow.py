@@ -56,6 +56,8 @@ class FieldDef:
 MATCH_FIELDS: dict[str, FieldDef] = {
     "ct_state": FieldDef(8, "ct_state", "ct_state"),
     "eth_type": FieldDef(16, "hex", "dl_type"),
+    "reg0": FieldDef(32, "hex", "reg0"),
+    "reg1": FieldDef(32, "hex", "reg1"),
     "tun_id": FieldDef(64, "hex", "tun_id"),
     "metadata": FieldDef(64, "hex", "metadata"),
     "in_port": FieldDef(32, "dec", "in_port"),
@@ -96,6 +98,8 @@ SET_FIELDS: dict[str, FieldDef] = {
     "arp_sha": FieldDef(48, "mac", "arp_sha"),
     "arp_spa": FieldDef(32, "ipv4", "arp_spa"),
     "ip_dscp": FieldDef(6, "dec", "ip_dscp"),
+    "reg0": FieldDef(32, "hex", "reg0"),
+    "reg1": FieldDef(32, "hex", "reg1"),
 }
 
 _FIELD_ORDER = {name: index for index, name in enumerate(MATCH_FIELDS)}  # a match's canonical field order
@@ -209,7 +213,37 @@ class Ct:
     nat: Nat | None = None
 
 
-Action = Output | SetField | Move | PushVlan | PopVlan | GroupAction | Ct
+@dataclass(frozen=True, order=True)
+class Resubmit:
+    """Run table ``table`` (an id) on the packet and come back: how a flow consults a table of
+    learned flows, whose entries cannot continue the pipeline themselves."""
+
+    table: int
+
+
+@dataclass(frozen=True, order=True)
+class LearnBackend:
+    """sessionAffinity: write into ``table`` a flow matching this packet's client IP, destination
+    IP (the VIP), ``proto`` and destination port that loads ``backend_ip`` into reg0 and
+    ``backend_port`` into reg1[0..15], expiring after ``idle_timeout`` seconds without a new
+    connection (OVS ``learn``; the only kind of learned flow the pipeline uses)."""
+
+    table: int
+    idle_timeout: int
+    priority: int
+    cookie: int
+    proto: int
+    backend_ip: int
+    backend_port: int
+
+    def __post_init__(self) -> None:
+        if self.proto not in (IP_TCP, IP_UDP):
+            raise PipelineError(f"learn: protocol {self.proto} is not TCP/UDP")
+        if not (0 < self.idle_timeout <= 0xFFFF and 0 <= self.backend_port <= 0xFFFF and 0 <= self.backend_ip <= 0xFFFFFFFF):
+            raise PipelineError(f"learn: idle_timeout {self.idle_timeout} / backend port {self.backend_port} out of range")
+
+
+Action = Output | SetField | Move | PushVlan | PopVlan | GroupAction | Ct | Resubmit | LearnBackend
 
 
 @dataclass(frozen=True)

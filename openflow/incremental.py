@@ -27,6 +27,7 @@ from openflow._ofp import FlowRecord
 from openflow.desired import desired
 from openflow.diff import diff
 from openflow.encode import record_match
+from openflow.fields import ROUND_MASK
 from openflow.flow import Flow
 from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
 from openflow.owners import (
@@ -242,8 +243,10 @@ class FlowState:
 
         Flows are compared by table, priority and match (in os-ken's form, as the dump
         carries them) and then by cookie; a flow whose actions alone differ is not seen,
-        because OVS prints actions in its own normal form.  Groups are not dumped: 0."""
-        have = {(r.table, r.priority, r.match): r.cookie for r in records}
+        because OVS prints actions in its own normal form.  Flows the switch learned (session
+        affinity: round 0 in a learned table) are not the agent's and are left out.  Groups are not dumped: 0."""
+        learned = {table.id for table in self._tables.values() if table.spec.learned}
+        have = {(r.table, r.priority, r.match): r.cookie for r in records if r.table not in learned or r.cookie & ROUND_MASK}
         return Drift(*_count(have, {_record_key(f): f.cookie for f in self._ledger.flows.values()}))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
@@ -142,20 +142,43 @@ class PolicyRuleSpec:
 
 
 @dataclass(frozen=True, order=True)
+class Backend:
+    """Where one service port sends a connection: a provider's IP and the port it listens on."""
+
+    ip: int
+    port: int
+
+
+@dataclass(frozen=True, order=True)
 class ServicePort:
+    """One port of a service and its own backends: a named targetPort resolves per endpoint,
+    so the backends of one service's ports may differ in address and port (sorted, unique)."""
+
     proto: int
     port: int
-    target_port: int
+    backends: tuple[Backend, ...]
+
+
+MAX_AFFINITY_SECONDS = 0xFFFF
+"""A learned flow's idle_timeout is 16 bits: longer sessionAffinity timeouts are cut to this."""
 
 
 @dataclass(frozen=True, order=True)
 class ServiceSpec:
-    """A serviceLB with a VIP and at least one provider (ofnet: not operational otherwise)."""
+    """A load-balanced VIP: a Contiv serviceLB or a Kubernetes ClusterIP Service.
+
+    ``affinity_timeout`` > 0 is sessionAffinity ClientIP: a client keeps its backend per port
+    while it opens a new connection at least every that many seconds."""
 
     service_id: str
     vip: int
     ports: tuple[ServicePort, ...]
-    providers: tuple[int, ...] = field(default=())
+    affinity_timeout: int = 0
+
+    @property
+    def live(self) -> bool:
+        """Some port has a backend (ofnet: a serviceLB without providers is not operational)."""
+        return any(port.backends for port in self.ports)
 
 
 @dataclass(frozen=True, order=True)

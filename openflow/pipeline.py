@@ -21,6 +21,7 @@ from openflow.flow import (
     MatchArg,
     Move,
     PipelineError,
+    Resubmit,
     SetField,
     make_match,
 )
@@ -38,6 +39,11 @@ class TableSpec:
     next: tuple[str, ...] = ()
     miss: str | None = None
     """Table a miss continues to (``goto_table``); None means a miss drops."""
+    resubmit: tuple[str, ...] = ()
+    """Tables a ``resubmit`` or ``ct(table=...)`` may run besides ``next``, earlier ones too
+    (OVS forbids only a goto_table backwards)."""
+    learned: bool = False
+    """Its flows are written by the switch (``learn``), never by the agent: audits skip it."""
 
 
 def _f(*names: str) -> frozenset[str]:
@@ -71,8 +77,8 @@ PIPELINE: tuple[TableSpec, ...] = (
     TableSpec(
         "service_lb", "service",
         "new connections to a VIP:port go to a select group that commits the DNAT; remote traffic skips policy",
-        _f("ct_state", "eth_type", "ip_proto", "ipv4_dst", "tp_dst", "metadata"),
-        next=("dst_epg", "forward"), miss="dst_epg",
+        _f("ct_state", "eth_type", "ip_proto", "ipv4_dst", "tp_dst", "metadata"), set_fields=_f("reg0", "reg1"),
+        next=("dst_epg", "forward"), miss="dst_epg", resubmit=("session_affinity", "endpoint_dnat"),
     ),
     TableSpec(
         "dst_epg", "policy",
@@ -95,6 +101,16 @@ PIPELINE: tuple[TableSpec, ...] = (
         "L2 by network and eth_dst: local port, tunnel (tun_id = VNI) or VLAN uplink; flood groups; the node's address to the host port",
         _f("metadata", "eth_dst", "eth_type", "ipv4_dst"), set_fields=_f("tun_id", "vlan_vid", "eth_dst"),
     ),
+    TableSpec(
+        "session_affinity", "service",
+        "sessionAffinity ClientIP: learned flows client, VIP, port -> the client's backend in reg0/reg1 (run by resubmit)",
+        _f("eth_type", "ip_proto", "ipv4_src", "ipv4_dst", "tp_dst"), set_fields=_f("reg0", "reg1"), learned=True,
+    ),
+    TableSpec(
+        "endpoint_dnat", "service",
+        "affinity services (run by resubmit): the backend in reg0/reg1 gets the DNAT (and is learned); none yet -> select group",
+        _f("reg0", "reg1", "eth_type", "ip_proto", "ipv4_dst", "tp_dst"), resubmit=("dst_epg",),
+    ),
 )  # fmt: skip
 
 
@@ -111,6 +127,7 @@ class Table:
     spec: TableSpec
     id: int
     next_ids: Mapping[str, int]
+    resubmit_ids: Mapping[str, int]
 
     @property
     def name(self) -> str:
@@ -171,8 +188,9 @@ class Table:
             written = action.field if isinstance(action, SetField) else action.dst if isinstance(action, Move) else None
             if written is not None and written not in self.spec.set_fields:
                 raise PipelineError(f"table {self.name}: may not set {written}")
-            if isinstance(action, Ct) and action.table not in self.next_ids.values():
-                raise PipelineError(f"table {self.name}: ct may not resubmit to table {action.table}")
+            if isinstance(action, Ct | Resubmit) and action.table not in self.next_ids.values() and action.table not in self.resubmit_ids.values():
+                kind = "ct" if isinstance(action, Ct) else "resubmit"
+                raise PipelineError(f"table {self.name}: {kind} may not resubmit to table {action.table}")
 
     def _next(self, name: str | None) -> int | None:
         if name is None:
@@ -182,7 +200,9 @@ class Table:
         return self.next_ids[name]
 
     def goto_id(self, name: str) -> int:
-        """Id of allowed next table ``name`` (for ct(table=...) actions)."""
+        """Id of allowed next or resubmit table ``name`` (for ct(table=...) and resubmit actions)."""
+        if name in self.resubmit_ids:
+            return self.resubmit_ids[name]
         result = self._next(name)
         assert result is not None
         return result
@@ -204,7 +224,11 @@ class Tables(Mapping[str, Table]):
                     raise PipelineError(f"table {spec.name}: next table {name!r} is unknown or not later")
             if spec.miss is not None and spec.miss not in spec.next:
                 raise PipelineError(f"table {spec.name}: miss target {spec.miss!r} is not a next table")
-            self._tables[spec.name] = Table(spec, ids[spec.name], {n: ids[n] for n in spec.next})
+            for name in spec.resubmit:
+                if name not in ids or name == spec.name:
+                    raise PipelineError(f"table {spec.name}: resubmit table {name!r} is unknown or itself")
+            next_ids, resubmit_ids = {n: ids[n] for n in spec.next}, {n: ids[n] for n in spec.resubmit}
+            self._tables[spec.name] = Table(spec, ids[spec.name], next_ids, resubmit_ids)
 
     def __getitem__(self, name: str) -> Table:
         try:

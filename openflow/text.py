@@ -22,10 +22,12 @@ from openflow.flow import (
     Flow,
     Group,
     GroupAction,
+    LearnBackend,
     Move,
     Output,
     PopVlan,
     PushVlan,
+    Resubmit,
     SetField,
     format_mac,
     prefix_len,
@@ -95,7 +97,20 @@ def action_text(action: Action) -> str:
         return "pop_vlan"
     if isinstance(action, GroupAction):
         return f"group:{action.group_id}"
+    if isinstance(action, Resubmit):
+        return f"resubmit(,{action.table})"
+    if isinstance(action, LearnBackend):
+        return _learn_text(action)
     return _ct_text(action)
+
+
+def _learn_text(learn: LearnBackend) -> str:
+    port_field = "NXM_OF_TCP_DST[]" if learn.proto == 6 else "NXM_OF_UDP_DST[]"
+    return (
+        f"learn(table={learn.table},idle_timeout={learn.idle_timeout},priority={learn.priority},cookie={_hex(learn.cookie)},"
+        f"eth_type=0x800,nw_proto={learn.proto},NXM_OF_IP_SRC[],NXM_OF_IP_DST[],{port_field},"
+        f"load:{_hex(learn.backend_ip)}->NXM_NX_REG0[],load:{_hex(learn.backend_port)}->NXM_NX_REG1[0..15])"
+    )
 
 
 def _ct_text(ct: Ct) -> str:

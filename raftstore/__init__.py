@@ -7,8 +7,14 @@ the yielded `Store` offers get/list/put/delete/txn, watches, leases and leadersh
 
 # First: it keeps PySyncObj's Windows inet_ntop shim from replacing socket.inet_ntop process-wide.
 from . import _pysyncobj_compat  # noqa: F401
+from ._backup import BackupFileError as BackupFileError
+from ._backup import BackupHeader as BackupHeader
+from ._backup import decode_backup as decode_backup
+from ._backup import encode_image as encode_image
+from ._backup import read_backup_file as read_backup_file
 from ._config import StoreConfig as StoreConfig
 from ._config import is_loopback as is_loopback
+from ._config import parse_address as parse_address
 from ._errors import InvalidKeyError as InvalidKeyError
 from ._errors import InvalidValueError as InvalidValueError
 from ._errors import LeaseNotFoundError as LeaseNotFoundError
@@ -16,7 +22,16 @@ from ._errors import StoreClosedError as StoreClosedError
 from ._errors import StoreConfigError as StoreConfigError
 from ._errors import StoreError as StoreError
 from ._errors import UnavailableError as UnavailableError
+from ._image import KeyRecord as KeyRecord
+from ._image import LeaseRecord as LeaseRecord
+from ._image import StoreImage as StoreImage
 from ._protocol import KeyValueStore as KeyValueStore
+from ._seed import Recovered as Recovered
+from ._seed import move_aside as move_aside
+from ._seed import new_cluster_id as new_cluster_id
+from ._seed import recover_image as recover_image
+from ._seed import refuse_non_empty as refuse_non_empty
+from ._seed import seed_data_dir as seed_data_dir
 from ._store import Store as Store
 from ._store import open_store as open_store
 from ._types import Compare as Compare

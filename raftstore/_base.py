@@ -23,6 +23,7 @@ import trio
 from . import _commands
 from ._errors import LeaseNotFoundError, StoreError, UnavailableError
 from ._fsm import HistoryRecord, StateMachine
+from ._image import StoreImage
 from ._keys import validate_key, validate_prefix
 from ._types import Compare, Delete, DeletePrefix, Event, EventType, KeyValue, Op, Put, TxnResult
 
@@ -111,6 +112,11 @@ class StateMachineStore(ABC):
         validate_prefix(prefix)
         raws, revision = await self._read(lambda fsm: ([_raw(k, e) for k, e in fsm.range(prefix)], fsm.revision), stale)
         return [_decode(r) for r in raws], revision
+
+    async def export_image(self) -> StoreImage:
+        """Every key and lease at one revision, linearizable: a consistent point-in-time copy
+        of the whole store (what a backup holds). Copied under the apply lock in one step."""
+        return await self._read(lambda fsm: fsm.export_image(), stale=False)
 
     async def sync(self) -> int:
         """Wait until local state includes every write committed before this call; returns

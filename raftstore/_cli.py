@@ -10,6 +10,7 @@ import trio
 
 from ._config import StoreConfig
 from ._errors import StoreConfigError
+from ._wire import CURRENT_VERSION
 
 
 @click.group(name="store")
@@ -27,6 +28,13 @@ def store_group() -> None:
 @click.option("--request-timeout", type=float, default=5.0, show_default=True, help="Seconds to wait for a leader and quorum.")
 @click.option("--history", "history_limit", type=int, default=10_000, show_default=True, help="Change events kept for watch resume.")
 @click.option("--compaction-entries", type=int, default=20_000, show_default=True, help="Log entries before a snapshot is taken.")
+@click.option(
+    "--wire-format",
+    type=int,
+    default=CURRENT_VERSION,
+    show_default=True,
+    help="Newest Raft wire format to speak (pin the previous one during a rolling upgrade).",
+)
 def serve(
     listen: str,
     peers: str,
@@ -37,6 +45,7 @@ def serve(
     request_timeout: float,
     history_limit: int,
     compaction_entries: int,
+    wire_format: int,
 ) -> None:
     """Run one store member; requests as JSON lines on stdin, answers on stdout."""
     from ._serve import serve as run
@@ -52,6 +61,7 @@ def serve(
             request_timeout=request_timeout,
             history_limit=history_limit,
             compaction_min_entries=compaction_entries,
+            wire_format=wire_format,
         )
         trio.run(run, config)
     except StoreConfigError as exc:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._errors import StoreConfigError
+from ._wire import CURRENT_VERSION, WIRE_VERSIONS
 
 
 def parse_address(text: str, what: str) -> tuple[str, int]:
@@ -40,13 +41,15 @@ class StoreConfig:
         connects out to the voters and never accepts connections.
     peers: Raft addresses of the other voters. Only a bootstrap hint: once the cluster has
         taken a snapshot, the replicated member list in it wins (PySyncObj issue #133).
-    secret: shared cluster secret. PySyncObj encrypts and authenticates every message with it
-        (Fernet) before its unpickler sees a byte; required unless every address is loopback.
+    secret: shared cluster secret. Every Raft frame is encrypted and authenticated with it
+        (AES-GCM) before it is decoded; required unless every address is loopback.
     data_dir: journal and snapshot location; None keeps everything in memory (tests only).
     fsync: flush the journal to disk before a write is acknowledged or an AppendEntries is
         answered, and fsync term/vote. Off trades power-loss durability for latency;
         SIGKILL never loses acknowledged writes either way (the page cache survives it).
     request_timeout: seconds a write or linearizable read may wait for a leader and quorum.
+    wire_format: the newest Raft wire format this member speaks (it also speaks every older
+        one); pin the previous version during a rolling upgrade (docs/raftstore.md).
     """
 
     listen: str | None = "127.0.0.1:9002"
@@ -58,6 +61,7 @@ class StoreConfig:
     history_limit: int = 10_000
     compaction_min_entries: int = 20_000
     compaction_min_seconds: float = 60.0
+    wire_format: int = CURRENT_VERSION
     readonly: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
@@ -78,11 +82,13 @@ class StoreConfig:
             if remote:
                 raise StoreConfigError(
                     f"refusing non-loopback raft address(es) {', '.join(remote)} without a cluster secret: "
-                    "PySyncObj unpickles what peers send, so unauthenticated traffic would be remote code execution"
+                    "anyone reaching the raft port could join the cluster and rewrite the store"
                 )
         elif len(self.secret) < 8:
             raise StoreConfigError("the cluster secret must be at least 8 characters")
         if self.request_timeout <= 0:
             raise StoreConfigError("request_timeout must be positive")
+        if self.wire_format not in WIRE_VERSIONS:
+            raise StoreConfigError(f"wire_format must be one of {', '.join(map(str, WIRE_VERSIONS))}, not {self.wire_format}")
         if self.history_limit < 1:
             raise StoreConfigError("history_limit must be at least 1")

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._commands import COMMAND_VERSION
+from ._image import KeyRecord, LeaseRecord, StoreImage
 
 # One history record: (revision, "put"|"delete", key, prev_json|None, value_json|None)
 HistoryRecord = tuple[int, str, str, "str | None", "str | None"]
@@ -60,6 +61,10 @@ class _Lease:
 class StateMachine:
     """Keys with revisions, leases, a bounded change history for watches, request dedup."""
 
+    # Set only by a restore or a recovery, which start a new cluster from an image. A class
+    # default, so state machines pickled into snapshots before it existed still load.
+    cluster_id: str | None = None
+
     def __init__(self, history_limit: int = 10_000, dedup_limit: int = 10_000):
         self.revision = 0
         self._kv: dict[str, _Entry] = {}
@@ -71,6 +76,31 @@ class StateMachine:
         self._next_lease_id = 1
         self._dedup: OrderedDict[str, Any] = OrderedDict()
         self._dedup_limit = dedup_limit
+
+    # ---- images (backup, restore, recovery) ------------------------------------------------
+
+    def export_image(self) -> StoreImage:
+        """Every key and lease at the current revision (callers hold the node lock)."""
+        kv = self._kv
+        keys = tuple(KeyRecord(k, e.value, e.create_revision, e.mod_revision, e.version, e.lease) for k in self._sorted_keys for e in (kv[k],))
+        leases = tuple(LeaseRecord(i, lease.ttl, lease.expires_at) for i, lease in sorted(self._leases.items()))
+        return StoreImage(self.revision, keys, leases, self._next_lease_id, self.cluster_id)
+
+    @classmethod
+    def from_image(cls, image: StoreImage, history_limit: int = 10_000) -> StateMachine:
+        """A state machine holding exactly `image`, with no watch history before its revision."""
+        fsm = cls(history_limit=history_limit)
+        fsm.revision = fsm.compacted_revision = image.revision
+        fsm.cluster_id = image.cluster_id
+        fsm._next_lease_id = image.next_lease_id
+        for record in image.leases:
+            fsm._leases[record.lease_id] = _Lease(record.ttl, record.expires_at)
+        for r in image.keys:
+            fsm._kv[r.key] = _Entry(r.value, r.create_revision, r.mod_revision, r.version, r.lease)
+            if r.lease is not None and r.lease in fsm._leases:
+                fsm._leases[r.lease].keys.add(r.key)
+        fsm._sorted_keys = sorted(fsm._kv)
+        return fsm
 
     # ---- reads (callers hold the node lock) ----------------------------------------------
 

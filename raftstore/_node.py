@@ -13,7 +13,6 @@ import logging
 import os
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,9 +24,10 @@ from pysyncobj.syncobj import SyncObjException
 
 from . import _pysyncobj_compat as compat
 from ._config import StoreConfig
-from ._crypto import AeadEncryptor
+from ._crypto import AeadSealer
 from ._errors import StoreConfigError
 from ._fsm import StateMachine
+from ._transport import FramedTransport
 
 log = logging.getLogger("raftstore")
 
@@ -51,6 +51,7 @@ FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if k.isupper()}
 
 TICK_SECONDS = 0.05
 PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
+APPEND_ENTRIES_BYTES = 64 * 1024 * 1024  # bytes of entries per AppendEntries at most
 
 
 class _ReplicatedStateMachine(compat.ConsumerBase):
@@ -79,7 +80,7 @@ class _ReplicatedStateMachine(compat.ConsumerBase):
         self._on_applied()
 
 
-def _fsync_path(path: str) -> None:
+def fsync_path(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -93,7 +94,7 @@ class _JournalFlusher:
     Journal writes happen on the tick thread only. `flush()` (tick thread, or close() once
     the tick thread stopped) returns once every write made before the call is on disk.
     `start()` (tick thread, the leader right after appending an entry) lets a helper thread
-    begin that fdatasync at once, in parallel with pickling, encrypting and sending the entry
+    begin that fdatasync at once, in parallel with encoding, sealing and sending the entry
     to the followers; the next flush() then only waits for it to finish. A failed fdatasync
     marks nothing durable: flush() raises and the next one tries again.
 
@@ -159,7 +160,7 @@ class _JournalFlusher:
                 self._cond.notify_all()
 
 
-def _make_durable(syncobj: SyncObj, snapshot: str | None) -> Callable[[], None]:
+def _make_durable(syncobj: SyncObj, snapshot: str | None) -> tuple[Callable[[], None], Callable[[dict[str, Any]], None]]:
     """Group commit: the journal reaches the disk before PySyncObj acknowledges anything.
 
     PySyncObj appends into an mmap and never msyncs (see shared/raft-notes.md). Appends only
@@ -168,7 +169,7 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None) -> Callable[[], None]:
     (the leader counts its own copy towards a commit only inside a tick). On the leader the
     flush of a new entry starts while the entry is being sent (see _JournalFlusher). Term and
     vote are fsynced before a vote is sent.
-    Returns the flush function the tick loop calls.
+    Returns the flush function the tick loop calls and the transport's before-send hook.
     """
     journal = compat.JournalFile.of(syncobj)
     flusher = _JournalFlusher(journal.fileno)
@@ -195,16 +196,15 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None) -> Callable[[], None]:
         # Compaction: the snapshot (written by PySyncObj's forked child without fsync) must
         # be on disk before the journal entries it replaces are dropped.
         if snapshot and os.path.isfile(snapshot):
-            _fsync_path(snapshot)
-            _fsync_path(os.path.dirname(snapshot) or ".")
+            fsync_path(snapshot)
+            fsync_path(os.path.dirname(snapshot) or ".")
         journal.raw_delete_entries_to(entry_to)
 
-    def send(node: Any, message: Any) -> bool:
+    def before_send(message: dict[str, Any]) -> None:
         # The leader may replicate entries before its own copy is durable (Raft thesis
         # 10.2.1): it counts itself towards a commit only in a tick, after the flush there.
-        if not (isinstance(message, dict) and message.get("type") == "append_entries"):
+        if message.get("type") != "append_entries":
             flusher.flush()
-        return bool(journal.raw_send(node, message))
 
     path = journal.meta_path
 
@@ -214,10 +214,10 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None) -> Callable[[], None]:
             f.flush()
             os.fsync(f.fileno())
         os.replace(path + ".tmp", path)
-        _fsync_path(os.path.dirname(path) or ".")
+        fsync_path(os.path.dirname(path) or ".")
 
-    journal.install(write=write, add=add, delete_entries_to=delete_entries_to, send=send, store_meta=store_meta)
-    return flusher.flush
+    journal.install(write=write, add=add, delete_entries_to=delete_entries_to, store_meta=store_meta)
+    return flusher.flush, before_send
 
 
 def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
@@ -244,30 +244,6 @@ def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
                 journal.deleteEntriesTo(i)
                 journal.flush()
             return
-
-
-COMPRESS_ABOVE = 16 * 1024  # bytes of pickled message; smaller ones travel uncompressed
-
-
-class _CompressLargeMessagesOnly:
-    """Stands in for the zlib module inside PySyncObj's TCP connections.
-
-    PySyncObj zlib-compresses every message, ~35 µs for a one-write AppendEntries and again
-    for its answer, on the critical path of every write (four times per write on 3 voters).
-    Here only messages above COMPRESS_ABOVE are compressed (snapshots, big batches). The
-    receiver tells the two apart by the first byte: PySyncObj pickles with protocol 2, which
-    starts with 0x80; a zlib stream starts with 0x78. Decryption and authentication still
-    come first, so only an authenticated peer's bytes get here. A member without this
-    cannot read a small message from one with it: upgrade all members together.
-    """
-
-    @staticmethod
-    def compress(data: bytes, level: int) -> bytes:
-        return zlib.compress(data, level) if len(data) > COMPRESS_ABOVE else data
-
-    @staticmethod
-    def decompress(data: bytes) -> bytes:
-        return data if data[:1] == b"\x80" else zlib.decompress(data)
 
 
 class _CommitPropagation:
@@ -321,11 +297,6 @@ class _CommitPropagation:
                 self.pending = False
 
 
-def _use_aead(syncobj: SyncObj, secret: str) -> None:
-    """Install the AES-GCM encryptor before any connection exists; refuse to run without it."""
-    compat.install_encryptor(syncobj, AeadEncryptor(secret))
-
-
 class RaftNode:
     """One Raft member. Thread-safe: submit() and read() may be called from any thread."""
 
@@ -342,7 +313,7 @@ class RaftNode:
                 raise StoreConfigError(f"cannot create data dir {data_dir}: {exc.strerror}") from None
             journal, dump = str(data_dir / "raft.journal"), str(data_dir / "raft.snapshot")
         conf = SyncObjConf(
-            password=None,  # replaced by the AES-GCM encryptor below, before the first tick
+            password=None,  # the transport seals frames itself (AES-GCM, _crypto.AeadSealer)
             autoTick=False,
             appendEntriesUseBatch=False,  # with batching a sync write waits ~100 ms for the next heartbeat
             dynamicMembershipChange=True,
@@ -354,19 +325,29 @@ class RaftNode:
             connectionRetryTime=0.5,  # default 5 s: a member started before its peers idled that long
             maxBindRetries=5,
             bindRetryTime=0.2,
+            # PySyncObj sends an entry at least this big as pickled 'transmission' chunks
+            # (unpickled by the follower after authentication): only a single transaction
+            # above 64 MiB would; a value is at most 4 MiB and a group-commit batch 1 MiB.
+            appendEntriesBatchSizeBytes=APPEND_ENTRIES_BYTES,
         )
-        compat.install_message_codec(_CompressLargeMessagesOnly)
+        sealer = AeadSealer(config.secret) if config.secret else None
+        self._transport: FramedTransport | None = None
+
+        def make_transport(syncobj: SyncObj, self_node: Any, other_nodes: Any) -> FramedTransport:
+            self._transport = FramedTransport(syncobj, self_node, other_nodes, sealer=sealer, newest_version=config.wire_format)
+            return self._transport
+
         try:
-            self._syncobj = SyncObj(config.listen, list(config.peers), conf, consumers=[self._replicated])
+            self._syncobj = SyncObj(config.listen, list(config.peers), conf, consumers=[self._replicated], transportClass=make_transport)
         except SyncObjException as exc:
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
         if dump is not None:
             _align_journal_with_snapshot(self._syncobj, dump)
-        if config.secret:
-            _use_aead(self._syncobj, config.secret)
         self._flush: Callable[[], None] = lambda: None
         if config.fsync and journal is not None:
-            self._flush = _make_durable(self._syncobj, dump)
+            self._flush, before_send = _make_durable(self._syncobj, dump)
+            assert self._transport is not None
+            self._transport.before_send = before_send
         self._propagation = _CommitPropagation(self._syncobj)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._tick_loop, name="raftstore-tick", daemon=True)
@@ -417,6 +398,15 @@ class RaftNode:
         with self._replicated.lock:
             return fn(self._replicated.fsm)
 
+    def replace_state(self, fsm: StateMachine) -> None:
+        """Make `fsm` this member's whole state (seeding a new cluster from an image only:
+        the log does not produce it, so `compact()` must persist it before anything else)."""
+        self._replicated.load_snapshot(lambda: setattr(self._replicated, "fsm", fsm))
+
+    def compact(self) -> None:
+        """Ask PySyncObj for a snapshot of the applied state at its next tick."""
+        self._syncobj.forceLogCompaction()
+
     def transfer_leadership(self, address: str | None, callback: Callback) -> None:
         self._syncobj.transferLeadership(address, callback=callback)
 
@@ -443,6 +433,10 @@ class RaftNode:
             except RuntimeError:
                 continue
         return {}
+
+    def wire_formats(self) -> tuple[tuple[str, int], ...]:
+        """(peer, wire format) per connected peer; read-only peers are named readonly-N."""
+        return () if self._transport is None else self._transport.connected_versions()
 
     @staticmethod
     def member_lists(status: dict[str, Any]) -> Iterator[tuple[str, bool]]:

@@ -1,8 +1,9 @@
 """Every reach into PySyncObj's private internals, checked once against the pinned release.
 
 raftstore changes PySyncObj's behaviour in a few places it offers no hook for (durable
-journal writes, commit propagation, the AES-GCM encryptor, message compression, snapshot
-loading). Those patches depend on private, name-mangled attributes that any PySyncObj
+journal writes, commit propagation, snapshot loading); its message path goes through
+PySyncObj's own Transport extension point (`_transport.py`), which needs only the poller.
+Those patches depend on private, name-mangled attributes that any PySyncObj
 release may rename. This module is the only one in raftstore allowed to name them: at import
 it checks the installed version against PINNED_VERSION and that every attribute it patches
 or reads exists, and raises IncompatiblePySyncObjError naming the missing attribute and the
@@ -59,29 +60,26 @@ def _keep_socket_inet_ntop() -> None:
 
 _keep_socket_inet_ntop()
 
-from pysyncobj import SyncObj, SyncObjConsumer, tcp_connection  # noqa: E402  (after the shim stand-in is registered)
+from pysyncobj import SyncObj, SyncObjConsumer  # noqa: E402  (after the shim stand-in is registered)
+from pysyncobj import pickle as pysyncobj_pickle  # noqa: E402
+from pysyncobj import syncobj as syncobj_module  # noqa: E402
 from pysyncobj import version as installed  # noqa: E402
 from pysyncobj.journal import FileJournal, MetaStorer, ResizableFile  # noqa: E402
-from pysyncobj.tcp_connection import TcpConnection  # noqa: E402
-from pysyncobj.transport import TCPTransport  # noqa: E402
 
 # Methods replaced or called, by owner; each must be defined by that class itself (not only by
 # a base such as Journal, whose methods are abstract placeholders).
 PATCHED_METHODS: dict[type, tuple[str, ...]] = {
-    SyncObj: ("_SyncObj__applyLogEntries", "_SyncObj__sendAppendEntries", "_isLeader", "_getLeader", "encryptor"),
+    SyncObj: ("_SyncObj__applyLogEntries", "_SyncObj__sendAppendEntries", "_isLeader", "_getLeader"),
     SyncObjConsumer: ("_deserialize",),
     FileJournal: ("add", "deleteEntriesTo", "flush"),
     ResizableFile: ("write",),
     MetaStorer: ("storeMeta", "getPath"),
-    TCPTransport: ("send",),
 }
 # Instance attributes read or replaced, by owner; each must be assigned by the class's __init__.
 INSTANCE_ATTRIBUTES: dict[type, tuple[str, ...]] = {
-    SyncObj: ("_SyncObj__raftLog", "_SyncObj__transport", "_SyncObj__encryptor", "_SyncObj__properies"),
+    SyncObj: ("_SyncObj__raftLog", "_SyncObj__properies", "_poller"),
     FileJournal: ("_FileJournal__journalFile", "_FileJournal__metaStorer"),
     ResizableFile: ("_ResizableFile__f", "_ResizableFile__mm"),
-    TCPTransport: ("_connections",),
-    TcpConnection: ("encryptor",),
 }
 
 
@@ -99,10 +97,8 @@ def check() -> None:
         for name in names:
             if name not in assigned:
                 raise _incompatible(f"{owner.__name__}.__init__ no longer sets {name}")
-    for method in ("send", "_TcpConnection__processParseMessage"):  # compress, decompress
-        code = getattr(vars(TcpConnection).get(method), "__code__", None)
-        if code is None or "zlib" not in code.co_names or not hasattr(tcp_connection, "zlib"):
-            raise _incompatible(f"TcpConnection.{method} no longer goes through pysyncobj.tcp_connection.zlib")
+    if getattr(getattr(syncobj_module, "_COMMAND_TYPE", None), "REGULAR", None) != 0:
+        raise _incompatible("syncobj._COMMAND_TYPE.REGULAR (journal entry kinds) changed")
 
 
 check()
@@ -125,6 +121,11 @@ def is_leader(syncobj: SyncObj) -> bool:
 def last_known_leader(syncobj: SyncObj) -> Any:
     """The leader node PySyncObj last heard of (a Node, an address, or None)."""
     return syncobj._getLeader()
+
+
+def poller(syncobj: SyncObj) -> Any:
+    """The poller the SyncObj's tick waits on; a transport's sockets must be in it to wake the tick."""
+    return _private(syncobj, "_poller")
 
 
 def journal(syncobj: SyncObj) -> Any:
@@ -151,20 +152,25 @@ def private_method(syncobj: SyncObj, name: str) -> Callable[[], Any]:
     return method
 
 
-def install_encryptor(syncobj: SyncObj, encryptor: Any) -> None:
-    """Make `encryptor` the one every connection of `syncobj` uses, before any exists in use."""
-    override(syncobj, "encryptor", encryptor)
-    connections = _private(_private(syncobj, "_SyncObj__transport"), "_connections")
-    if syncobj.encryptor is not encryptor or not isinstance(connections, dict):
-        raise _incompatible("cannot install the raft encryptor")
-    for connection in connections.values():  # outgoing connections were prepared in SyncObj()
-        connection.encryptor = encryptor
+def regular_command_args(command: bytes) -> tuple[Any, ...] | None:
+    """The arguments of a replicated method call stored in a journal entry, or None for
+    PySyncObj's own entries (no-op, membership, code version), which carry no store state."""
+    if command[:1] != bytes([syncobj_module._COMMAND_TYPE.REGULAR]):
+        return None
+    call = pysyncobj_pickle.loads(command[1:])
+    if isinstance(call, tuple) and len(call) >= 2:
+        return tuple(call[1])
+    return ()
 
 
-def install_message_codec(codec: Any) -> None:
-    """Make PySyncObj's TCP connections compress and decompress through `codec` (an object
-    with zlib's compress(data, level) and decompress(data)) instead of the zlib module."""
-    tcp_connection.zlib = codec
+def read_journal(path: str) -> tuple[list[tuple[bytes, int, int]], int]:
+    """A journal file's entries (command, index, term) and the commit index its meta file last
+    recorded (PySyncObj saves it at most once a second, so it may lag), without changing it."""
+    found = FileJournal(path)
+    try:
+        return [tuple(found[i]) for i in range(len(found))], int(found.getRaftCommitIndex())
+    finally:
+        found._destroy()
 
 
 class ConsumerBase(SyncObjConsumer):  # type: ignore[misc]  # pysyncobj is untyped
@@ -189,11 +195,9 @@ class JournalFile:
     raw_write: Callable[[int, bytes], None]
     raw_add: Callable[[bytes, int, int], None]
     raw_delete_entries_to: Callable[[int], None]
-    raw_send: Callable[[Any, Any], Any]
     meta_path: str
     _resizable: Any
     _meta_storer: Any
-    _transport: Any
 
     @classmethod
     def of(cls, syncobj: SyncObj) -> JournalFile:
@@ -202,8 +206,7 @@ class JournalFile:
             raise _incompatible(f"the raft log is a {type(found).__name__}, not a FileJournal")
         resizable = _private(found, "_FileJournal__journalFile")
         meta_storer = _private(found, "_FileJournal__metaStorer")
-        transport = _private(syncobj, "_SyncObj__transport")
-        return cls(found, resizable.write, found.add, found.deleteEntriesTo, transport.send, meta_storer.getPath(), resizable, meta_storer, transport)
+        return cls(found, resizable.write, found.add, found.deleteEntriesTo, meta_storer.getPath(), resizable, meta_storer)
 
     def fileno(self) -> int:
         """The journal file's descriptor (it changes when PySyncObj grows the file)."""
@@ -219,11 +222,9 @@ class JournalFile:
         write: Callable[[int, bytes], None],
         add: Callable[[bytes, int, int], None],
         delete_entries_to: Callable[[int], None],
-        send: Callable[[Any, Any], bool],
         store_meta: Callable[[dict[str, Any]], None],
     ) -> None:
         self._resizable.write = write
         self.journal.add = add
         self.journal.deleteEntriesTo = delete_entries_to
-        self._transport.send = send
         self._meta_storer.storeMeta = store_meta

@@ -327,7 +327,7 @@ class Store(StateMachineStore):
         members = sorted(node.member_lists(status))
         roles = {0: "follower", 1: "candidate", 2: "leader"}
         role = "readonly" if self.config.readonly else roles.get(int(status.get("state", 0)), "follower")
-        revision, keys, leases = node.read(lambda f: (f.revision, f.key_count(), f.lease_count()))
+        revision, keys, leases, cluster_id = node.read(lambda f: (f.revision, f.key_count(), f.lease_count(), f.cluster_id))
         return StoreStatistics(
             self_address=self.config.listen,
             role=role,  # type: ignore[arg-type]
@@ -344,6 +344,8 @@ class Store(StateMachineStore):
             readonly_members=int(status.get("readonly_nodes_count", 0)),
             has_quorum=bool(status.get("has_quorum", False)),
             fsync=self.config.fsync and self.config.data_dir is not None,
+            cluster_id=cluster_id,
+            wire_formats=node.wire_formats(),
         )
 
 

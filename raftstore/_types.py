@@ -130,3 +130,5 @@ class StoreStatistics:
     readonly_members: int
     has_quorum: bool
     fsync: bool
+    cluster_id: str | None = None  # set once the cluster was seeded by a restore or a recovery
+    wire_formats: tuple[tuple[str, int], ...] = ()  # (peer, Raft wire format in use with it) per connected peer

@@ -21,10 +21,10 @@ from typing import Any
 
 from openflow import InputError, LocalPort, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec, TunnelPort
 from openflow.flow import IP_TCP, IP_UDP
-from openflow.inputs import TCP_FLAGS, Encap, HostPort, NetworkRef, ServicePort, bandwidth_kbps, ipv4, mac
+from openflow.inputs import TCP_FLAGS, Backend, Encap, HostPort, NetworkRef, ServicePort, bandwidth_kbps, ipv4, mac
 
 from ..model import PolicyRule
-from ..state import EndpointGroupState, EndpointState, NetworkState, NodeRecord, ServiceLBState, StateSnapshot
+from ..state import EndpointGroupState, EndpointState, KubeServiceState, NetworkState, NodeRecord, ServiceLBState, StateSnapshot
 
 
 @dataclass(frozen=True)
@@ -103,16 +103,49 @@ def rule_spec(rule: PolicyRule) -> PolicyRuleSpec:
 
 
 def service_spec(lb: ServiceLBState, providers: Sequence[str] | None) -> ServiceSpec:
-    """From the serviceLB state; providers from the provider state when there is one (they agree)."""
+    """From the serviceLB state; providers from the provider state when there is one (they agree).
+    Every port of a Contiv serviceLB reaches every provider on the port's one TargetPort."""
     what = f"service {lb.id}"
-    ports = []
+    ips = list(providers) if providers is not None else [p.ip_address for _, p in lb.providers]
+    addresses = sorted({ipv4(ip, what) for ip in ips})
+    ports = set()
     for text in lb.ports:
         parts = text.split(":")
         if len(parts) != 3 or parts[2].upper() not in ("TCP", "UDP") or not (parts[0].isdigit() and parts[1].isdigit()):
             raise InputError(f"{what}: port {text!r} is not Port:TargetPort:TCP|UDP")
-        ports.append(ServicePort(IP_TCP if parts[2].upper() == "TCP" else IP_UDP, int(parts[0]), int(parts[1])))
-    ips = list(providers) if providers is not None else [p.ip_address for _, p in lb.providers]
-    return ServiceSpec(lb.id, ipv4(lb.ip_address, what), tuple(sorted(set(ports))), tuple(sorted({ipv4(ip, what) for ip in ips})))
+        port, target = _port_number(parts[0], what), _port_number(parts[1], what)
+        ports.add(ServicePort(_PROTOCOLS[parts[2].upper()], port, tuple(Backend(ip, target) for ip in addresses)))
+    return ServiceSpec(lb.id, ipv4(lb.ip_address, what), tuple(sorted(ports)))
+
+
+_PROTOCOLS = {"TCP": IP_TCP, "UDP": IP_UDP}
+KUBE_SERVICE_PREFIX = "k8s:"
+"""Service ids of Kubernetes Services: ``k8s:<namespace>/<name>`` (a Contiv serviceLB id has no ``/``)."""
+
+
+def _port_number(value: int | str, what: str) -> int:
+    number = int(value)
+    if not 1 <= number <= 0xFFFF:
+        raise InputError(f"{what}: port {value} is not 1..65535")
+    return number
+
+
+def kube_service_spec(service: KubeServiceState) -> ServiceSpec:
+    """A Kubernetes ClusterIP Service: each port with its own ready backends and their own
+    (resolved) target ports; sessionAffinity ClientIP as the affinity timeout."""
+    what = f"kubernetes service {service.key}"
+    ports = []
+    for port in service.ports:
+        proto = _PROTOCOLS.get(port.protocol.upper())
+        if proto is None:
+            raise InputError(f"{what}: port {port.name or port.port} protocol {port.protocol!r} is not TCP/UDP")
+        backends = {Backend(ipv4(b.ip, what), _port_number(b.port, what)) for b in port.backends}
+        ports.append(ServicePort(proto, _port_number(port.port, what), tuple(sorted(backends))))
+    if len({(p.proto, p.port) for p in ports}) != len(ports):
+        raise InputError(f"{what}: a protocol and port is listed twice")
+    if service.affinity_timeout < 0:
+        raise InputError(f"{what}: affinity timeout {service.affinity_timeout} is negative")
+    return ServiceSpec(KUBE_SERVICE_PREFIX + service.key, ipv4(service.cluster_ip, what), tuple(sorted(ports)), service.affinity_timeout)
 
 
 class InputsBuilder:
@@ -191,6 +224,12 @@ class InputsBuilder:
             provider = snapshot.providers.get(name)
             made = self._convert(key, (lb, provider), lambda: service_spec(lb, provider))  # noqa: B023
             (services.append(made) if isinstance(made, ServiceSpec) else problems.append(made))
+        for name, kube in snapshot.k8s_services.items():
+            key = f"k8s-service:{name}"
+            seen.add(key)
+            made = self._convert(key, (kube,), lambda: kube_service_spec(kube))  # noqa: B023
+            (services.append(made) if isinstance(made, ServiceSpec) else problems.append(made))
+        services = _one_service_per_vip(services, problems)
         for gone in self._made.keys() - seen:
             del self._made[gone]
         problems += [f"{key}: {why}" for key, why in sorted(snapshot.problems.items())]
@@ -207,6 +246,27 @@ class InputsBuilder:
             host_port=host_port,
         )
         return Built(inputs, tuple(problems))
+
+
+def _one_service_per_vip(services: list[ServiceSpec], problems: list[str]) -> list[ServiceSpec]:
+    """Two live services on one VIP would claim one ARP answer (and maybe one VIP:port): the
+    first by id keeps it, the other is skipped and reported, and nothing else stops."""
+    owners: dict[int, str] = {}
+    kept = []
+    for spec in sorted(services, key=_service_id):
+        if not spec.live:
+            kept.append(spec)
+            continue
+        owner = owners.setdefault(spec.vip, spec.service_id)
+        if owner == spec.service_id:
+            kept.append(spec)
+        else:
+            problems.append(f"service {spec.service_id}: VIP {ipaddress.IPv4Address(spec.vip)} is already service {owner}'s")
+    return kept
+
+
+def _service_id(spec: ServiceSpec) -> str:
+    return spec.service_id
 
 
 def vtep_peers(nodes: Mapping[str, NodeRecord], node: str) -> set[str]:

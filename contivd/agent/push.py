@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import trio
 
 import fastpath
+from fastpath import Messages
 from openflow import GroupCommand, NodeInputs, SwitchConnection, SwitchError, encode_groups
 from openflow.diff import Plan, round_sweep
 from openflow.encode import encode_delete_cookie, encode_flow_bundle
@@ -26,6 +31,16 @@ from openflow.incremental import Drift, FlowState
 log = logging.getLogger("contivd.agent")
 
 _MAX_ROUND = 0xFFFF
+_ENCODE_IN_THREAD = 200  # flows or groups: encoding more takes long enough to starve the event loop
+
+
+async def _encoded(encode: Callable[..., Messages], items: Sequence[Any], *args: Any, size: int | None = None) -> Messages:
+    """``encode(items, *args)``; a large batch (1 000 Services at once: seconds of os-ken) is
+    encoded in a worker thread, so the event loop keeps answering the switch's echo requests and
+    the store's heartbeats meanwhile (a blocked loop loses its OpenFlow connection and leadership)."""
+    if (len(items) if size is None else size) < _ENCODE_IN_THREAD:
+        return encode(items, *args)
+    return await trio.to_thread.run_sync(encode, items, *args)
 
 
 @dataclass(frozen=True)
@@ -112,27 +127,33 @@ class Pusher:
 
     async def _apply(self, connection: SwitchConnection, plan: Plan, full: bool) -> tuple[int, int]:
         """Send ``plan``; (flow-mods, group-mods) sent."""
-        group_mods = 0
-        for group in plan.add_groups:  # after a restart the group may exist already: then modify it
-            group_mods += 1
+        group_mods = len(plan.add_groups)
+        if plan.add_groups:  # one batch, one barrier: a thousand Services are a thousand groups
             try:
-                await connection.send_flow_mods(encode_groups([group], GroupCommand.ADD))
+                await connection.send_flow_mods(await _encoded(encode_groups, plan.add_groups, GroupCommand.ADD))
             except SwitchError:
                 if not full:
                     raise
-                group_mods += 1
-                await connection.send_flow_mods(encode_groups([group], GroupCommand.MODIFY))
+                group_mods += await self._add_or_modify(connection, plan)
         if plan.modify_groups:
             group_mods += len(plan.modify_groups)
-            await connection.send_flow_mods(encode_groups(plan.modify_groups, GroupCommand.MODIFY))
+            await connection.send_flow_mods(await _encoded(encode_groups, plan.modify_groups, GroupCommand.MODIFY))
         flow_mods = len(plan.add_flows) + len(plan.delete_flows)
         if flow_mods:  # one atomic bundle: no moment with half a change
             changes = ((fastpath.Command.ADD, plan.add_flows), (fastpath.Command.DELETE_STRICT, plan.delete_flows))
-            await connection.send_bundle(encode_flow_bundle(changes))
+            await connection.send_bundle(await _encoded(encode_flow_bundle, changes, size=flow_mods))
         if plan.delete_groups:
             group_mods += len(plan.delete_groups)
             await connection.send_flow_mods(encode_groups(plan.delete_groups, GroupCommand.DELETE))
         return flow_mods, group_mods
+
+    @staticmethod
+    async def _add_or_modify(connection: SwitchConnection, plan: Plan) -> int:
+        """After a restart or a new round some groups exist already, so some ADDs of the batch
+        failed (the others were applied: every message of a batch is processed). Now every group
+        exists: one batch of MODIFYs gives each its buckets. Returns the group-mods sent."""
+        await connection.send_flow_mods(await _encoded(encode_groups, plan.add_groups, GroupCommand.MODIFY))
+        return len(plan.add_groups)
 
     async def audit(self, inputs: NodeInputs) -> Audit:
         """Drift of what was pushed from ``inputs`` recomputed from scratch (pure), and from the

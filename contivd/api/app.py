@@ -28,6 +28,8 @@ from ..http import auth
 from ..http.control import HOPS_HEADER, REVISION_HEADER
 from ..http.errors import CONTIV_NO_ROUTE, TYPED_ERRORS_HEADER, BadRequestError, NoRouteError, UnauthorizedError, answer_for, wants_contiv_errors
 from ..http.forwarder import ForwardingClient
+from ..k8s import KubeHealth
+from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError, contiv_line
 from ..netmaster.service import Netmaster
@@ -54,6 +56,7 @@ class ApiContext:
     http: ForwardingClient
     contiv_error_compat: bool = False
     agent: Agent | None = None  # None when the node runs without a datapath (--datapath none)
+    kube: KubeHealth | None = None  # Kubernetes mode (--kubeconfig): how the leader's watch is doing
     # The store summary (endpoints per node, IPAM usage) the metrics and systemd's STATUS=
     # line both read: one cache, so a changed store is summarised once, not once per reader.
     summaries: StoreSummaries = field(init=False)
@@ -172,7 +175,11 @@ class Handlers:
             "cluster": asdict(stats),
             "nodes": [n.to_json() for n in nodes],
             "agent": asdict(self.ctx.agent.statistics()) if self.ctx.agent is not None else None,
+            "kubernetes": asdict(self.ctx.kube.view()) if self.ctx.kube is not None else None,
         }
+
+    async def kubernetes_services(self, body: bytes) -> Any:
+        return kubernetes_services(await self.ctx.cache.sync())
 
     async def services(self, body: bytes) -> Any:
         snapshot = await self.ctx.cache.sync()
@@ -371,7 +378,7 @@ def create_app(ctx: ApiContext) -> ApiApp:
     """The ASGI application: health, readiness and metrics, then the plugin fast path, in front of the Quart app."""
     app = QuartTrio("contivd")
     app.url_map.strict_slashes = False
-    metrics = Metrics(ctx.store, ctx.agent, ctx.summaries)
+    metrics = Metrics(ctx.store, ctx.agent, ctx.summaries, ctx.kube)
     dispatcher = Dispatcher(ctx, metrics)
 
     def authorized(scope: dict[str, Any]) -> bool:
@@ -414,7 +421,7 @@ def create_app(ctx: ApiContext) -> ApiApp:
     async def not_allowed(_: Exception) -> Response:
         return no_route(405, f"method {request.method} not allowed on {request.path}")
 
-    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, authorized), app, dispatcher)
+    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, authorized, ctx.kube), app, dispatcher)
 
 
 def _no_leader(detail: str = "no leader is known yet (election in progress or no quorum)") -> Exception:

@@ -17,13 +17,16 @@ from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from raftstore import Store
 
 from ..agent.service import Agent
+from ..k8s import KubeHealth
 from ..metrics import CONTENT_TYPE, Metrics
 
 Asgi = Callable[[Scope, ASGIReceiveCallable, ASGISendCallable], Awaitable[None]]
 
 
-def readiness_failures(store: Store, agent: Agent | None) -> dict[str, str]:
-    """Failing readiness checks by name, each with the reason; empty when the node is ready."""
+def readiness_failures(store: Store, agent: Agent | None, kube: KubeHealth | None = None) -> dict[str, str]:
+    """Failing readiness checks by name, each with the reason; empty when the node is ready.
+    In Kubernetes mode the leader (the one node that watches) is not ready while the API server
+    is unreachable or refuses its token; what is programmed stays."""
     failures: dict[str, str] = {}
     stats = store.statistics()
     if stats.leader is None or not stats.has_quorum:
@@ -36,14 +39,26 @@ def readiness_failures(store: Store, agent: Agent | None) -> dict[str, str]:
             )
         if not agent_stats.first_sync_done:
             failures["first_reconcile"] = "the node agent has not finished its first reconcile"
+    if kube is not None:
+        problems = kube.view().problems
+        if problems:
+            failures["kubernetes_api"] = "; ".join(f"{kind}: {why}" for kind, why in sorted(problems.items()))
     return failures
 
 
 class OpsEndpoints:
     """ASGI front answering the three operational paths; everything else goes to `app`."""
 
-    def __init__(self, app: Asgi, store: Store, agent: Agent | None, metrics: Metrics, authorized: Callable[[dict[str, Any]], bool]):
-        self.app, self.store, self.agent, self.metrics, self.authorized = app, store, agent, metrics, authorized
+    def __init__(
+        self,
+        app: Asgi,
+        store: Store,
+        agent: Agent | None,
+        metrics: Metrics,
+        authorized: Callable[[dict[str, Any]], bool],
+        kube: KubeHealth | None = None,
+    ):
+        self.app, self.store, self.agent, self.metrics, self.authorized, self.kube = app, store, agent, metrics, authorized, kube
 
     async def __call__(self, asgi_scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         scope = cast(dict[str, Any], asgi_scope)
@@ -51,7 +66,7 @@ class OpsEndpoints:
         if path == "/healthz":
             await _respond(send, 200, "application/json", b'{"status": "ok"}\n')
         elif path == "/readyz":
-            failures = readiness_failures(self.store, self.agent)
+            failures = readiness_failures(self.store, self.agent, self.kube)
             body = {"ready": not failures, "failing": failures}
             await _respond(send, 503 if failures else 200, "application/json", (json.dumps(body) + "\n").encode())
         elif path == "/metrics":

@@ -32,6 +32,7 @@ ROUTES: tuple[Route, ...] = (
     Route("info", "GET", "/info", "Cluster membership, leader and registered nodes"),
     Route("services", "GET", "/services", "Every service load balancer state"),
     Route("service", "GET", "/service/<key>", "One service load balancer state"),
+    Route("kubernetes_services", "GET", "/kubernetes/services", "Kubernetes Services as the leader resolved them (Kubernetes mode), each with kind"),
     Route("debug_ofnet", "GET", "/debug/ofnet", "Endpoints and policy rules as the datapath master sees them"),
     Route("debug_epcleanup", "DELETE", "/debug/epcleanup/tenant/<tenant>/<category>/<key>", "Delete stale endpoints", True),
     Route("openapi", "GET", "/api/v1/openapi.json", "This document"),

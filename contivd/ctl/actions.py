@@ -65,7 +65,12 @@ def list_objects(client: Client, resource: Resource, scope: Mapping[str, Any], f
             client.get(object_path(parent.collection, parent.key_of(scope)))
     kept = {k: v for k, v in scope.items() if not (all_tenants and k == "tenantName")}
     objects = [obj for obj in client.get(f"/api/v1/{resource.collection}/") if all(obj.get(k) == v for k, v in kept.items())]
-    return render_list(resource, objects, fmt)
+    text = render_list(resource, objects, fmt)
+    if resource.beside is not None and fmt == "table":
+        rows = client.get(resource.beside.path)
+        if rows:
+            text += "\n" + output.tabwriter(resource.beside.table.text(rows))
+    return text
 
 
 def show(client: Client, command: Show, values: Mapping[str, str], *, raw: bool) -> str:

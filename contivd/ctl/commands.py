@@ -129,6 +129,16 @@ class Table:
         return "".join(f"{line}\n" for line in [*([self.title] if self.title else []), self.header, self.rule, *rows])
 
 
+@dataclass(frozen=True)
+class Beside:
+    """A second table an `ls` prints after its own when the path answers rows (Kubernetes
+    Services beside Contiv's service load balancers; none outside Kubernetes mode, so netctl's
+    output is unchanged there); `--json` and `-q` keep netctl's shape."""
+
+    path: str
+    table: Table
+
+
 STANDARD_VERBS: tuple[tuple[str, str], ...] = (("create", "create"), ("rm", "rm"), ("ls", "ls"), ("inspect", "inspect"))
 
 
@@ -155,6 +165,7 @@ class Resource:
     options: tuple[Option, ...] = ()
     verbs: tuple[tuple[str, str], ...] = STANDARD_VERBS
     group: str | None = None
+    beside: Beside | None = None
     said: tuple[tuple[str, str], ...] = ()
     check: Callable[[Mapping[str, Any]], str | None] | None = None
     order_by: str | None = None
@@ -318,6 +329,11 @@ RESOURCES: tuple[Resource, ...] = (
             Option(("--preferred-ip", "--ip"), "ipAddress", "Preferred service address."),
         ),
         said=(("create", "Creating ServiceLB {key}"), ("rm", "Deleting Service  {serviceName},{tenantName}")),
+        beside=Beside("/kubernetes/services", Table(
+            "Kind\tNamespace\tName\tClusterIP\tPorts\tBackends", "----\t---------\t----\t---------\t-----\t--------",
+            (Column("kind"), Column("namespace"), Column("name"), Column("clusterIP"), Column("ports", views.kube_ports), Column("ports", views.kube_backends)),
+            title="Kubernetes services (all namespaces)",
+        )),
     ),
     Resource(
         "bgp", "Bgps", ("hostname",), (Arg("hostname", "hostname"),),

@@ -10,7 +10,7 @@ daemon internals, so it works against any contivd (or Contiv) server.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,8 +206,10 @@ def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool)
     ctx.obj = ctx.with_resource(Client(server, token, verify=not insecure))
 
 
-def build() -> click.Group:
-    """The `ctl` group with every declared command mounted (click lists them sorted, as netctl)."""
+def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.Group:
+    """The `ctl` group with every declared command mounted (click lists them sorted, as netctl),
+    plus `extra` commands by group name: those that need more than HTTP (contivd.cli adds
+    `cluster snapshot`, which checks files with raftstore, which ctl may not import)."""
     root = _CtlRoot(
         "ctl",
         help="Manage contivd like netctl: tenants, networks, groups, policies, services … over the REST API.",
@@ -236,6 +238,9 @@ def build() -> click.Group:
         (groups[show.group] if show.group else root).add_command(_show_command(show))
     for setter in SETTERS:
         groups[setter.group].add_command(_setter_command(setter))
+    for name, commands in (extra or {}).items():
+        for command in commands:
+            groups[name].add_command(command)
     for group in groups.values():
         root.add_command(group)
     return root

@@ -31,6 +31,20 @@ def number(value: Any) -> str:
     return output.cell(0 if value is None else value)
 
 
+def kube_ports(ports: Any) -> str:
+    """A Kubernetes Service's ports as `http:80/TCP` (`->30080` with a NodePort), comma-separated."""
+    return ", ".join(
+        f"{p['name'] + ':' if p.get('name') else ''}{p['port']}/{p['protocol']}{'->' + str(p['nodePort']) if p.get('nodePort') else ''}"
+        for p in ports or ()
+    )
+
+
+def kube_backends(ports: Any) -> str:
+    """The ready backends of a Kubernetes Service, `ip:port`, distinct, sorted."""
+    found = sorted({(b["ip"], b["port"]) for p in ports or () for b in p.get("backends") or ()})
+    return " ".join(f"{ip}:{port}" for ip, port in found) or "none"
+
+
 def go_list(value: Any) -> str:
     """A list printed like Go's `%v` of a slice (`[a=b c=d]`), as netctl's `service ls` does."""
     return "[" + " ".join(output.cell(item) for item in value or ()) + "]"

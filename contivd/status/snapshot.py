@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from raftstore import StoreStatistics
 
 from ..agent.service import AgentStatistics
+from ..k8s.listing import service_rows
 from ..state import EndpointGroupState, NodeRecord, StateSnapshot
 from ..state.records import Labels
 from ..state.usage import address_usage, groups_by_network
@@ -48,7 +49,7 @@ def _policies(snapshot: StateSnapshot, group: EndpointGroupState) -> list[str]:
 
 
 def store_model(snapshot: StateSnapshot) -> dict[str, Any]:
-    """Networks, groups, endpoints and policy matrices of one snapshot of the store."""
+    """Networks, groups, endpoints, policy matrices and services (Contiv's and Kubernetes') of one snapshot of the store."""
     networks = _by_id(snapshot.networks)
     groups = _by_id(snapshot.groups)
     groups_of = groups_by_network(groups)
@@ -115,6 +116,7 @@ def store_model(snapshot: StateSnapshot) -> dict[str, Any]:
         "groups": group_rows,
         "endpoints": {"columns": list(ENDPOINT_COLUMNS), "rows": rows},
         "policy": matrices,
+        "services": service_rows(snapshot),
         "vlanUplinks": any(net.pkt_tag_type == "vlan" for net in networks),
     }
 

@@ -3,36 +3,49 @@
 * conntrack: every IPv4 packet goes through ``ct(nat)`` in one zone, which
   applies the committed translation to established packets in both
   directions (the reverse translation needs no flow of its own) and
-  resubmits to service_lb with ct_state set.
+  resubmits to service_lb with ct_state set.  Established connections
+  therefore keep their backend whatever happens to the select group.
 * service_lb: a new connection to VIP:port goes to a select group (one per
-  service port); each bucket commits the DNAT to one provider and resubmits
-  to dst_epg, so the provider's EPG is what policy sees.  REMOTE packets
-  skip to forward: policy was applied on the sending node.
-* the VIP is answered by proxy ARP with Contiv's VIP MAC.
-A service without providers has no flows: the VIP stays unanswered, as in ofnet.
+  service port); each bucket commits the DNAT to one backend (its own target
+  port) and resubmits to dst_epg, so the backend's EPG is what policy sees.
+  REMOTE packets skip to forward: policy was applied on the sending node.
+* sessionAffinity ClientIP: the VIP flow runs session_affinity (flows the
+  switch learned: client, VIP, port -> backend in reg0/reg1) and then
+  endpoint_dnat, where a known backend gets its DNAT and is learned again, and
+  an unknown one goes to the select group, whose buckets name the backend in
+  reg0/reg1 and run endpoint_dnat once more (Antrea's scheme).
+* the VIP is answered by proxy ARP with Contiv's VIP MAC, on every network.
+A service without any backend has no flows: the VIP stays unanswered, as in ofnet, and a
+port without backends of a live service has no VIP flow: its packets are not DNATed and
+the forward table drops them (nothing is addressed to the VIP's MAC).
 """
 
 from __future__ import annotations
 
 from openflow import fields
 from openflow.fields import Category, cookie, group_id, meta
-from openflow.flow import ETH_IPV4, Ct, Flow, Group, GroupAction, MatchValue, Nat
+from openflow.flow import ETH_IPV4, Action, Bucket, Ct, Flow, Group, GroupAction, LearnBackend, MatchValue, Nat, Resubmit, SetField
 from openflow.flows.arp import reply_flow
-from openflow.inputs import NodeInputs, ServicePort, ServiceSpec, vip_mac
-from openflow.pipeline import Tables
+from openflow.inputs import MAX_AFFINITY_SECONDS, Backend, NodeInputs, ServicePort, ServiceSpec, vip_mac
+from openflow.pipeline import Table, Tables
 
 CT_PRIORITY = 100
 REMOTE_BYPASS_PRIORITY = 300
 VIP_PRIORITY = 200
+BACKEND_PRIORITY = 200  # endpoint_dnat: reg0/reg1 name one of the port's backends
+SELECT_PRIORITY = 100  # endpoint_dnat: no backend named yet
+LEARNED_PRIORITY = 100  # the flows learned into session_affinity
 CT_NEW_TRACKED = (0x21, 0x21)  # +new+trk (ct_state bits: new=0x01, trk=0x20)
-
-
-def _live(service: ServiceSpec) -> bool:
-    return bool(service.providers and service.ports)
 
 
 def _group_id(service: ServiceSpec, port: ServicePort) -> int:
     return group_id(Category.SERVICE, f"{service.service_id}:{port.proto}:{port.port}")
+
+
+def learned_cookie(service: ServiceSpec) -> int:
+    """Cookie of the flows the switch learns for ``service``: round 0, so a restart's round
+    sweep leaves clients their backends (they expire by their idle timeout)."""
+    return cookie(Category.SERVICE, f"{service.service_id}:affinity")
 
 
 def pipeline_flows(tables: Tables, round_: int) -> list[Flow]:
@@ -48,38 +61,59 @@ def pipeline_flows(tables: Tables, round_: int) -> list[Flow]:
     ]  # fmt: skip
 
 
+def _vip_match(service: ServiceSpec, port: ServicePort) -> dict[str, MatchValue]:
+    return {"eth_type": ETH_IPV4, "ip_proto": port.proto, "ipv4_dst": service.vip, "tp_dst": port.port}
+
+
+def _dnat(table: Table, backend: Backend) -> Ct:
+    return Ct(table.goto_id("dst_epg"), fields.CT_ZONE, commit=True, nat=Nat(backend.ip, backend.port))
+
+
 def service_flows(tables: Tables, service: ServiceSpec, round_: int) -> list[Flow]:
-    """The VIP's ARP answer and one flow per service port to its select group."""
-    if not _live(service):
+    """The VIP's ARP answer and one flow per service port with backends to its select group
+    (with affinity: through session_affinity and endpoint_dnat)."""
+    if not service.live:
         return []
-    lb = tables["service_lb"]
+    lb, dnat = tables["service_lb"], tables["endpoint_dnat"]
     key = cookie(Category.SERVICE, service.service_id, round_)
     out = [reply_flow(tables["arp_responder"], service.vip, vip_mac(service.vip), network=None, cookie_=key)]
+    timeout = min(service.affinity_timeout, MAX_AFFINITY_SECONDS)
     for port in service.ports:
-        match: dict[str, MatchValue] = {
-            "ct_state": CT_NEW_TRACKED,
-            "eth_type": ETH_IPV4,
-            "ip_proto": port.proto,
-            "ipv4_dst": service.vip,
-            "tp_dst": port.port,
-        }
-        out.append(lb.flow(VIP_PRIORITY, match, cookie=key, actions=(GroupAction(_group_id(service, port)),)))
+        if not port.backends:
+            continue
+        match = _vip_match(service, port)
+        to_group = (GroupAction(_group_id(service, port)),)
+        if not timeout:
+            out.append(lb.flow(VIP_PRIORITY, {"ct_state": CT_NEW_TRACKED, **match}, cookie=key, actions=to_group))
+            continue
+        lookup = (Resubmit(lb.goto_id("session_affinity")), Resubmit(lb.goto_id("endpoint_dnat")))
+        out.append(lb.flow(VIP_PRIORITY, {"ct_state": CT_NEW_TRACKED, **match}, cookie=key, actions=lookup))
+        out.append(dnat.flow(SELECT_PRIORITY, match, cookie=key, actions=to_group))
+        table = tables["session_affinity"].id
+        for backend in port.backends:
+            learn = LearnBackend(table, timeout, LEARNED_PRIORITY, learned_cookie(service), port.proto, backend.ip, backend.port)
+            named = {**match, "reg0": backend.ip, "reg1": backend.port}
+            out.append(dnat.flow(BACKEND_PRIORITY, named, cookie=key, actions=(learn, _dnat(dnat, backend))))
     return out
 
 
+def _bucket(tables: Tables, service: ServiceSpec, backend: Backend) -> Bucket:
+    lb = tables["service_lb"]
+    if not service.affinity_timeout:
+        return (_dnat(lb, backend),)
+    name: tuple[Action, ...] = (SetField("reg0", backend.ip), SetField("reg1", backend.port))
+    return (*name, Resubmit(lb.goto_id("endpoint_dnat")))
+
+
 def service_groups(tables: Tables, service: ServiceSpec) -> list[Group]:
-    """One select group per service port; a bucket per provider commits the DNAT to it."""
-    if not _live(service):
+    """One select group per service port with backends; a bucket per backend (its own target port)."""
+    if not service.live:
         return []
     lb = tables["service_lb"]
-    resubmit = lb.goto_id("dst_epg")
     return [
-        lb.group(
-            _group_id(service, port),
-            "select",
-            tuple((Ct(resubmit, fields.CT_ZONE, commit=True, nat=Nat(ip, port.target_port)),) for ip in service.providers),
-        )
+        lb.group(_group_id(service, port), "select", tuple(_bucket(tables, service, b) for b in port.backends))
         for port in service.ports
+        if port.backends
     ]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from contivd.agent.inputs import Built, InputsBuilder
 from contivd.netmaster.service import Netmaster
-from contivd.state import NodeRecord, StateSnapshot
+from contivd.state import KubeBackend, KubeServicePort, KubeServiceState, NodeRecord, StateSnapshot, keys
 from openflow import desired, flow_text, group_text
 from openflow.inputs import Encap
 from raftstore import KeyValue, StoreConfig, open_store
@@ -126,3 +126,32 @@ async def test_the_netmaster_state_compiles_into_flows(state: dict[str, Any]) ->
 async def test_vlan_bridge_ignores_vxlan_networks(state: dict[str, Any]) -> None:
     built = node_inputs(node="node-a", encap="vlan", states=state, ports={"pods.default-a1": 5}, tunnels={})
     assert built.inputs.local_ports == () and built.inputs.remote_endpoints == ()
+
+
+def kube_service(name: str, cluster_ip: str, protocol: str = "TCP", affinity: int = 0) -> tuple[str, dict[str, Any]]:
+    record = KubeServiceState(
+        "shop", name, cluster_ip,
+        (
+            KubeServicePort("http", protocol, 80, 0, (KubeBackend("198.18.0.7", 8080), KubeBackend("198.18.0.8", 8081))),
+            KubeServicePort("dns", "UDP", 53, 0, (KubeBackend("198.18.0.7", 5353),)),
+        ),
+        affinity, "12",
+    )  # fmt: skip
+    return keys.k8s_service("shop", name), record.to_json()
+
+
+async def test_kubernetes_services_become_services_and_bad_ones_are_skipped_by_name(state: dict[str, Any]) -> None:
+    contiv_vip = state[keys.SERVICE_LB_PREFIX + "api:default"]["ipaddress"]
+    kube = dict((kube_service("web", "10.96.0.10", affinity=10800), kube_service("sctp", "10.96.0.11", "SCTP"), kube_service("clash", contiv_vip)))
+    built = node_inputs(node="node-a", encap="vxlan", states={**state, **kube}, ports={}, tunnels={"198.19.0.2": 9}, round=1)
+    by_id = {s.service_id: s for s in built.inputs.services}
+    assert sorted(by_id) == ["api:default", "k8s:shop/web"], "the Contiv serviceLB keeps working beside the Kubernetes Service"
+    web = by_id["k8s:shop/web"]
+    assert (web.vip, web.affinity_timeout) == (0x0A60000A, 10800)
+    assert [(p.proto, p.port, [(b.ip & 0xFF, b.port) for b in p.backends]) for p in web.ports] == [
+        (6, 80, [(7, 8080), (8, 8081)]),
+        (17, 53, [(7, 5353)]),
+    ]
+    assert "kubernetes service shop/sctp: port http protocol 'SCTP' is not TCP/UDP" in built.problems
+    assert f"service k8s:shop/clash: VIP {contiv_vip} is already service api:default's" in built.problems
+    desired(built.inputs)  # the rest compiles: nothing collides

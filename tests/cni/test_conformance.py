@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 
 from contivd.cni_server.resolve import Attachment
-from tests.cni.fake_kube import kubeconfig
 from tests.cni.harness import ROOT, Holdings, Pod, create_network, holdings, netconf, run_plugin, socket_of
 from tests.nodes import Node, reaches, sh, wait_until
+from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
+from tests.support.k8s_apiserver import pod as kube_pod
 
 pytestmark = [
     pytest.mark.cni,
@@ -49,12 +50,12 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     try:
         n.create_namespace()
         n.data.mkdir(parents=True)
-        (n.data / "pods.json").write_text(
-            json.dumps({"shop/db-0": {"labels": {"io.contiv.network": "labelled", "io.contiv.net-group": "web", "app": "db"}}})
+        (n.data / "objects.json").write_text(
+            json.dumps([kube_pod("shop", "db-0", {"io.contiv.network": "labelled", "io.contiv.net-group": "web", "app": "db"})])
         )
-        (n.data / "kubeconfig").write_text(kubeconfig(KUBE_PORT))
+        (n.data / "kubeconfig").write_text(kubeconfig_text(f"http://127.0.0.1:{KUBE_PORT}", TOKEN))
         kube = subprocess.Popen(
-            ["ip", "netns", "exec", n.ns, sys.executable, "-m", "tests.cni.fake_kube", str(KUBE_PORT), str(n.data / "pods.json")],
+            ["ip", "netns", "exec", n.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(KUBE_PORT), str(n.data / "objects.json")],
             stdout=subprocess.PIPE,
             text=True,
             env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -23,18 +23,21 @@ from openflow.flow import (
     Flow,
     Group,
     GroupAction,
+    LearnBackend,
     Move,
     Output,
     PopVlan,
     PushVlan,
+    Resubmit,
     SetField,
+    make_match,
 )
 from openflow.text import flow_text
 
 Packet = dict[str, Any]
 CT_NEW, CT_EST, CT_RPL, CT_TRK = 0x01, 0x02, 0x08, 0x20
 _MAX_STEPS = 64
-_PIPELINE_STATE = ("in_port", "metadata", "ct_state")  # not part of the packet on the wire
+_PIPELINE_STATE = ("in_port", "metadata", "ct_state", "reg0", "reg1")  # not part of the packet on the wire
 
 
 @dataclass
@@ -92,7 +95,7 @@ class FakeSwitch:
     def send(self, in_port: int, **packet: Any) -> Result:
         """Inject ``packet`` on ``in_port`` at table 0 and follow it through the pipeline."""
         result = Result()
-        self._table(0, {"in_port": in_port, "metadata": 0, **packet}, result, 0)
+        self._table(0, {"in_port": in_port, "metadata": 0, "reg0": 0, "reg1": 0, **packet}, result, 0)
         return result
 
     def _lookup(self, table: int, p: Packet) -> Flow | None:
@@ -144,10 +147,21 @@ class FakeSwitch:
                 copy = dict(p)
                 for inner in bucket:
                     self._act(inner, copy, result, depth)
+        elif isinstance(action, Resubmit):
+            self._table(action.table, p, result, depth + 1)
+        elif isinstance(action, LearnBackend):
+            self._learn(action, p)
         elif isinstance(action, Ct):
             copy = dict(p)
             self._conntrack(action, copy)
             self._table(action.table, copy, result, depth + 1)
+
+    def _learn(self, learn: LearnBackend, p: Packet) -> None:
+        """OVS ``learn``: add (or replace) the flow naming this client's backend (timeouts not modelled)."""
+        match = {"eth_type": p["eth_type"], "ip_proto": learn.proto, "ipv4_src": p["ipv4_src"], "ipv4_dst": p["ipv4_dst"], "tp_dst": p["tp_dst"]}
+        actions = (SetField("reg0", learn.backend_ip), SetField("reg1", learn.backend_port))
+        flow = Flow(learn.table, learn.priority, make_match(match), actions, cookie=learn.cookie)
+        self.flows[flow.key] = flow
 
     def _conntrack(self, ct: Ct, p: Packet) -> None:
         key = _tuple(p)

@@ -12,15 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from contivd.agent.inputs import local_port, remote_endpoint, rule_spec, service_spec
-from contivd.state import EndpointGroupState, EndpointState, NetworkState, ServiceLBState
+from contivd.agent.inputs import kube_service_spec, local_port, remote_endpoint, rule_spec, service_spec
+from contivd.state import EndpointGroupState, EndpointState, KubeServiceState, NetworkState, ServiceLBState
 from contivd.state.records import policy_rule_from_json
 from openflow.flow import Flow
 from openflow.inputs import (
+    Backend,
     LocalPort,
     NodeInputs,
     PolicyRuleSpec,
     RemoteEndpoint,
+    ServicePort,
     ServiceSpec,
     TunnelPort,
     ipv4,
@@ -45,6 +47,17 @@ def rule_of(state: dict[str, Any]) -> PolicyRuleSpec:
 
 def service_of(lb: dict[str, Any], provider: dict[str, Any] | None = None) -> ServiceSpec:
     return service_spec(ServiceLBState.from_json(lb), None if provider is None else provider.get("Providers") or [])
+
+
+def kube_service_of(state: dict[str, Any]) -> ServiceSpec:
+    """A Kubernetes Service from its stored state (as the leader writes it), through the adapter."""
+    return kube_service_spec(KubeServiceState.from_json(state))
+
+
+def with_backends(spec: ServiceSpec, *ips: int) -> ServiceSpec:
+    """``spec`` with each port's backends replaced by ``ips`` on the port's first target port."""
+    ports = tuple(ServicePort(p.proto, p.port, tuple(Backend(ip, p.backends[0].port) for ip in ips)) for p in spec.ports)
+    return ServiceSpec(spec.service_id, spec.vip, ports, spec.affinity_timeout)
 
 
 def _network(net: dict[str, Any]) -> NetworkState:
@@ -85,6 +98,15 @@ SERVICE_LB = {
     "id": "web:t", "servicename": "web", "tenantname": "t", "subnet": "blue", "ports": ["80:8080:TCP"],
     "selectors": {"app": "web"}, "ipaddress": "10.1.0.250",
     "providers": {"10.1.0.2:t": {"IPAddress": "10.1.0.2"}, "10.1.0.9:t": {"IPAddress": "10.1.0.9"}},
+}  # fmt: skip
+
+KUBE_WEB = {
+    "namespace": "shop", "name": "web", "clusterIP": "10.96.0.10", "resourceVersion": "7",
+    "ports": [
+        {"name": "http", "protocol": "TCP", "port": 80, "nodePort": 0,
+         "backends": [{"ip": "10.1.0.2", "port": 8080}, {"ip": "10.1.0.9", "port": 8081}]},
+        {"name": "dns", "protocol": "UDP", "port": 53, "nodePort": 0, "backends": [{"ip": "10.1.0.9", "port": 5353}]},
+    ],
 }  # fmt: skip
 
 

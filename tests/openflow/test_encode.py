@@ -13,7 +13,9 @@ import fastpath
 from openflow.desired import Desired, desired
 from openflow.encode import (
     GroupCommand,
+    _action,
     bundle_add,
+    ct_bytes,
     encode_flow_bundle,
     encode_flows,
     encode_groups,
@@ -21,10 +23,14 @@ from openflow.encode import (
     group_mod_osken,
     to_flowspec,
 )
+from openflow.fields import CT_ZONE
+from openflow.flow import Ct, Nat
 from openflow.inputs import NodeInputs
 from openflow.text import actions_text, group_text, match_text
-from tests.openflow.scenario import RED_VLAN, ep, local_of, node_a, remote_of
+from tests.openflow.scenario import KUBE_WEB, RED_VLAN, ep, kube_service_of, local_of, node_a, remote_of
 from tests.openflow.test_flows_policy import rule
+
+AFFINE = (dataclasses.replace(kube_service_of(KUBE_WEB), affinity_timeout=10800),)  # learn, resubmit, registers
 
 
 def _states() -> list[Desired]:
@@ -40,7 +46,7 @@ def _states() -> list[Desired]:
         (remote_of(ep("b", "10.2.0.3", 0, RED_VLAN), RED_VLAN),),
         uplinks=(8,),
     )
-    return [desired(dataclasses.replace(a, rules=a.rules + more)), desired(vlan)]
+    return [desired(dataclasses.replace(a, rules=a.rules + more, services=a.services + AFFINE)), desired(vlan)]
 
 
 @pytest.mark.parametrize("command", [fastpath.Command.ADD, fastpath.Command.DELETE_STRICT])
@@ -121,3 +127,19 @@ def test_flow_bundle_holds_every_change_in_order_between_open_and_commit() -> No
     expected = [flow_mod_osken(f, fastpath.Command.ADD, k + 1) for k, f in enumerate(adds)]
     expected += [flow_mod_osken(f, fastpath.Command.DELETE_STRICT, len(adds) + k + 1) for k, f in enumerate(deletes)]
     assert inner == expected
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        Ct(5, CT_ZONE, commit=True, nat=Nat(0xC6120002, 8080)),
+        Ct(5, CT_ZONE, commit=True, nat=Nat(0xC6120002)),
+        Ct(4, CT_ZONE, nat=Nat()),
+        Ct(7, 1),
+    ],
+)
+def test_ct_actions_packed_directly_are_osken_bytes(action: Ct) -> None:
+    buf = bytearray()
+    encoded = _action(action)
+    encoded.serialize(buf, 0)
+    assert ct_bytes(action) == bytes(buf)

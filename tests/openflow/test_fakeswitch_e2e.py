@@ -8,19 +8,23 @@ from typing import Any
 from openflow.desired import desired
 from openflow.flow import ETH_IPV4, IP_TCP
 from openflow.inputs import TunnelPort, ipv4, vip_mac
+from openflow.pipeline import TABLES
 from tests.openflow.fakeswitch import FakeSwitch, arp_request
 from tests.openflow.scenario import (
     BLUE,
     DB1,
     IP,
+    KUBE_WEB,
     MAC,
     VTEP_A,
     WEB1,
     WEB2,
     WEB_EPG,
+    kube_service_of,
     local_of,
     node_a,
     remote_of,
+    with_backends,
 )
 
 VIP = ipv4("10.1.0.250", "vip")
@@ -77,7 +81,7 @@ def test_traffic_from_the_tunnel_skips_policy_and_reaches_the_local_port() -> No
 
 
 def test_vip_is_load_balanced_with_dnat_and_reverse_nat() -> None:
-    switch = switch_a(services=(dataclasses.replace(node_a().services[0], providers=(IP["web1"],)),))
+    switch = switch_a(services=(with_backends(node_a().services[0], IP["web1"]),))
     [(port, request)] = switch.send(4, **tcp("db1", VIP, vip_mac(VIP), 80)).outputs
     assert (port, request["ipv4_dst"], request["tp_dst"], request["eth_dst"]) == (3, IP["web1"], 8080, MAC["web1"])
     reply = tcp("web1", IP["db1"], MAC["db1"], 40000, sport=8080, flags=0x12)
@@ -86,7 +90,7 @@ def test_vip_is_load_balanced_with_dnat_and_reverse_nat() -> None:
 
 
 def test_vip_to_a_remote_provider_unnats_the_reply_from_the_tunnel() -> None:
-    switch = switch_a(services=(dataclasses.replace(node_a().services[0], providers=(IP["web2"],)),))
+    switch = switch_a(services=(with_backends(node_a().services[0], IP["web2"]),))
     [(port, request)] = switch.send(4, **tcp("db1", VIP, vip_mac(VIP), 80)).outputs
     assert (port, request["ipv4_dst"], request["tun_id"]) == (7, IP["web2"], 100)
     reply = tcp("web2", IP["db1"], MAC["db1"], 40000, sport=8080, flags=0x12) | {"tun_id": 100}
@@ -104,3 +108,34 @@ def test_node_b_delivers_what_node_a_tunnels() -> None:
     [(port, on_wire)] = a.send(3, **tcp("web1", IP["web2"], MAC["web2"], 22)).outputs
     assert port == 7
     assert b.send(9, **on_wire).ports == [5]
+
+
+CLUSTER_IP = ipv4("10.96.0.10", "cluster ip")
+GATEWAY_MAC = vip_mac(ipv4("10.1.0.254", "gateway"))
+
+
+def test_kube_service_ports_reach_each_backend_on_its_own_target_port() -> None:
+    switch = switch_a(services=(kube_service_of(KUBE_WEB),))
+    reached = set()
+    for sport in range(40000, 40040):  # the select group hashes the 5-tuple: many connections reach both
+        [(port, request)] = switch.send(4, **tcp("db1", CLUSTER_IP, GATEWAY_MAC, 80, sport=sport)).outputs
+        reached.add((port, request["ipv4_dst"], request["tp_dst"]))
+    assert reached == {(3, IP["web1"], 8080), (7, IP["web2"], 8081)}
+    dns = tcp("db1", CLUSTER_IP, GATEWAY_MAC, 53) | {"ip_proto": 17}
+    del dns["tcp_flags"]
+    [(port, request)] = switch.send(4, **dns).outputs
+    assert (port, request["ipv4_dst"], request["tp_dst"]) == (7, IP["web2"], 5353)
+
+
+def test_session_affinity_keeps_a_client_on_its_backend_until_the_backend_goes() -> None:
+    affine = dataclasses.replace(kube_service_of(KUBE_WEB), affinity_timeout=600)
+    switch = switch_a(services=(affine,))
+    first = switch.send(4, **tcp("db1", CLUSTER_IP, GATEWAY_MAC, 80, sport=40000)).outputs[0][1]["ipv4_dst"]
+    for sport in range(40001, 40030):  # new connections (new source ports) of the same client
+        [(_, request)] = switch.send(4, **tcp("db1", CLUSTER_IP, GATEWAY_MAC, 80, sport=sport)).outputs
+        assert request["ipv4_dst"] == first
+    others = [ip for ip in (IP["web1"], IP["web2"]) if ip != first]
+    moved = switch_a(services=(with_backends(affine, *others),))
+    moved.flows.update({k: f for k, f in switch.flows.items() if f.table == TABLES["session_affinity"].id})  # what the switch learned stays
+    [(_, request)] = moved.send(4, **tcp("db1", CLUSTER_IP, GATEWAY_MAC, 80, sport=41000)).outputs
+    assert request["ipv4_dst"] == others[0], "a learned backend that left the service is not used"

@@ -23,7 +23,7 @@ from openflow.fields import OBJECT_MASK, Category, group_id, object_id
 from openflow.flow import Flow, Group, PipelineError
 from openflow.flows import arp, base, classifier, dstepg, forward, policy, qos, service, spoofguard
 from openflow.incremental import Drift, FlowState
-from openflow.inputs import LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServicePort, ServiceSpec, TunnelPort
+from openflow.inputs import Backend, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServicePort, ServiceSpec, TunnelPort
 from openflow.pipeline import TABLES
 from tests.openflow.fakeswitch import FakeSwitch
 from tests.openflow.ovs_fixture import Ovs, fixture_ovs, fixture_ovs_instance  # noqa: F401  (pytest fixtures)
@@ -72,9 +72,12 @@ def rule(index: int, variant: int) -> PolicyRuleSpec:
 
 @cache
 def service_spec(index: int, variant: int) -> ServiceSpec:
-    ports = (ServicePort(6, 80, 8080),) + ((ServicePort(17, 53, 53),) if variant == 2 else ())
     providers = ((), (0x0A010002,), (0x0A010002, 0x0A010003))[min(variant, 2)]
-    return ServiceSpec(f"s{index}", 0x0A090000 + index, ports, providers)
+    ports = (ServicePort(6, 80, tuple(Backend(ip, 8080) for ip in providers)),)
+    if variant == 2:
+        ports += (ServicePort(17, 53, tuple(Backend(ip, 53) for ip in providers)),)
+    affinity = 600 if variant == 3 else 0
+    return ServiceSpec(f"s{index}", 0x0A090000 + index, ports, affinity)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,7 +161,7 @@ WORLDS = st.builds(
     ports=_entries(st.tuples(NETS, st.integers(0, 3)), 8),
     remotes=_entries(st.tuples(NETS, st.integers(0, 1)), 6),
     rules=_entries(st.integers(0, 5), 6),
-    services=_entries(st.integers(0, 2), 3),
+    services=_entries(st.integers(0, 3), 3),
     tunnels=st.sampled_from(((), (0,), (1,), (0, 1))),
     uplinks=st.sampled_from(((), (0,), (1, 0))),
     round=st.integers(1, 3),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from openflow.inputs import (
+    Backend,
     InputError,
     LocalPort,
     NetworkRef,
@@ -28,7 +29,8 @@ def test_remote_vxlan_endpoint_needs_a_vtep() -> None:
 
 def test_service_spec() -> None:
     spec = service_of(SERVICE_LB)
-    assert (spec.vip, spec.ports, spec.providers) == (0x0A0100FA, (ServicePort(6, 80, 8080),), (0x0A010002, 0x0A010009))
+    backends = (Backend(0x0A010002, 8080), Backend(0x0A010009, 8080))
+    assert (spec.vip, spec.ports, spec.affinity_timeout) == (0x0A0100FA, (ServicePort(6, 80, backends),), 0)
     with pytest.raises(InputError, match="service web:t: port '80:TCP'"):
         service_of({**SERVICE_LB, "ports": ["80:TCP"]})
 

@@ -11,11 +11,14 @@ from openflow.desired import Desired, desired
 from openflow.inputs import NodeInputs
 from openflow.text import flow_text, group_text
 from tests.openflow.ovs_fixture import Ovs, fixture_ovs, fixture_ovs_instance  # noqa: F401  (pytest fixtures)
-from tests.openflow.scenario import RED_VLAN, ep, local_of, node_a, remote_of
+from tests.openflow.scenario import KUBE_WEB, RED_VLAN, ep, kube_service_of, local_of, node_a, remote_of
 from tests.openflow.test_flows_policy import rule
 
 pytestmark = pytest.mark.ovs
 UNUSED_CONTROLLER_PORT = 9  # discard: the bridge never connects, flows come from ovs-ofctl
+
+
+AFFINE = (dataclasses.replace(kube_service_of(KUBE_WEB), affinity_timeout=10800),)  # learn, resubmit, registers
 
 
 def _vxlan_with_varied_rules() -> Desired:
@@ -26,7 +29,7 @@ def _vxlan_with_varied_rules() -> Desired:
         rule(RuleId="x2", DstEndpointGroup=9, IpProtocol=17, SrcPort=53, Action="deny"),
         rule(RuleId="x3", SrcEndpointGroup=9, IpProtocol=1, Priority=3),
     )  # fmt: skip
-    return desired(dataclasses.replace(a, rules=a.rules + more))
+    return desired(dataclasses.replace(a, rules=a.rules + more, services=a.services + AFFINE))
 
 
 def _vlan() -> Desired:

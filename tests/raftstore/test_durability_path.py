@@ -1,16 +1,14 @@
-"""The write path under PySyncObj: journal flushing and the raft message codec."""
+"""The write path under PySyncObj: journal flushing (the message codec: test_wire.py)."""
 
 from __future__ import annotations
 
 import os
-import pickle
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from raftstore._node import COMPRESS_ABOVE, _CompressLargeMessagesOnly, _JournalFlusher
+from raftstore._node import _JournalFlusher
 
 
 @pytest.fixture
@@ -79,20 +77,6 @@ def test_a_failed_sync_marks_nothing_durable(journal_fd: int, monkeypatch: pytes
         flusher.flush()  # still dirty: tried again inline, fails again
     failing[0] = False
     flusher.flush()  # now it reaches the disk
-
-
-def test_small_messages_travel_uncompressed_large_ones_compressed() -> None:
-    small = pickle.dumps({"type": "append_entries", "entries": [(b"x" * 200, 5, 1)]}, 2)
-    large = pickle.dumps({"type": "append_entries", "entries": [(b"x" * (2 * COMPRESS_ABOVE), 5, 1)]}, 2)
-    assert _CompressLargeMessagesOnly.compress(small, 3) == small
-    assert len(_CompressLargeMessagesOnly.compress(large, 3)) < len(large)
-    for message in (small, large):
-        assert _CompressLargeMessagesOnly.decompress(_CompressLargeMessagesOnly.compress(message, 3)) == message
-
-
-def test_compressed_small_messages_from_older_members_still_decode() -> None:
-    message = pickle.dumps({"type": "next_node_idx", "next_node_idx": 7}, 2)
-    assert _CompressLargeMessagesOnly.decompress(zlib.compress(message, 3)) == message
 
 
 def test_a_helper_that_cannot_sync_reports_instead_of_hanging() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from contivd.agent.service import AgentStatistics
+from contivd.k8s import KubeStatusView
 from contivd.main import status_line
 from raftstore import StoreStatistics
 
@@ -42,3 +43,13 @@ def test_read_only_member_without_agent_and_no_leader() -> None:
 def test_agent_before_its_first_reconcile_with_the_switch_down() -> None:
     line = status_line(store(), agent(last_sync_unix=0.0, first_sync_done=False, switch_connected=False), 0)
     assert line.endswith("; no reconcile yet; switch disconnected")
+
+
+def test_the_watching_leader_says_how_the_kubernetes_watch_does() -> None:
+    healthy = KubeStatusView(watching=True, problems={}, services=4)
+    assert status_line(store(), None, 0, healthy).endswith("; 0 endpoints on this node; kubernetes: 4 services")
+    failing = KubeStatusView(watching=True, problems={"services": "the API server is unreachable: refused"}, services=4)
+    assert status_line(store(), None, 0, failing).endswith("; kubernetes: 4 services; kubernetes services: the API server is unreachable: refused")
+    assert "kubernetes" not in status_line(store(role="follower"), None, 0, KubeStatusView(watching=False, problems={}, services=0))
+    unusable = KubeStatusView(watching=False, problems={"kubeconfig": "kubeconfig /etc/k cannot be used"}, services=0)
+    assert status_line(store(role="follower"), None, 0, unusable).endswith("; kubernetes kubeconfig: kubeconfig /etc/k cannot be used")

@@ -185,6 +185,19 @@ function renderNetworks(store) {
   table(document.getElementById("networks"), ["network", "subnet", "gateway", "tag", "addresses", "endpoints", "groups (EPGs)"], rows);
 }
 
+function renderServices(store) {
+  const rows = store.services.map((s) =>
+    el("tr", {},
+      el("td", {}, badge(s.kind, s.kind === "kubernetes" ? "kube" : "group")),
+      el("td", {}, s.name),
+      el("td", {}, s.address),
+      el("td", {}, s.ports.join(", ")),
+      el("td", { class: "num" }, num(s.backends)),
+    ));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 5, class: "muted" }, "no services")));
+  table(document.getElementById("services"), ["kind", "service", "address", "ports", "backends"], rows);
+}
+
 function renderPolicy(store) {
   const target = document.getElementById("policy");
   if (!store.policy.length) {
@@ -280,6 +293,7 @@ function render(snap) {
   renderCluster(snap.cluster);
   renderNetworks(snap.store);
   renderPolicy(snap.store);
+  renderServices(snap.store);
   indexEndpoints(snap.store);
   renderEndpoints();
   if (!state.rendered) {

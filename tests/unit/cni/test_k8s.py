@@ -1,11 +1,8 @@
-"""Pod labels through the official kubernetes client, against the fake API server on loopback."""
+"""Pod labels through the official kubernetes client, against the test API server on loopback."""
 
 from __future__ import annotations
 
-import json
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,28 +10,17 @@ import pytest
 
 from cni.protocol import CniError
 from contivd.cni_server.k8s import pod_labels
-from tests.cni.fake_kube import kubeconfig
-from tests.support.waiting import free_ports
+from tests.support.k8s_apiserver import KubeApiServer, kubeconfig_text, pod
 
 pytest.importorskip("kubernetes")
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Path]:
-    """A fake API server on a free loopback port; yields a kubeconfig for it."""
-    (port,) = free_ports(1)
-    pods = tmp_path / "pods.json"
-    pods.write_text(json.dumps({"shop/web-0": {"labels": {"app": "web", "io.contiv.network": "front"}}}))
-    server = subprocess.Popen([sys.executable, "-m", "tests.cni.fake_kube", str(port), str(pods)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
-        config = tmp_path / "kubeconfig"
-        config.write_text(kubeconfig(port))
-        yield config
-    finally:
-        server.kill()
-        server.wait()
+    """The test API server on a free loopback port; yields a kubeconfig for it."""
+    with KubeApiServer().start() as server:
+        server.apply(pod("shop", "web-0", {"app": "web", "io.contiv.network": "front"}))
+        yield server.kubeconfig(tmp_path / "kubeconfig")
 
 
 def code_of(kubeconfig_path: Path, namespace: str, name: str) -> int:
@@ -57,7 +43,7 @@ def test_an_unreachable_api_server_means_try_again(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     config = tmp_path / "kubeconfig"
-    config.write_text(kubeconfig(port))
+    config.write_text(kubeconfig_text(f"http://127.0.0.1:{port}", "token"))
     assert code_of(config, "shop", "web-0") == 11
 
 

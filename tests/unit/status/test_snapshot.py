@@ -156,5 +156,6 @@ def test_address_usage_of_a_range_subnet_and_an_empty_store() -> None:
         "groups": [],
         "endpoints": {"columns": list(ENDPOINT_COLUMNS), "rows": []},
         "policy": [],
+        "services": [],
         "vlanUplinks": False,
     }

@@ -1,0 +1,3 @@
+"""What the snapshot route and its client share: the path (the body is raftstore's backup format)."""
+
+SNAPSHOT_PATH = "/contivd/snapshot"

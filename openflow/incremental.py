@@ -202,7 +202,7 @@ class FlowState:
             rebuilt.append((("rule", name), None if rule is None else build_rule(tables, rule, round_)))
         for name in changed_services:
             spec = services.by_id.get(name)
-            rebuilt.append((("service", name), None if spec is None else build_service(tables, spec, round_)))
+            rebuilt.append((("service", name), None if spec is None else build_service(tables, spec, round_, fabric.host_port)))
         plan = self._ledger.change(rebuilt)
         self._last = _Snapshot(fabric, ports, remotes, rules, services, members)
         self.last_update_full = False

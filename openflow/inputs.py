@@ -174,6 +174,9 @@ class ServiceSpec:
     vip: int
     ports: tuple[ServicePort, ...]
     affinity_timeout: int = 0
+    entry_network: NetworkRef | None = None
+    """Where the node's own packets to the VIP (a NodePort the node DNATed to the ClusterIP)
+    enter from the bridge's host port: the backends' network. None: they do not enter."""
 
     @property
     def live(self) -> bool:

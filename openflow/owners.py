@@ -9,7 +9,8 @@ alone (plus the round or the bridge's :class:`Fabric`), never from the whole Nod
 * a network with local ports on this bridge: tunnel/uplink classifier flows, gateway ARP,
   flood flows and the two flood groups, whose buckets list the network's local ports;
 * a policy rule: its one flow;
-* a service: VIP ARP reply, VIP flows and one select group per service port.
+* a service: VIP ARP reply, VIP flows, one select group per service port, and the host port's
+  classifier flow to the VIP when the node enters it (NodePort; the Fabric carries the host port).
 
 The :class:`Ledger` records each owner's build and decides which flow is installed for each
 match: rules with the same match resolve by :func:`openflow.flows.policy.rank` (deny, then
@@ -90,8 +91,9 @@ def build_rule(tables: Tables, rule: PolicyRuleSpec, round_: int) -> Built:
     return Built((policy.rule_flow(tables["policy"], rule, round_),))
 
 
-def build_service(tables: Tables, spec: ServiceSpec, round_: int) -> Built:
-    return Built(tuple(service.service_flows(tables, spec, round_)), tuple(service.service_groups(tables, spec)))
+def build_service(tables: Tables, spec: ServiceSpec, round_: int, host: HostPort | None = None) -> Built:
+    flows = (*service.service_flows(tables, spec, round_), *classifier.host_service_flows(tables, spec, host, round_))
+    return Built(flows, tuple(service.service_groups(tables, spec)))
 
 
 def unique_ids(kind: str, ids: Iterable[str]) -> None:
@@ -124,7 +126,7 @@ def all_owners(tables: Tables, inputs: NodeInputs) -> Iterator[tuple[Owner, Buil
     for rule in inputs.rules:
         yield (RULE, rule.rule_id), build_rule(tables, rule, inputs.round)
     for spec in inputs.services:
-        yield ("service", spec.service_id), build_service(tables, spec, inputs.round)
+        yield ("service", spec.service_id), build_service(tables, spec, inputs.round, fabric.host_port)
 
 
 def _describe(owner: Owner) -> str:

@@ -187,10 +187,10 @@ class BridgeDatapath:
         return HostPort(ofport, mac(port_mac, f"host port {name}"), int(address))
 
     async def _route_pods(self, inputs: NodeInputs) -> None:
-        """The node's routes to its pods through the host port, when they changed."""
+        """The node's routes to its pods (and entered VIPs) through the host port, when they changed."""
         if self._host_port is None:
             return
-        wanted = hostnet.routed_pods(inputs.ports())
+        wanted = hostnet.routed_pods(inputs.ports()) | hostnet.entered_vips(inputs.services)
         if wanted != self._routed:
             source = str(ipaddress.IPv4Address(self._host_port.address))
             try:

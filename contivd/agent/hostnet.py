@@ -6,7 +6,9 @@ node's private address as source, and a permanent neighbour entry with the pod's
 ARP crosses the port); the pod answers through its gateway and the switch hands packets for
 the node's private address to the port (openflow HostPort). Pods on networks without a
 gateway are reached through their own host-access veth instead (the CNI server's hostlink.py),
-so they get no route here. The private address itself sits once on `lo` (label
+so they get no route here. The ClusterIPs of Services with a NodePort whose backends are on
+the bridge are routed the same way (with the VIP's MAC): the node's NodePort DNAT sends them
+into the switch, which load-balances them. The private address itself sits once on `lo` (label
 `lo:contivpvt`): a pod's ARP for it is answered on any interface (Linux's arp_ignore=0), and
 no pod's veth has to carry it.
 
@@ -23,8 +25,8 @@ from collections.abc import Iterable, Mapping
 
 from pyroute2 import IPRoute, NetlinkError
 
-from openflow import LocalPort
-from openflow.inputs import Encap
+from openflow import LocalPort, ServiceSpec
+from openflow.inputs import Encap, vip_mac
 
 DEFAULT_PVT_SUBNET = "172.19.0.0/16"  # Contiv's default, used while the global object is absent
 NODE_ADDRESS_LABEL = "lo:contivpvt"
@@ -62,6 +64,12 @@ def routed_pods(ports: Iterable[LocalPort]) -> dict[str, str]:
     """Pod address → MAC of the local ports the node routes through the host port: those on
     networks with a gateway (the others have their own veth to the node)."""
     return {str(ipaddress.IPv4Address(p.ip)): _mac_text(p.mac) for p in ports if p.network.gateway}
+
+
+def entered_vips(services: Iterable[ServiceSpec]) -> dict[str, str]:
+    """VIP → VIP MAC of the services the node enters through the host port (NodePort: the
+    node DNATs to the ClusterIP and routes it here like a pod address, see contivd.agent.noderules)."""
+    return {str(ipaddress.IPv4Address(s.vip)): _mac_text(vip_mac(s.vip)) for s in services if s.entry_network is not None and s.live}
 
 
 # ---- blocking netlink ------------------------------------------------------------------------

@@ -14,8 +14,9 @@ therefore converts one endpoint, and the flow engine recognises every other inpu
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,6 +231,7 @@ class InputsBuilder:
             made = self._convert(key, (kube,), lambda: kube_service_spec(kube))  # noqa: B023
             (services.append(made) if isinstance(made, ServiceSpec) else problems.append(made))
         services = _one_service_per_vip(services, problems)
+        services = with_node_entry(services, node_port_service_ids(snapshot.k8s_services.values()), [*local, *remote])
         for gone in self._made.keys() - seen:
             del self._made[gone]
         problems += [f"{key}: {why}" for key, why in sorted(snapshot.problems.items())]
@@ -246,6 +248,28 @@ class InputsBuilder:
             host_port=host_port,
         )
         return Built(inputs, tuple(problems))
+
+
+def node_port_service_ids(services: Iterable[KubeServiceState]) -> set[str]:
+    """Service ids of the Kubernetes Services with a NodePort on some port."""
+    return {KUBE_SERVICE_PREFIX + s.key for s in services if any(p.node_port for p in s.ports)}
+
+
+def with_node_entry(services: list[ServiceSpec], entered: set[str], endpoints: Sequence[LocalPort | RemoteEndpoint]) -> list[ServiceSpec]:
+    """The services in `entered` get the network of their first backend this bridge knows as the
+    network the node's NodePort traffic enters (openflow.ServiceSpec.entry_network); a service
+    none of whose backends is on this bridge's networks is not entered here."""
+    if not entered:
+        return services
+    networks = {ep.ip: ep.network for ep in endpoints}
+    out = []
+    for spec in services:
+        if spec.service_id in entered:
+            network = next((networks[b.ip] for port in spec.ports for b in port.backends if b.ip in networks), None)
+            if network is not None:
+                spec = dataclasses.replace(spec, entry_network=network)
+        out.append(spec)
+    return out
 
 
 def _one_service_per_vip(services: list[ServiceSpec], problems: list[str]) -> list[ServiceSpec]:

@@ -1,4 +1,4 @@
-"""contivd's iptables chains on the node: no forwarding between pods through the node, masquerading of pods' private traffic.
+"""contivd's iptables chains on the node: no forwarding between pods through the node, masquerading of pods' private traffic, NodePorts.
 
 A pod on a network without a gateway has its default route through the node (host access), and
 the node routes every local pod through either that pod's `ch…` veth or a bridge's host port
@@ -7,6 +7,12 @@ skipped). A node with `ip_forward=1` (every Kubernetes node) would therefore car
 → other pod and bypass Contiv's policy. The filter chain forbids that: nothing new is forwarded
 into a `ch…` or `cvhost-…` interface, except connections the node DNATed itself (NodePort).
 The node's own traffic (kubelet probes) takes OUTPUT, not FORWARD, and is not affected.
+
+A Service port with a NodePort is DNATed, for every local address of the node, to its
+ClusterIP:port (nat PREROUTING for other hosts, OUTPUT for the node's own processes); the node
+routes the ClusterIP into the bridge's host port (contivd.agent.hostnet), where the switch
+load-balances it like a pod's connection, and SNATs it to the node's private address, to which
+the switch sends the replies back.
 
 The chains are contivd's alone (`CONTIVD-*`): each is rewritten whole, atomically, with
 `iptables-restore --noflush` (declaring a chain flushes it in the same transaction, so there is
@@ -22,16 +28,21 @@ from __future__ import annotations
 
 import ipaddress
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from ..state import KubeServiceState
 
 FORWARD_CHAIN = "CONTIVD-FORWARD"
 POSTROUTING_CHAIN = "CONTIVD-POSTROUTING"
+PREROUTING_CHAIN = "CONTIVD-PREROUTING"
+OUTPUT_CHAIN = "CONTIVD-OUTPUT"
+NODE_PORTS_CHAIN = "CONTIVD-NODEPORTS"
 POD_LINKS = "ch+"  # the node ends of host-access veths (contivd.cni_server.hostaccess.HOST_PREFIX)
 HOST_PORTS = "cvhost-+"  # every bridge's host port
 JUMPS: dict[str, tuple[tuple[str, str], ...]] = {
     "filter": (("FORWARD", FORWARD_CHAIN),),
-    "nat": (("POSTROUTING", POSTROUTING_CHAIN),),
+    "nat": (("PREROUTING", PREROUTING_CHAIN), ("OUTPUT", OUTPUT_CHAIN), ("POSTROUTING", POSTROUTING_CHAIN)),
 }
 TIMEOUT_SECONDS = 30.0
 
@@ -47,8 +58,31 @@ class NodeRules:
     tables: Mapping[str, Mapping[str, tuple[str, ...]]]
 
 
-def node_rules(private_subnet: ipaddress.IPv4Network, node_private: ipaddress.IPv4Address) -> NodeRules:
-    """What contivd's chains hold for this node's private subnet and address."""
+@dataclass(frozen=True, order=True)
+class NodePort:
+    """One Service port the node serves on its own addresses."""
+
+    protocol: str  # "tcp" or "udp"
+    node_port: int
+    cluster_ip: str
+    port: int
+    name: str  # `<namespace>/<service>:<port name>`, the rule's comment
+
+
+def node_ports(services: Iterable[KubeServiceState], entered: set[str]) -> list[NodePort]:
+    """The NodePorts of the Services in `entered` (keys `<namespace>/<name>` the node's bridges
+    route into: contivd.agent.hostnet.entered_vips), for ports with ready backends."""
+    return sorted(
+        NodePort(port.protocol.lower(), port.node_port, service.cluster_ip, port.port, f"{service.key}:{port.name}")
+        for service in services
+        if service.key in entered
+        for port in service.ports
+        if port.node_port and port.backends and port.protocol.upper() in ("TCP", "UDP")
+    )
+
+
+def node_rules(private_subnet: ipaddress.IPv4Network, node_private: ipaddress.IPv4Address, ports: Sequence[NodePort] = ()) -> NodeRules:
+    """What contivd's chains hold for this node's private subnet and address and its NodePorts."""
     forward = (
         # replies of connections the node accepted (a pod's to the outside, masqueraded)
         f"-o {POD_LINKS} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
@@ -65,7 +99,17 @@ def node_rules(private_subnet: ipaddress.IPv4Network, node_private: ipaddress.IP
         f"-o {HOST_PORTS} -j RETURN",
         f"-s {private_subnet} -j MASQUERADE",  # Contiv's: private traffic leaving the node
     )
-    return NodeRules({"filter": {FORWARD_CHAIN: forward}, "nat": {POSTROUTING_CHAIN: postrouting}})
+    to_node_ports = f"-m addrtype --dst-type LOCAL -j {NODE_PORTS_CHAIN}"
+    nat = {
+        PREROUTING_CHAIN: (to_node_ports,),
+        OUTPUT_CHAIN: (f"! -d 127.0.0.0/8 {to_node_ports}",),  # from 127/8 the DNATed packet could not leave lo
+        NODE_PORTS_CHAIN: tuple(
+            f'-p {p.protocol} -m comment --comment "{p.name}" -m {p.protocol} --dport {p.node_port} -j DNAT --to-destination {p.cluster_ip}:{p.port}'
+            for p in ports
+        ),
+        POSTROUTING_CHAIN: postrouting,
+    }
+    return NodeRules({"filter": {FORWARD_CHAIN: forward}, "nat": nat})
 
 
 def owned_lines(saved: str) -> tuple[dict[str, tuple[str, ...]], set[tuple[str, str]]]:

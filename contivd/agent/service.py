@@ -29,6 +29,7 @@ from ..ovs import ManagedOvs, OvsError, kernel_datapath_available, open_ovsdb, s
 from ..state import StateCache, StateSnapshot
 from . import hostnet, noderules
 from .datapath import BridgeDatapath, bridge_spec
+from .inputs import KUBE_SERVICE_PREFIX
 
 log = logging.getLogger("contivd.agent")
 
@@ -296,7 +297,15 @@ class Agent:
         except hostnet.HostAccessError as exc:
             self._node_rules_problem = f"node iptables rules: {exc}"
             return
-        rules = noderules.node_rules(subnet, hostnet.node_address(subnet))
+        entered = {
+            spec.service_id.removeprefix(KUBE_SERVICE_PREFIX)
+            for datapath in self.datapaths.values()
+            if datapath.last_inputs is not None
+            for spec in datapath.last_inputs.services
+            if spec.entry_network is not None
+        }
+        ports = noderules.node_ports(snapshot.k8s_services.values(), entered)
+        rules = noderules.node_rules(subnet, hostnet.node_address(subnet), ports)
         if rules == self._node_rules and trio.current_time() < self._node_rules_checked + NODE_RULES_CHECK_SECONDS:
             return
         self._node_rules_checked = trio.current_time()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from openflow.fields import Category, cookie, meta
 from openflow.flow import ETH_IPV4, Flow, PopVlan
-from openflow.inputs import Fabric, HostPort, LocalPort, NetworkRef, NodeInputs
+from openflow.inputs import Fabric, HostPort, LocalPort, NetworkRef, NodeInputs, ServiceSpec
 from openflow.pipeline import Tables
 
 PORT_PRIORITY = 100
@@ -27,21 +27,33 @@ def port_flows(tables: Tables, port: LocalPort, round_: int) -> list[Flow]:
     ]
 
 
+def _from_host(tables: Tables, host: HostPort, dst: int, owner: str, round_: int, network: NetworkRef, remote: int) -> Flow:
+    return tables["classifier"].flow(
+        PORT_PRIORITY,
+        {"in_port": host.ofport, "eth_type": ETH_IPV4, "ipv4_dst": dst},
+        cookie=cookie(Category.CLASSIFIER, owner, round_),
+        write_metadata=meta(NETWORK=network.tag, SRC_EPG=0, REMOTE=remote),
+        goto="conntrack",
+    )
+
+
 def host_flows(tables: Tables, port: LocalPort, host: HostPort | None, round_: int) -> list[Flow]:
     """From the node (its host port) to ``port``'s pod: into the pod's network, marked REMOTE so
     policy is skipped as for traffic from other nodes (the node is trusted: kubelet probes pass
     whatever the pod's policy), through conntrack like everything else."""
     if host is None:
         return []
-    return [
-        tables["classifier"].flow(
-            PORT_PRIORITY,
-            {"in_port": host.ofport, "eth_type": ETH_IPV4, "ipv4_dst": port.ip},
-            cookie=cookie(Category.CLASSIFIER, port.endpoint_id, round_),
-            write_metadata=meta(NETWORK=port.network.tag, SRC_EPG=0, REMOTE=1),
-            goto="conntrack",
-        )
-    ]
+    return [_from_host(tables, host, port.ip, port.endpoint_id, round_, port.network, remote=1)]
+
+
+def host_service_flows(tables: Tables, service: ServiceSpec, host: HostPort | None, round_: int) -> list[Flow]:
+    """From the node (its host port) to a Service's VIP (NodePort): into the backends' network
+    as a local packet without a source group, so the VIP flows load-balance it (REMOTE packets
+    skip them) and the backends' policy sees source group 0. Replies come back to the node's
+    private address, which the node SNATs such connections to."""
+    if host is None or service.entry_network is None or not service.live:
+        return []
+    return [_from_host(tables, host, service.vip, service.service_id, round_, service.entry_network, remote=0)]
 
 
 def network_flows(tables: Tables, net: NetworkRef, fabric: Fabric) -> list[Flow]:
@@ -65,4 +77,5 @@ def network_flows(tables: Tables, net: NetworkRef, fabric: Fabric) -> list[Flow]
 
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
     ports = [f for p in inputs.ports() for f in (*port_flows(tables, p, inputs.round), *host_flows(tables, p, inputs.host_port, inputs.round))]
-    return sorted(ports + [f for net in inputs.networks() for f in network_flows(tables, net, inputs.fabric)])
+    services = [f for s in inputs.services for f in host_service_flows(tables, s, inputs.host_port, inputs.round)]
+    return sorted(ports + services + [f for net in inputs.networks() for f in network_flows(tables, net, inputs.fabric)])

@@ -4,6 +4,7 @@ conversions must agree."""
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,18 @@ async def test_kubernetes_services_become_services_and_bad_ones_are_skipped_by_n
     assert "kubernetes service shop/sctp: port http protocol 'SCTP' is not TCP/UDP" in built.problems
     assert f"service k8s:shop/clash: VIP {contiv_vip} is already service api:default's" in built.problems
     desired(built.inputs)  # the rest compiles: nothing collides
+
+
+async def test_a_node_port_service_enters_the_network_of_its_backends(state: dict[str, Any]) -> None:
+    plain = node_inputs(node="node-a", encap="vxlan", states=state, ports={"pods.default-a1": 5}, tunnels={"198.19.0.2": 9})
+    b1 = next(r for r in plain.inputs.remote_endpoints if r.endpoint_id == "pods.default-b1")
+    known, unknown = str(ipaddress.IPv4Address(b1.ip)), "198.18.250.1"
+
+    def record(name: str, vip: str, node_port: int, backend: str) -> tuple[str, dict[str, Any]]:
+        port = KubeServicePort("http", "TCP", 80, node_port, (KubeBackend(backend, 8080),))
+        return keys.k8s_service("shop", name), KubeServiceState("shop", name, vip, (port,), 0, "1").to_json()
+
+    kube = dict((record("np", "10.96.0.20", 30080, known), record("plain", "10.96.0.21", 0, known), record("away", "10.96.0.22", 30081, unknown)))
+    built = node_inputs(node="node-a", encap="vxlan", states={**state, **kube}, ports={"pods.default-a1": 5}, tunnels={"198.19.0.2": 9})
+    entries = {s.service_id: s.entry_network for s in built.inputs.services if s.service_id.startswith("k8s:")}
+    assert entries == {"k8s:shop/np": b1.network, "k8s:shop/plain": None, "k8s:shop/away": None}

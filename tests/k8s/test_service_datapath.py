@@ -46,7 +46,13 @@ class KubeApi:
         self.node, self.port = node, port
 
     def apply(self, obj: dict[str, Any]) -> None:
-        sh("ip", "netns", "exec", self.node.ns, sys.executable, "-c", POST, f"http://{self.node.host}:{self.port}/_test/apply", json.dumps(obj))
+        self._post("apply", obj)
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        self._post("delete", {"kind": kind, "namespace": namespace, "name": name})
+
+    def _post(self, action: str, body: dict[str, Any]) -> None:
+        sh("ip", "netns", "exec", self.node.ns, sys.executable, "-c", POST, f"http://{self.node.host}:{self.port}/_test/{action}", json.dumps(body))
 
 
 def service(affinity: bool = False) -> dict[str, Any]:

@@ -42,3 +42,15 @@ def test_pods_reach_the_nodes_private_address_through_their_gateway() -> None:
     ]
     assert not [t for t in texts(forward.flows(TABLES, dataclasses.replace(base, host_port=HOST))) if "output:9" in t], "no gateway, no flow"
     assert desired(inputs).flows, "the whole bridge builds with the host port (no two owners claim one match)"
+
+
+def test_the_node_enters_a_node_port_service_into_its_backends_network_unmarked() -> None:
+    base = node_a()
+    network = base.ports()[0].network
+    entered = dataclasses.replace(base.services[0], entry_network=network)
+    vip = ipaddress.IPv4Address(entered.vip)
+    inputs = dataclasses.replace(base, services=(entered,), host_port=HOST)
+    to_vip = [t for t in texts(classifier.flows(TABLES, inputs)) if f"nw_dst={vip}" in t]
+    assert to_vip == [f"priority=100,ip,in_port=9,nw_dst={vip} actions=write_metadata:0x6400000000/0x1ffffffffff0000,goto_table:3"]
+    assert len(desired(inputs).flows) == len(desired(dataclasses.replace(inputs, services=base.services)).flows) + 1
+    assert not [t for t in texts(classifier.flows(TABLES, dataclasses.replace(inputs, host_port=None))) if f"nw_dst={vip}" in t]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 
 from contivd.agent import noderules
+from contivd.state import KubeBackend, KubeServicePort, KubeServiceState
 
 SUBNET = ipaddress.IPv4Network("198.18.0.0/16")
 RULES = noderules.node_rules(SUBNET, ipaddress.IPv4Address("198.18.255.254"))
@@ -43,3 +44,31 @@ def test_private_traffic_is_masqueraded_only_when_it_leaves_the_pods_and_bridges
     masquerade = body.index(f"-s {SUBNET} -j MASQUERADE")
     assert body.index(f"-o {noderules.POD_LINKS} -j RETURN") < masquerade
     assert body.index(f"-o {noderules.HOST_PORTS} -j RETURN") < masquerade
+
+
+def kube(name: str, *ports: KubeServicePort) -> KubeServiceState:
+    return KubeServiceState("shop", name, "198.19.96.10", ports, 0, "1")
+
+
+def test_node_ports_of_entered_services_with_ready_backends_become_dnat_rules() -> None:
+    ready = (KubeBackend("198.19.10.1", 8080),)
+    services = [
+        kube(
+            "web",
+            KubeServicePort("http", "TCP", 80, 30080, ready),
+            KubeServicePort("dns", "UDP", 53, 30053, ready),
+            KubeServicePort("x", "TCP", 81, 0, ready),
+        ),
+        kube("idle", KubeServicePort("http", "TCP", 80, 30081, ())),
+        kube("elsewhere", KubeServicePort("http", "TCP", 80, 30082, ready)),
+    ]
+    ports = noderules.node_ports(services, {"shop/web", "shop/idle"})
+    assert [(p.protocol, p.node_port, p.port) for p in ports] == [("tcp", 30080, 80), ("udp", 30053, 53)], (
+        "idle has no backend, elsewhere is not entered"
+    )
+    rules = noderules.node_rules(SUBNET, ipaddress.IPv4Address("198.18.255.254"), ports).tables["nat"]
+    assert rules[noderules.NODE_PORTS_CHAIN] == (
+        '-p tcp -m comment --comment "shop/web:http" -m tcp --dport 30080 -j DNAT --to-destination 198.19.96.10:80',
+        '-p udp -m comment --comment "shop/web:dns" -m udp --dport 30053 -j DNAT --to-destination 198.19.96.10:53',
+    )
+    assert rules[noderules.OUTPUT_CHAIN] == ("! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j CONTIVD-NODEPORTS",)

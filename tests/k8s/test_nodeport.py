@@ -1,0 +1,110 @@
+"""NodePort end to end: a Kubernetes Service with a nodePort, from the test API server through
+the leader's watch to node 1's iptables chains and bridge. nodeIP:nodePort reaches the backends
+from the node itself and from an outside namespace that routes to the node; a changed nodePort
+moves, a deleted Service leaves no rule and no route behind.
+
+As in test_service_datapath, the API server runs in node 1's namespace; the backends are pods of
+node 1 on a network with a gateway (docs/kubernetes.md "NodePort" says why).
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tests.k8s import test_service_datapath
+from tests.k8s.test_service_datapath import KubeApi, create_endpoint, endpoint_slice
+from tests.nodes import Node, attach_pod, cluster_of_nodes, sh, wait_until
+from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
+from tests.support.service_pods import fetch, processes
+from tests.support.waiting import free_ports
+
+pytestmark = test_service_datapath.pytestmark  # the same markers and conditions (root, Open vSwitch)
+
+NODE_PORT, MOVED_PORT = 30080, 30090
+PVT_SUBNET = "198.18.0.0/16"  # a /16, as Contiv wants; the rest of the test lives in 198.19
+SUBNET, GATEWAY = "198.19.10.0/24", "198.19.10.254"
+SERVICE_CIDR, CLUSTER_IP = "198.19.96.0/24", "198.19.96.10"
+OUTSIDE_NODE, OUTSIDE_CLIENT = "198.19.251.1", "198.19.251.2"
+
+
+def node_port_service(node_port: int) -> dict[str, Any]:
+    """shop/web (the Service of test_service_datapath's slices) with its TCP port on `node_port`."""
+    ports = [
+        {"name": "http", "protocol": "TCP", "port": 80, "targetPort": "http", "nodePort": node_port},
+        {"name": "dns", "protocol": "UDP", "port": 53, "targetPort": "dns"},
+    ]
+    spec = {"type": "NodePort", "clusterIP": CLUSTER_IP, "ports": ports}
+    return {"kind": "Service", "apiVersion": "v1", "metadata": {"namespace": "shop", "name": "web"}, "spec": spec}
+
+
+def in_node(node: Node, *command: str) -> str:
+    return sh("ip", "netns", "exec", node.ns, *command).stdout
+
+
+def node_ports_chain(node: Node) -> list[str]:
+    return [line for line in in_node(node, "iptables", "-t", "nat", "-S", "CONTIVD-NODEPORTS").splitlines() if line.startswith("-A")]
+
+
+def answers(namespace: str, address: str, port: int) -> set[str]:
+    return set(fetch(namespace, address, port, 10)) - {"-"}
+
+
+def test_node_port_reaches_the_backends_from_the_node_and_from_outside(tmp_path: Path) -> None:
+    (api_port,) = free_ports(1)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kubeconfig_text(f"http://198.19.0.1:{api_port}", TOKEN))
+    options = ("--kubeconfig", str(kubeconfig), "--service-cidr", SERVICE_CIDR)
+    outside = f"cdt-{uuid.uuid4().hex[:6]}-o"
+    with cluster_of_nodes(tmp_path, 2, *options) as nodes, processes() as running:
+        node = nodes[0]
+        try:
+            running.start(node.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port), "--host", node.host)
+            kube = KubeApi(node, api_port)
+            status, glob = node.api_call("GET", "/api/v1/globals/global/")
+            assert status == 200, glob
+            body = {k: v for k, v in glob.items() if k not in ("key", "link-sets", "links")} | {"pvtSubnet": PVT_SUBNET}
+            status, answer = node.api_call("POST", "/api/v1/globals/global/", body)
+            assert status == 200, answer
+            network = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": SUBNET, "gateway": GATEWAY}
+            status, answer = node.api_call("POST", "/api/v1/networks/default:pods/", network)
+            assert status == 200, answer
+            for index, (name, port) in enumerate((("near", 8080), ("other", 8081))):
+                endpoint = create_endpoint(node, name)
+                attach_pod(node, index, endpoint)
+                sh("ip", "netns", "exec", node.pods[index], "ip", "route", "add", "default", "via", GATEWAY)
+                running.serve(node.pods[index], name, port, 5353)
+                kube.apply(endpoint_slice(name, endpoint["ipAddress"], port))
+            kube.apply(node_port_service(NODE_PORT))
+
+            # an outside host: its own namespace, routed to the node; the node forwards (as a Kubernetes node does)
+            sh("ip", "netns", "add", outside)
+            sh("ip", "-n", node.ns, "link", "add", "cvout", "type", "veth", "peer", "name", "eth0", "netns", outside)
+            sh("ip", "-n", node.ns, "addr", "add", f"{OUTSIDE_NODE}/24", "dev", "cvout")
+            sh("ip", "-n", node.ns, "link", "set", "cvout", "up")
+            sh("ip", "-n", outside, "addr", "add", f"{OUTSIDE_CLIENT}/24", "dev", "eth0")
+            sh("ip", "-n", outside, "link", "set", "eth0", "up")
+            sh("ip", "-n", outside, "route", "add", "default", "via", OUTSIDE_NODE)
+            in_node(node, "sysctl", "-w", "net.ipv4.ip_forward=1")
+
+            both = {"near", "other"}
+            wait_until(lambda: answers(node.ns, node.host, NODE_PORT) == both, 90, "nodeIP:nodePort from the node to reach both backends", node)
+            assert answers(node.ns, OUTSIDE_NODE, NODE_PORT) == both, "every address of the node serves the NodePort"
+            wait_until(lambda: answers(outside, node.host, NODE_PORT) == both, 30, "nodeIP:nodePort from outside to reach both backends", node)
+            rule = f'-A CONTIVD-NODEPORTS -p tcp -m comment --comment "shop/web:http" -m tcp --dport {NODE_PORT} -j DNAT --to-destination {CLUSTER_IP}:80'
+            assert node_ports_chain(node) == [rule]
+            assert f"{CLUSTER_IP} dev cvhost-vxlan" in in_node(node, "ip", "route", "show")
+
+            kube.apply(node_port_service(MOVED_PORT))
+            wait_until(lambda: answers(outside, node.host, MOVED_PORT) == both, 30, "the moved nodePort to serve", node)
+            assert answers(outside, node.host, NODE_PORT) == set(), "the old nodePort still serves"
+            assert len(node_ports_chain(node)) == 1
+
+            kube.delete("Service", "shop", "web")
+            wait_until(lambda: node_ports_chain(node) == [], 30, "the deleted Service's NodePort rule to go", node)
+            wait_until(lambda: CLUSTER_IP not in in_node(node, "ip", "route", "show"), 30, "the ClusterIP's route to go", node)
+            assert answers(node.ns, node.host, MOVED_PORT) == set()
+        finally:
+            sh("ip", "netns", "del", outside, check=False)

@@ -195,6 +195,11 @@ class HostPort:
     ofport: int
     mac: int
     address: int
+    nodeport_source: int = 0
+    """The address the node SNATs its NodePort connections to, unique per node so that a
+    backend on another node answers through the tunnel to this node: the node's VTEP (vxlan
+    bridges; every bridge sends a gateway network's packets for a peer's VTEP to that peer).
+    0: none (vlan bridges: the shared private address, so only local backends answer)."""
 
 
 @dataclass(frozen=True)

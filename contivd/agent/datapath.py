@@ -92,6 +92,11 @@ class BridgeDatapath:
         return DATAPATH_IDS[self.encap]
 
     @property
+    def host_port(self) -> HostPort | None:
+        """The bridge's host port as the last full sync found it (None: none usable)."""
+        return self._host_port
+
+    @property
     def connected(self) -> bool:
         return self.pusher.connection is not None and not self.pusher.connection.closed
 
@@ -184,7 +189,9 @@ class BridgeDatapath:
             self._host_problem = f"host port {name}: OVS has not created its interface yet"
             return None
         self._host_problem = ""
-        return HostPort(ofport, mac(port_mac, f"host port {name}"), int(address))
+        own = snapshot.nodes.get(self.node)
+        source = int(ipaddress.IPv4Address(own.vtep_ip)) if self.encap == "vxlan" and own is not None and own.vtep_ip else 0
+        return HostPort(ofport, mac(port_mac, f"host port {name}"), int(address), source)
 
     async def _route_pods(self, inputs: NodeInputs) -> None:
         """The node's routes to its pods (and entered VIPs) through the host port, when they changed."""

@@ -11,8 +11,9 @@ The node's own traffic (kubelet probes) takes OUTPUT, not FORWARD, and is not af
 A Service port with a NodePort is DNATed, for every local address of the node, to its
 ClusterIP:port (nat PREROUTING for other hosts, OUTPUT for the node's own processes); the node
 routes the ClusterIP into the bridge's host port (contivd.agent.hostnet), where the switch
-load-balances it like a pod's connection, and SNATs it to the node's private address, to which
-the switch sends the replies back.
+load-balances it like a pod's connection, and SNATs it to the host port's NodePort source (the
+node's VTEP on the VXLAN bridge, the private address otherwise), which the switches send the
+replies back to this node for.
 
 The chains are contivd's alone (`CONTIVD-*`): each is rewritten whole, atomically, with
 `iptables-restore --noflush` (declaring a chain flushes it in the same transaction, so there is
@@ -81,8 +82,15 @@ def node_ports(services: Iterable[KubeServiceState], entered: set[str]) -> list[
     )
 
 
-def node_rules(private_subnet: ipaddress.IPv4Network, node_private: ipaddress.IPv4Address, ports: Sequence[NodePort] = ()) -> NodeRules:
-    """What contivd's chains hold for this node's private subnet and address and its NodePorts."""
+def node_rules(
+    private_subnet: ipaddress.IPv4Network,
+    node_private: ipaddress.IPv4Address,
+    ports: Sequence[NodePort] = (),
+    sources: Mapping[str, str] | None = None,
+) -> NodeRules:
+    """What contivd's chains hold for this node's private subnet and address and its NodePorts;
+    `sources`: host port → the address its NodePort connections are SNATed to (its
+    openflow.HostPort.nodeport_source; the private address for the others)."""
     forward = (
         # replies of connections the node accepted (a pod's to the outside, masqueraded)
         f"-o {POD_LINKS} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
@@ -93,7 +101,8 @@ def node_rules(private_subnet: ipaddress.IPv4Network, node_private: ipaddress.IP
         f"-i {HOST_PORTS} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",  # NodePort replies
     )
     postrouting = (
-        # a DNATed connection into a bridge gets the node's private address, which the switch routes back to the node
+        # a DNATed connection into a bridge gets an address of the node that the switches route back to it
+        *(f"-o {port} -m conntrack --ctstate DNAT -j SNAT --to-source {source}" for port, source in sorted((sources or {}).items())),
         f"-o {HOST_PORTS} -m conntrack --ctstate DNAT -j SNAT --to-source {node_private}",
         f"-o {POD_LINKS} -j RETURN",
         f"-o {HOST_PORTS} -j RETURN",

@@ -14,6 +14,7 @@ stops the daemon.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import logging
 import time
 from dataclasses import dataclass, field
@@ -305,7 +306,12 @@ class Agent:
             if spec.entry_network is not None
         }
         ports = noderules.node_ports(snapshot.k8s_services.values(), entered)
-        rules = noderules.node_rules(subnet, hostnet.node_address(subnet), ports)
+        sources = {
+            hostnet.HOST_PORT_NAMES[encap]: str(ipaddress.IPv4Address(datapath.host_port.nodeport_source))
+            for encap, datapath in self.datapaths.items()
+            if datapath.host_port is not None and datapath.host_port.nodeport_source
+        }
+        rules = noderules.node_rules(subnet, hostnet.node_address(subnet), ports, sources)
         if rules == self._node_rules and trio.current_time() < self._node_rules_checked + NODE_RULES_CHECK_SECONDS:
             return
         self._node_rules_checked = trio.current_time()

@@ -49,8 +49,8 @@ def host_flows(tables: Tables, port: LocalPort, host: HostPort | None, round_: i
 def host_service_flows(tables: Tables, service: ServiceSpec, host: HostPort | None, round_: int) -> list[Flow]:
     """From the node (its host port) to a Service's VIP (NodePort): into the backends' network
     as a local packet without a source group, so the VIP flows load-balance it (REMOTE packets
-    skip them) and the backends' policy sees source group 0. Replies come back to the node's
-    private address, which the node SNATs such connections to."""
+    skip them) and the backends' policy sees source group 0. Replies come back to the address
+    the node SNATs such connections to (HostPort.nodeport_source or its private address)."""
     if host is None or service.entry_network is None or not service.live:
         return []
     return [_from_host(tables, host, service.vip, service.service_id, round_, service.entry_network, remote=0)]

@@ -80,21 +80,29 @@ def remote_flows(tables: Tables, remote: RemoteEndpoint, fabric: Fabric) -> list
     return [tables["forward"].flow(UNICAST_PRIORITY, match, cookie=cookie(Category.FORWARD, remote.endpoint_id, fabric.round), actions=actions)]
 
 
+def _routed_to(net: NetworkRef, address: int) -> dict[str, MatchValue]:
+    """Packets of ``net`` routed through its gateway to ``address``."""
+    return {"metadata": meta(NETWORK=net.tag), "eth_dst": vip_mac(net.gateway), "eth_type": ETH_IPV4, "ipv4_dst": address}
+
+
 def network_flows(tables: Tables, net: NetworkRef, round_: int, fabric: Fabric | None = None) -> list[Flow]:
     """Broadcast and multicast of ``net`` to its two flood groups (local-origin, remote-origin);
     with a host port and a gateway, packets routed through the gateway to the node's private
-    address go to the host port."""
+    address (or its NodePort source) go to the host port, and those to a peer's NodePort source
+    (its VTEP: replies of NodePort backends) through the tunnel to that peer."""
     key = cookie(Category.FLOOD, net.net_id, round_)
     out = []
     host = fabric.host_port if fabric is not None else None
-    if host is not None and net.gateway:
-        to_node: dict[str, MatchValue] = {
-            "metadata": meta(NETWORK=net.tag),
-            "eth_dst": vip_mac(net.gateway),
-            "eth_type": ETH_IPV4,
-            "ipv4_dst": host.address,
-        }
-        out.append(tables["forward"].flow(UNICAST_PRIORITY, to_node, cookie=key, actions=(SetField("eth_dst", host.mac), Output(host.ofport))))
+    if fabric is not None and host is not None and net.gateway:
+        to_host = (SetField("eth_dst", host.mac), Output(host.ofport))
+        for address in (host.address, host.nodeport_source) if host.nodeport_source else (host.address,):
+            out.append(tables["forward"].flow(UNICAST_PRIORITY, _routed_to(net, address), cookie=key, actions=to_host))
+        if host.nodeport_source:
+            for tunnel in fabric.tunnels:
+                to_peer = {**_routed_to(net, tunnel.remote_ip), "metadata": meta(NETWORK=net.tag, REMOTE=0)}
+                out.append(
+                    tables["forward"].flow(UNICAST_PRIORITY, to_peer, cookie=key, actions=(SetField("tun_id", net.vni), Output(tunnel.ofport)))
+                )
     for remote, gid in zip((0, 1), _flood_ids(net), strict=True):
         flood: dict[str, MatchValue] = {"metadata": meta(NETWORK=net.tag, REMOTE=remote), "eth_dst": MULTICAST}
         out.append(tables["forward"].flow(FLOOD_PRIORITY, flood, cookie=key, actions=(GroupAction(gid),)))

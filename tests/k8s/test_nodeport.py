@@ -1,10 +1,11 @@
 """NodePort end to end: a Kubernetes Service with a nodePort, from the test API server through
 the leader's watch to node 1's iptables chains and bridge. nodeIP:nodePort reaches the backends
-from the node itself and from an outside namespace that routes to the node; a changed nodePort
-moves, a deleted Service leaves no rule and no route behind.
+from the node itself and from an outside namespace that routes to the node, on node 1 and on
+node 2 (whose answers come back through the tunnel to node 1's VTEP, the NodePort source); a
+changed nodePort moves, a deleted Service leaves no rule and no route behind.
 
-As in test_service_datapath, the API server runs in node 1's namespace; the backends are pods of
-node 1 on a network with a gateway (docs/kubernetes.md "NodePort" says why).
+As in test_service_datapath, the API server runs in node 1's namespace; the backends are pods on
+a network with a gateway (docs/kubernetes.md "NodePort" says why).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def node_ports_chain(node: Node) -> list[str]:
 
 
 def answers(namespace: str, address: str, port: int) -> set[str]:
-    return set(fetch(namespace, address, port, 10)) - {"-"}
+    return set(fetch(namespace, address, port, 20)) - {"-"}
 
 
 def test_node_port_reaches_the_backends_from_the_node_and_from_outside(tmp_path: Path) -> None:
@@ -59,7 +60,7 @@ def test_node_port_reaches_the_backends_from_the_node_and_from_outside(tmp_path:
     options = ("--kubeconfig", str(kubeconfig), "--service-cidr", SERVICE_CIDR)
     outside = f"cdt-{uuid.uuid4().hex[:6]}-o"
     with cluster_of_nodes(tmp_path, 2, *options) as nodes, processes() as running:
-        node = nodes[0]
+        node, second = nodes
         try:
             running.start(node.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port), "--host", node.host)
             kube = KubeApi(node, api_port)
@@ -71,11 +72,11 @@ def test_node_port_reaches_the_backends_from_the_node_and_from_outside(tmp_path:
             network = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": SUBNET, "gateway": GATEWAY}
             status, answer = node.api_call("POST", "/api/v1/networks/default:pods/", network)
             assert status == 200, answer
-            for index, (name, port) in enumerate((("near", 8080), ("other", 8081))):
-                endpoint = create_endpoint(node, name)
-                attach_pod(node, index, endpoint)
-                sh("ip", "netns", "exec", node.pods[index], "ip", "route", "add", "default", "via", GATEWAY)
-                running.serve(node.pods[index], name, port, 5353)
+            for host, index, name, port in ((node, 0, "near", 8080), (node, 1, "other", 8081), (second, 0, "far", 8082)):
+                endpoint = create_endpoint(host, name)
+                attach_pod(host, index, endpoint)
+                sh("ip", "netns", "exec", host.pods[index], "ip", "route", "add", "default", "via", GATEWAY)
+                running.serve(host.pods[index], name, port, 5353)
                 kube.apply(endpoint_slice(name, endpoint["ipAddress"], port))
             kube.apply(node_port_service(NODE_PORT))
 
@@ -89,16 +90,16 @@ def test_node_port_reaches_the_backends_from_the_node_and_from_outside(tmp_path:
             sh("ip", "-n", outside, "route", "add", "default", "via", OUTSIDE_NODE)
             in_node(node, "sysctl", "-w", "net.ipv4.ip_forward=1")
 
-            both = {"near", "other"}
-            wait_until(lambda: answers(node.ns, node.host, NODE_PORT) == both, 90, "nodeIP:nodePort from the node to reach both backends", node)
-            assert answers(node.ns, OUTSIDE_NODE, NODE_PORT) == both, "every address of the node serves the NodePort"
-            wait_until(lambda: answers(outside, node.host, NODE_PORT) == both, 30, "nodeIP:nodePort from outside to reach both backends", node)
+            every = {"near", "other", "far"}
+            wait_until(lambda: answers(node.ns, node.host, NODE_PORT) == every, 90, "nodeIP:nodePort from the node to reach every backend", node)
+            assert answers(node.ns, OUTSIDE_NODE, NODE_PORT) == every, "every address of the node serves the NodePort"
+            wait_until(lambda: answers(outside, node.host, NODE_PORT) == every, 30, "nodeIP:nodePort from outside to reach every backend", node)
             rule = f'-A CONTIVD-NODEPORTS -p tcp -m comment --comment "shop/web:http" -m tcp --dport {NODE_PORT} -j DNAT --to-destination {CLUSTER_IP}:80'
             assert node_ports_chain(node) == [rule]
             assert f"{CLUSTER_IP} dev cvhost-vxlan" in in_node(node, "ip", "route", "show")
 
             kube.apply(node_port_service(MOVED_PORT))
-            wait_until(lambda: answers(outside, node.host, MOVED_PORT) == both, 30, "the moved nodePort to serve", node)
+            wait_until(lambda: answers(outside, node.host, MOVED_PORT) == every, 30, "the moved nodePort to serve", node)
             assert answers(outside, node.host, NODE_PORT) == set(), "the old nodePort still serves"
             assert len(node_ports_chain(node)) == 1
 

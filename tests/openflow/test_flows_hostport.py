@@ -54,3 +54,24 @@ def test_the_node_enters_a_node_port_service_into_its_backends_network_unmarked(
     assert to_vip == [f"priority=100,ip,in_port=9,nw_dst={vip} actions=write_metadata:0x6400000000/0x1ffffffffff0000,goto_table:3"]
     assert len(desired(inputs).flows) == len(desired(dataclasses.replace(inputs, services=base.services)).flows) + 1
     assert not [t for t in texts(classifier.flows(TABLES, dataclasses.replace(inputs, host_port=None))) if f"nw_dst={vip}" in t]
+
+
+def test_with_a_nodeport_source_replies_reach_this_node_and_those_for_peers_their_tunnel() -> None:
+    base = node_a()
+    gateway = int(ipaddress.IPv4Address("10.1.0.254"))
+    with_gateway = tuple(dataclasses.replace(p, network=dataclasses.replace(p.network, gateway=gateway)) for p in base.local_ports)
+    source = dataclasses.replace(HOST, nodeport_source=int(ipaddress.IPv4Address("198.18.100.1")))
+    inputs = dataclasses.replace(base, local_ports=with_gateway, host_port=source)
+    peers = {str(ipaddress.IPv4Address(t.remote_ip)): t.ofport for t in inputs.tunnels}
+    routed = [t for t in texts(forward.flows(TABLES, inputs)) if "dl_dst=02:02:0a:01:00:fe" in t]
+    assert sorted(routed) == sorted(
+        [
+            "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:0a:01:00:fe,nw_dst=198.18.255.254 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9",
+            "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:0a:01:00:fe,nw_dst=198.18.100.1 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9",
+            *(
+                f"table=8, priority=100,ip,metadata=0x6400000000/0x1ffffff00000000,dl_dst=02:02:0a:01:00:fe,nw_dst={peer} actions=set_field:0x64->tun_id,output:{ofport}"
+                for peer, ofport in peers.items()
+            ),
+        ]
+    ), routed
+    assert peers and desired(inputs).flows

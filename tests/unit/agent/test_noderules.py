@@ -72,3 +72,12 @@ def test_node_ports_of_entered_services_with_ready_backends_become_dnat_rules() 
         '-p udp -m comment --comment "shop/web:dns" -m udp --dport 30053 -j DNAT --to-destination 198.19.96.10:53',
     )
     assert rules[noderules.OUTPUT_CHAIN] == ("! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j CONTIVD-NODEPORTS",)
+
+
+def test_node_port_connections_take_the_source_of_their_host_port_before_the_private_address() -> None:
+    private = ipaddress.IPv4Address("198.18.255.254")
+    body = noderules.node_rules(SUBNET, private, (), {"cvhost-vxlan": "198.18.100.1"}).tables["nat"][noderules.POSTROUTING_CHAIN]
+    assert body[:2] == (
+        "-o cvhost-vxlan -m conntrack --ctstate DNAT -j SNAT --to-source 198.18.100.1",
+        f"-o cvhost-+ -m conntrack --ctstate DNAT -j SNAT --to-source {private}",
+    )

@@ -72,14 +72,21 @@ class NodePort:
 
 def node_ports(services: Iterable[KubeServiceState], entered: set[str]) -> list[NodePort]:
     """The NodePorts of the Services in `entered` (keys `<namespace>/<name>` the node's bridges
-    route into: contivd.agent.hostnet.entered_vips), for ports with ready backends."""
+    route into: contivd.agent.hostnet.entered_vips), for ports with ready backends. A record
+    iptables would refuse (a port out of range) is left out: one rule refused fails the whole
+    table's transaction."""
     return sorted(
-        NodePort(port.protocol.lower(), port.node_port, service.cluster_ip, port.port, f"{service.key}:{port.name}")
+        NodePort(port.protocol.lower(), port.node_port, service.cluster_ip, port.port, _comment(f"{service.key}:{port.name}"))
         for service in services
         if service.key in entered
         for port in service.ports
-        if port.node_port and port.backends and port.protocol.upper() in ("TCP", "UDP")
+        if 0 < port.node_port <= 0xFFFF and 0 < port.port <= 0xFFFF and port.backends and port.protocol.upper() in ("TCP", "UDP")
     )
+
+
+def _comment(text: str) -> str:
+    """Kubernetes names are DNS labels; anything else is replaced rather than quoted."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "./:_-") else "_" for c in text)[:200]
 
 
 def node_rules(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import uuid
@@ -304,10 +305,17 @@ def test_pod_without_gateway_reaches_the_outside_masqueraded(node: Node, pods: l
         try:
             assert fetch(node.ns, "198.19.250.2", 9090) == "198.19.250.1"
             assert fetch(pod.name, "198.19.250.2", 9090) == "198.19.250.1", "the pod's private address is masqueraded as the node's"
+            rules = {name: in_node(node, "iptables", *args, "-S").stdout for name, args in (("filter", ()), ("nat", ("-t", "nat")))}
+            assert f"-A CONTIVD-POSTROUTING -s {PVT_SUBNET} -j MASQUERADE" in rules["nat"], rules
+            # contivd stops (a restart, an upgrade): its chains stay as they were, so neither the
+            # pods' isolation nor their way out has a gap meanwhile
+            assert node.proc is not None
+            node.proc.send_signal(signal.SIGTERM)
+            assert node.proc.wait(timeout=30) == 0
+            assert {name: in_node(node, "iptables", *args, "-S").stdout for name, args in (("filter", ()), ("nat", ("-t", "nat")))} == rules
+            assert fetch(pod.name, "198.19.250.2", 9090) == "198.19.250.1"
         finally:
             server.kill()
             server.wait()
-        rules = in_node(node, "iptables", "-t", "nat", "-S", "CONTIVD-POSTROUTING").stdout
-        assert f"-A CONTIVD-POSTROUTING -s {PVT_SUBNET} -j MASQUERADE" in rules, rules
     finally:
         sh("ip", "netns", "del", outside, check=False)

@@ -81,3 +81,10 @@ def test_node_port_connections_take_the_source_of_their_host_port_before_the_pri
         "-o cvhost-vxlan -m conntrack --ctstate DNAT -j SNAT --to-source 198.18.100.1",
         f"-o cvhost-+ -m conntrack --ctstate DNAT -j SNAT --to-source {private}",
     )
+
+
+def test_a_record_iptables_would_refuse_is_left_out_and_comments_stay_plain() -> None:
+    ready = (KubeBackend("198.19.10.1", 8080),)
+    services = [kube("bad", KubeServicePort("http", "TCP", 80, 70000, ready)), kube("odd", KubeServicePort('a "b"', "TCP", 80, 30080, ready))]
+    ports = noderules.node_ports(services, {"shop/bad", "shop/odd"})
+    assert [(p.node_port, p.name) for p in ports] == [(30080, "shop/odd:a__b_")]

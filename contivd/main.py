@@ -25,10 +25,11 @@ from .agent.api import create_agent_app
 from .agent.service import Agent, AgentSettings, AgentStatistics
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .cni_server import CniServer, SocketInUseError
+from .cni_server.orphans import OrphanReaper
 from .config import Config, ConfigError
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
-from .metrics import StoreSummaries, observe_cni
+from .metrics import StoreSummaries, observe_cni, observe_orphan
 from .model import ModelError
 from .netmaster.control import LocalControlPlane
 from .netmaster.service import Netmaster
@@ -122,6 +123,10 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     await nursery.start(cni_server.run)
                 except SocketInUseError as exc:  # keep serving the pods this node has; the live socket's owner answers CNI
                     log.error("CNI server not started: %s", exc)
+                else:  # the socket's owner deletes this node's orphaned endpoints
+                    reaper = OrphanReaper(cni_server, config.orphan_grace, on_reclaimed=observe_orphan)
+                    await nursery.start(reaper.run)
+                    context.endpoint_datapath = reaper.view
             api = create_app(context)
             register_status_routes(api.quart, context, api.dispatcher)
             api_stopped = trio.Event()

@@ -54,6 +54,8 @@ class ApiContext:
     http: ForwardingClient
     contiv_error_compat: bool = False
     agent: Agent | None = None  # None when the node runs without a datapath (--datapath none)
+    # Local endpoint id → [datapath state, healthy] (the CNI server's orphan scan; the status page).
+    endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None
     # The store summary (endpoints per node, IPAM usage) the metrics and systemd's STATUS=
     # line both read: one cache, so a changed store is summarised once, not once per reader.
     summaries: StoreSummaries = field(init=False)

@@ -66,7 +66,8 @@ class StatusService:
 
     def local_report(self) -> dict[str, Any]:
         agent = self.ctx.agent.statistics() if self.ctx.agent is not None else None
-        return node_report(self.ctx.node_name, self.ctx.store.statistics(), agent, time.time())
+        datapath = self.ctx.endpoint_datapath() if self.ctx.endpoint_datapath is not None else None
+        return node_report(self.ctx.node_name, self.ctx.store.statistics(), agent, time.time(), datapath)
 
     async def _peer_report(self, name: str, api_url: str, out: dict[str, Any]) -> None:
         headers = {}

@@ -78,9 +78,9 @@ def test_networks_with_usage_tags_and_groups() -> None:
 
 def test_endpoint_rows_keep_user_strings_verbatim() -> None:
     model = store_model(entries())
-    assert model["endpoints"]["columns"] == ["name", "container", "ip", "mac", "node", "network", "group", "labels"]
+    assert model["endpoints"]["columns"] == ["name", "container", "ip", "mac", "node", "network", "group", "labels", "id"]
     rows = {row[0]: row for row in model["endpoints"]["rows"]}
-    assert rows["a"] == ["a", "c-a", "198.18.0.1", "02:02:c6:12:00:01", "node1", "pods", "", f"app={MARKUP}"]
+    assert rows["a"][:8] == ["a", "c-a", "198.18.0.1", "02:02:c6:12:00:01", "node1", "pods", "", f"app={MARKUP}"]
     assert rows["b"][2] == "198.18.0.100" and rows["b"][6] == "db"
     assert rows[MARKUP][5] == "storage", "escaping is the browser's job: the model carries the text as it is"
     assert json.loads(json.dumps(model)) == model

@@ -5,10 +5,13 @@ ADD runs while the node scans, keep theirs."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,8 +20,9 @@ from typing import Any
 import pytest
 
 from contivd.cni_server.resolve import Attachment
-from tests.cni.harness import Holdings, Pod, api_gets, create_network, holdings, netconf, run_plugin
+from tests.cni.harness import ROOT, Pod, api_gets, create_network, holdings, netconf, run_plugin
 from tests.nodes import Node, reaches, sh, wait_until
+from tests.support.contivd_nodes import CHROMIUM
 
 pytestmark = [
     pytest.mark.cni,
@@ -75,9 +79,34 @@ def datapath_of(node: Node) -> dict[str, Any]:
     return states
 
 
-def gone(node: Node, pod: Pod, held: Holdings) -> bool:
-    """The pod's endpoint, port and address are all gone (as `held`, taken before its ADD, shows)."""
-    return holdings(node, NETWORKS) == held
+# The status page in Debian's chromium, run inside the node's namespace (where its API listens):
+# prints {endpoint name: [datapath cell text, its class]} for the endpoint table's first page.
+PAGE_CELLS = """
+import json, sys
+from playwright.sync_api import sync_playwright
+from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS
+CELLS = "[...document.querySelectorAll('#endpoints tbody tr')].map((tr) => [tr.querySelector('td.name')?.textContent, " \\
+        "tr.querySelector('td.datapath')?.textContent, tr.querySelector('td.datapath')?.className])"
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+    page = browser.new_page()
+    page.goto(sys.argv[1])
+    page.wait_for_selector("body[data-ready=true]", timeout=15000)
+    page.wait_for_function(f"{CELLS}.some(([name, text]) => name === {json.dumps(sys.argv[2])} && text === {json.dumps(sys.argv[3])})", timeout=15000)
+    print(json.dumps({name: [text, kind] for name, text, kind in page.evaluate(CELLS)}))
+    browser.close()
+"""
+
+
+def page_datapath_cells(node: Node, name: str, text: str) -> dict[str, list[str]]:
+    """The datapath cells once the row `name` shows `text` (the page updates live)."""
+    done = subprocess.run(
+        ["ip", "netns", "exec", node.ns, sys.executable, "-c", PAGE_CELLS, f"http://{node.host}:{node.api}/", name, text],
+        capture_output=True, text=True, timeout=90, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    cells: dict[str, list[str]] = json.loads(done.stdout)
+    return cells
 
 
 def test_a_vanished_pod_is_reclaimed_and_live_or_moved_or_adding_pods_are_kept(node: Node, pods: list[Pod]) -> None:
@@ -87,6 +116,9 @@ def test_a_vanished_pod_is_reclaimed_and_live_or_moved_or_adding_pods_are_kept(n
         assert pod.add(node, network="pods").status == 0
     with_three = holdings(node, NETWORKS)
     wait_until(lambda: datapath_of(node).get(endpoint_id(kept)) == ["port, link up", True], 20, "the kept pod's datapath state", node)
+    (snapshot,) = api_gets(node, "/status/api/snapshot")  # the page model: rows carry the id the cluster part's datapath is keyed by
+    row = next(r for r in snapshot["store"]["endpoints"]["rows"] if r[0] == f"{kept.container}-eth0")
+    assert snapshot["cluster"]["datapath"][row[8]] == ["port, link up", True]
 
     # The moved pod's interface goes to another namespace that stays alive: its veth lives on.
     elsewhere = new_pod(pods)
@@ -119,6 +151,10 @@ def test_a_vanished_pod_is_reclaimed_and_live_or_moved_or_adding_pods_are_kept(n
     wait_until(lambda: holdings(node, NETWORKS).endpoints == held.endpoints, 30, "the second orphan to be reclaimed", node)
     assert reclaimed_count(node) == 2.0
     assert datapath_of(node)[endpoint_id(moved)] == ["port, link down", False], "the moved pod end is down in its new namespace"
+    if os.path.exists(CHROMIUM):  # what an operator sees: the status page's endpoint table
+        cells = page_datapath_cells(node, f"{moved.container}-eth0", "port, link down")
+        assert cells[f"{moved.container}-eth0"] == ["port, link down", "datapath bad"], cells
+        assert cells[f"{kept.container}-eth0"] == ["port, link up", "datapath ok"], cells
     for pod in adding:
         assert sh("ip", "-n", pod.name, "-o", "addr", "show", "eth0").stdout.count("198.18.30.") == 1, "pods keep their interfaces"
     address = outcomes[0].output["ips"][0]["address"].split("/")[0]

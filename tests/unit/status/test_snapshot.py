@@ -147,6 +147,25 @@ def test_cluster_members_leader_health_and_tunnels() -> None:
     ]
 
 
+def test_each_nodes_endpoint_datapath_states_are_merged_into_the_cluster_part() -> None:
+    nodes = [node("node1", 1, "198.18.0.1"), node("node2", 2, "198.18.0.2")]
+    reports = {
+        "node1": node_report("node1", stats(), agent(), 1.0, {"pods.default-a": ["port, link up", True]}),
+        "node2": node_report(
+            "node2", stats(role="follower"), agent(), 1.0, {"pods.default-b": ["no port, veth gone; orphan, deleted in 9 s", False]}
+        ),
+        "node3": None,
+    }
+    assert reports["node1"] is not None and reports["node1"]["datapath"] == {"pods.default-a": ["port, link up", True]}
+    assert node_report("n", stats(), None, 1.0)["datapath"] == {}, "a node without a CNI server reports none"
+    assert cluster_model(stats(), "node1", nodes, reports)["datapath"] == {
+        "pods.default-a": ["port, link up", True],
+        "pods.default-b": ["no port, veth gone; orphan, deleted in 9 s", False],
+    }
+    row = next(r for r in store_model(entries())["endpoints"]["rows"] if r[0] == "a")
+    assert row[ENDPOINT_COLUMNS.index("id")] == "pods.default-a", "rows carry the id the datapath states are keyed by"
+
+
 def test_address_usage_of_a_range_subnet_and_an_empty_store() -> None:
     ranged = network("r", "198.18.1.5-198.18.1.15/27", "198.18.1.15", 3)
     ipam.allocate_ipv4(ranged, None)

@@ -106,6 +106,16 @@ def _audit_interval(value: Any) -> float:
     return seconds
 
 
+def _orphan_grace(value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("must be a number of seconds") from None
+    if not 1 <= seconds <= 86400:
+        raise ValueError("must be between 1 second and one day (86400)")
+    return seconds
+
+
 def _log_level(value: Any) -> str:
     level = _text(value).upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
@@ -195,6 +205,12 @@ OPTIONS: tuple[Option, ...] = (
         "Unix socket of the CNI server (with --datapath ovs); relative = under --data-dir.",
     ),
     Option(
+        "orphan_grace",
+        _orphan_grace,
+        lambda: 30.0,
+        "Seconds a CNI endpoint of this node may lack its pod end (veth gone with its namespace) before it is deleted and its address freed.",
+    ),
+    Option(
         "kubeconfig",
         _readable_file,
         lambda: None,
@@ -232,6 +248,7 @@ class Config:
     contiv_error_compat: bool
     log_format: str
     cni_socket: Path
+    orphan_grace: float
     kubeconfig: Path | None
     service_cidr: ipaddress.IPv4Network
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
+from typing import Any
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -26,11 +27,12 @@ from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .backup.route import SnapshotContext, register_snapshot_route
 from .cni_server import CniServer, SocketInUseError
+from .cni_server.orphans import OrphanReaper
 from .config import Config, ConfigError
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
-from .metrics import StoreSummaries, observe_cni
+from .metrics import StoreSummaries, observe_cni, observe_orphan
 from .migrate import ImportContext, register_import_route
 from .model import ModelError
 from .netmaster.control import LocalControlPlane
@@ -130,6 +132,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             context = ApiContext(
                 store, cache, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent, kube
             )
+            endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None  # the orphan scan's view, with a CNI server
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
                 control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
                 cni_server = CniServer(
@@ -146,8 +149,12 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     await nursery.start(cni_server.run)
                 except SocketInUseError as exc:  # keep serving the pods this node has; the live socket's owner answers CNI
                     log.error("CNI server not started: %s", exc)
+                else:  # the socket's owner deletes this node's orphaned endpoints
+                    reaper = OrphanReaper(cni_server, config.orphan_grace, on_reclaimed=observe_orphan)
+                    await nursery.start(reaper.run)
+                    endpoint_datapath = reaper.view
             api = create_app(context)
-            register_status_routes(api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent))
+            register_status_routes(api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent, endpoint_datapath))
             register_import_route(api.quart, ImportContext(store, config.cluster_secret))
             register_snapshot_route(api.quart, SnapshotContext(store, config.cluster_secret))
             api_stopped = trio.Event()

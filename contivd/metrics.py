@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import Counter as EventCounter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
@@ -27,7 +28,7 @@ from raftstore import Store
 
 from .agent.service import Agent
 from .k8s import KubeHealth
-from .state import StateCache, StateSnapshot
+from .state import EndpointState, StateCache, StateSnapshot
 from .state.usage import address_usage, groups_by_network
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -40,6 +41,19 @@ CNI_SECONDS = Histogram(
     buckets=LATENCY_BUCKETS,
     registry=None,
 )
+
+
+ORPHANS_RECLAIMED = EventCounter(
+    "contivd_cni_orphans_reclaimed",
+    "Endpoints this node deleted because their pod end (veth, network namespace) was gone for the grace period, by tenant/network",
+    ["network"],
+    registry=None,
+)
+
+
+def observe_orphan(endpoint: EndpointState) -> None:
+    """Count one reclaimed orphaned endpoint (the CNI server's orphan reaper calls this)."""
+    ORPHANS_RECLAIMED.labels(network=f"{endpoint.tenant}/{endpoint.network}").inc()
 
 
 def observe_cni(op: str, seconds: float, ok: bool) -> None:
@@ -192,6 +206,7 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(CNI_SECONDS)
+        self.registry.register(ORPHANS_RECLAIMED)
         self.registry.register(StateCollector(store, agent, self.summaries, kube))
 
     def observe_request(self, route: str, method: str, status: int, started: float) -> None:

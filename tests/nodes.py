@@ -22,7 +22,8 @@ from typing import Any
 from tests.support.waiting import free_ports
 
 CALL = (
-    "import httpx,json,sys; h={'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {};"
+    # Accept: application/json: contivd's typed errors (4xx + JSON), not Contiv's 500 + text (Decision 1)
+    "import httpx,json,sys; h={'Accept': 'application/json'} | ({'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {});"
     " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10); print(json.dumps([r.status_code, r.text]))"
 )
 

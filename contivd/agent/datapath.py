@@ -121,6 +121,11 @@ class BridgeDatapath:
             self.ports.pop(endpoint_id, None)
         return names
 
+    async def endpoint_ports(self) -> dict[str, PortInfo]:
+        """The bridge's endpoint ports as OVSDB holds them, by endpoint id: also those whose
+        interface is gone (ofport -1), which the flows leave out."""
+        return {p.external_ids[ENDPOINT_ID]: p for p in await self.bridge.list_ports() if ENDPOINT_ID in p.external_ids}
+
     async def sync(self, snapshot: StateSnapshot, full: bool) -> SyncResult | None:
         """One reconcile; None when no switch is connected to push to. A full one re-reads the
         bridge's ports from OVSDB and sets up tunnels/uplinks first. Raises OvsError/OpenFlowError."""

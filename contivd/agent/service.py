@@ -26,7 +26,7 @@ from openflow import Controller, OpenFlowError, SwitchConnected
 from openflow.inputs import Encap
 from raftstore import StoreError
 
-from ..ovs import ManagedOvs, OvsError, kernel_datapath_available, open_ovsdb, system_db_socket
+from ..ovs import ManagedOvs, OvsError, PortInfo, kernel_datapath_available, open_ovsdb, system_db_socket
 from ..state import StateCache, StateSnapshot
 from . import hostnet, noderules
 from .datapath import BridgeDatapath, bridge_spec
@@ -133,6 +133,10 @@ class Agent:
             self._port_epoch += 1
             await self.wait_programmed(0)
         return names
+
+    async def endpoint_ports(self) -> dict[str, PortInfo]:
+        """Every endpoint port on this node's bridges, by endpoint id, read from OVSDB."""
+        return {endpoint: port for datapath in self.datapaths.values() for endpoint, port in (await datapath.endpoint_ports()).items()}
 
     def _datapath(self, encap: str, endpoint_id: str) -> BridgeDatapath:
         if not self.datapaths:

@@ -159,6 +159,13 @@ def host_interface_names() -> list[str]:
         return [str(link.get_attr("IFLA_IFNAME")) for link in ipr.get_links()]
 
 
+def host_link_states() -> dict[str, bool]:
+    """Every interface of this (the node's) namespace → whether it is up and has a carrier
+    (a veth whose pod end is down reports LOWERLAYERDOWN)."""
+    with IPRoute() as ipr:
+        return {str(link.get_attr("IFLA_IFNAME")): link.get_attr("IFLA_OPERSTATE") in ("UP", "UNKNOWN") for link in ipr.get_links()}
+
+
 def host_interface_exists(host_ifname: str) -> bool:
     with IPRoute() as ipr:
         return bool(ipr.link_lookup(ifname=host_ifname))

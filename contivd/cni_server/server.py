@@ -59,6 +59,7 @@ from .netlink import (
     check_pod_interface,
     configure_pod_end,
     create_veth,
+    host_interface_exists,
     host_interface_names,
     netns_exists,
     remove_host_interface,
@@ -210,6 +211,24 @@ class CniServer:
                     self.socket_path.unlink()
             except FileNotFoundError:
                 pass
+
+    @property
+    def adding(self) -> frozenset[Attachment]:
+        """The attachments whose ADD is under way."""
+        return frozenset(self._adding)
+
+    async def reclaim_orphan(self, attachment: Attachment) -> list[EndpointState]:
+        """DEL the attachment if its veth's host end is still gone (orphans.py found it missing
+        for a grace period), checked under the container's lock: never while an ADD or DEL of
+        the container runs. Returns the endpoints deleted (none if the pod end came back or
+        the endpoint is already gone)."""
+        async with self._container_lock(attachment.container_id):
+            if await trio.to_thread.run_sync(host_interface_exists, attachment.host_ifname):
+                return []
+            endpoints = find_endpoints((await self.cache.sync()).endpoints.values(), attachment, self.node_name)
+            if endpoints:
+                await self._delete(attachment)
+            return endpoints
 
     def statistics(self) -> CniStatistics:
         return CniStatistics(str(self.socket_path), self._requests, self._failures, self._in_flight, self._last_error)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, cast
@@ -68,6 +68,8 @@ class StatusContext:
     node_name: str
     secret: str | None
     agent: Agent | None = None  # None when the node runs without a datapath
+    # Local endpoint id → [datapath state, healthy], from the CNI server's orphan scan (None: no CNI server here).
+    endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None
 
 
 class StatusService:
@@ -82,7 +84,8 @@ class StatusService:
 
     def local_report(self) -> dict[str, Any]:
         agent = self.ctx.agent.statistics() if self.ctx.agent is not None else None
-        return node_report(self.ctx.node_name, self.ctx.store.statistics(), agent, time.time())
+        datapath = self.ctx.endpoint_datapath() if self.ctx.endpoint_datapath is not None else None
+        return node_report(self.ctx.node_name, self.ctx.store.statistics(), agent, time.time(), datapath)
 
     async def _peer_report(self, name: str, api_url: str, out: dict[str, Any]) -> None:
         headers = {}

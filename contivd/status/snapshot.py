@@ -24,7 +24,8 @@ from ..state.records import Labels
 from ..state.usage import address_usage, groups_by_network
 from .policy_matrix import GroupRef, policy_matrix
 
-ENDPOINT_COLUMNS = ("name", "container", "ip", "mac", "node", "network", "group", "labels")
+# "id": the endpoint's full id, which keys the cluster part's `datapath` (not shown as a column).
+ENDPOINT_COLUMNS = ("name", "container", "ip", "mac", "node", "network", "group", "labels", "id")
 HEALTH_ORDER = ("ok", "degraded", "unknown", "down")  # a tunnel is as healthy as its worse end
 T = TypeVar("T")
 
@@ -95,6 +96,7 @@ def store_model(snapshot: StateSnapshot) -> dict[str, Any]:
             _qualified(ep.tenant, ep.network),
             _qualified(ep.tenant, ep.service_name) if ep.service_name else "",
             _labels(ep.labels or ()),
+            ep.id,
         ]
         for ep in _by_id(snapshot.endpoints)
     ]
@@ -121,9 +123,18 @@ def store_model(snapshot: StateSnapshot) -> dict[str, Any]:
     }
 
 
-def node_report(name: str, store: StoreStatistics, agent: AgentStatistics | None, now: float) -> dict[str, Any]:
-    """What one node says about itself (served at /status/api/node, fetched by peers)."""
-    return {"name": name, "time": now, "store": asdict(store), "agent": None if agent is None else asdict(agent)}
+def node_report(
+    name: str, store: StoreStatistics, agent: AgentStatistics | None, now: float, datapath: Mapping[str, list[Any]] | None = None
+) -> dict[str, Any]:
+    """What one node says about itself (served at /status/api/node, fetched by peers).
+    `datapath`: its local endpoints' datapath states (endpoint id → [text, healthy])."""
+    return {
+        "name": name,
+        "time": now,
+        "store": asdict(store),
+        "agent": None if agent is None else asdict(agent),
+        "datapath": dict(datapath or {}),
+    }
 
 
 def node_health(report: Mapping[str, Any] | None, raft_connected: bool | None) -> tuple[str, list[str]]:
@@ -212,6 +223,7 @@ def cluster_model(
                     "agent": None,
                 }
             )
+    datapath = {endpoint: state for report in reports.values() if report for endpoint, state in (report.get("datapath") or {}).items()}
     healths: dict[str, str] = {m["name"]: m["health"] for m in members}
     meshed = sorted((m for m in members if m["vtepIp"]), key=lambda m: m["name"])
     tunnels = [
@@ -228,4 +240,5 @@ def cluster_model(
         "revision": local.revision,
         "members": members,
         "tunnels": tunnels,
+        "datapath": datapath,  # endpoint id → [state, healthy], from the reports of the endpoints' nodes
     }

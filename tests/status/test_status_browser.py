@@ -77,6 +77,7 @@ def test_page_renders_updates_live_and_shows_markup_as_text(node: ContivdProcess
         pod_row = page.locator("#endpoints tr", has_text="live-pod")
         assert pod_row.locator("td.labels").inner_text() == f"note={MARKUP}"
         assert pod_row.locator("td").nth(1).inner_text() == MARKUP
+        assert pod_row.locator("td.datapath").inner_text() == "–", "no node reports a datapath for it (this node runs none)"
         assert page.locator("img").count() == 0, "markup in user strings must stay text"
         assert page.evaluate("document.documentElement.dataset.alerted") is None
 

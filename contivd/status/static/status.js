@@ -223,8 +223,15 @@ function renderPolicy(store) {
 
 // ---- endpoints ------------------------------------------------------------------------------
 
+// The datapath column comes from the cluster part (each node reports its own endpoints), so the
+// filter's index is rebuilt when either part changes.
+function datapathOf(row) {
+  const datapath = (state.snapshot.cluster.datapath || {})[row[8]];
+  return datapath || ["–", null];
+}
+
 function indexEndpoints(store) {
-  state.haystack = store.endpoints.rows.map((row) => row.join("\u0001").toLowerCase());
+  state.haystack = store.endpoints.rows.map((row) => [...row, datapathOf(row)[0]].join("\u0001").toLowerCase());
   applyFilter();
 }
 
@@ -246,19 +253,21 @@ function renderEndpoints() {
   const start = state.page * PAGE_SIZE;
   const shown = state.matches.slice(start, start + PAGE_SIZE).map((i) => {
     const [name, container, ip, mac, node, network, group, labels] = rows[i];
+    const [datapath, healthy] = datapathOf(rows[i]);
     return el("tr", {},
       el("td", { class: "name" }, name),
       el("td", {}, container),
       el("td", { class: "mono" }, ip),
       el("td", { class: "mono" }, mac),
       el("td", {}, node),
+      el("td", { class: `datapath ${healthy === true ? "ok" : healthy === false ? "bad" : "muted"}` }, datapath),
       el("td", {}, network),
       el("td", {}, group),
       el("td", { class: "labels" }, labels),
     );
   });
-  if (!shown.length) shown.push(el("tr", {}, el("td", { colspan: 8, class: "muted" }, rows.length ? "no endpoint matches the filter" : "no endpoints yet")));
-  table(document.getElementById("endpoints"), ["name", "container", "IP", "MAC", "node", "network", "group", "labels"], shown);
+  if (!shown.length) shown.push(el("tr", {}, el("td", { colspan: 9, class: "muted" }, rows.length ? "no endpoint matches the filter" : "no endpoints yet")));
+  table(document.getElementById("endpoints"), ["name", "container", "IP", "MAC", "node", "datapath", "network", "group", "labels"], shown);
   const pages = Math.max(1, Math.ceil(state.matches.length / PAGE_SIZE));
   const pager = document.getElementById("ep-pager");
   const button = (label, page, disabled) => {
@@ -285,6 +294,10 @@ function renderCluster(cluster) {
   renderMembers(cluster);
   renderDiagram(cluster, state.snapshot.store.vlanUplinks);
   renderNodes(cluster);
+  if (state.rendered) {  // datapath states changed: the endpoint table and its filter index follow
+    indexEndpoints(state.snapshot.store);
+    renderEndpoints();
+  }
 }
 
 function render(snap) {

@@ -78,9 +78,9 @@ def test_networks_with_usage_tags_and_groups() -> None:
 
 def test_endpoint_rows_keep_user_strings_verbatim() -> None:
     model = store_model(entries())
-    assert model["endpoints"]["columns"] == ["name", "container", "ip", "mac", "node", "network", "group", "labels"]
+    assert model["endpoints"]["columns"] == ["name", "container", "ip", "mac", "node", "network", "group", "labels", "id"]
     rows = {row[0]: row for row in model["endpoints"]["rows"]}
-    assert rows["a"] == ["a", "c-a", "198.18.0.1", "02:02:c6:12:00:01", "node1", "pods", "", f"app={MARKUP}"]
+    assert rows["a"][:8] == ["a", "c-a", "198.18.0.1", "02:02:c6:12:00:01", "node1", "pods", "", f"app={MARKUP}"]
     assert rows["b"][2] == "198.18.0.100" and rows["b"][6] == "db"
     assert rows[MARKUP][5] == "storage", "escaping is the browser's job: the model carries the text as it is"
     assert json.loads(json.dumps(model)) == model
@@ -145,6 +145,25 @@ def test_cluster_members_leader_health_and_tunnels() -> None:
         {"a": "node1", "b": "node3", "health": "down"},
         {"a": "node2", "b": "node3", "health": "down"},
     ]
+
+
+def test_each_nodes_endpoint_datapath_states_are_merged_into_the_cluster_part() -> None:
+    nodes = [node("node1", 1, "198.18.0.1"), node("node2", 2, "198.18.0.2")]
+    reports = {
+        "node1": node_report("node1", stats(), agent(), 1.0, {"pods.default-a": ["port, link up", True]}),
+        "node2": node_report(
+            "node2", stats(role="follower"), agent(), 1.0, {"pods.default-b": ["no port, veth gone; orphan, deleted in 9 s", False]}
+        ),
+        "node3": None,
+    }
+    assert reports["node1"] is not None and reports["node1"]["datapath"] == {"pods.default-a": ["port, link up", True]}
+    assert node_report("n", stats(), None, 1.0)["datapath"] == {}, "a node without a CNI server reports none"
+    assert cluster_model(stats(), "node1", nodes, reports)["datapath"] == {
+        "pods.default-a": ["port, link up", True],
+        "pods.default-b": ["no port, veth gone; orphan, deleted in 9 s", False],
+    }
+    row = next(r for r in store_model(entries())["endpoints"]["rows"] if r[0] == "a")
+    assert row[ENDPOINT_COLUMNS.index("id")] == "pods.default-a", "rows carry the id the datapath states are keyed by"
 
 
 def test_address_usage_of_a_range_subnet_and_an_empty_store() -> None:

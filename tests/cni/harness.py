@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contivd.agent.hostnet import HOST_PORT_NAMES
 from tests.nodes import Node, sh
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +105,9 @@ class Pod:
         return sh("ip", "netns", "exec", self.name, *command, check=False)
 
 
+HOST_PORTS = frozenset(HOST_PORT_NAMES.values())  # the bridges' own ports into the node (host access), not a pod's
+
+
 @dataclass(frozen=True)
 class Holdings:
     """What a node holds that CNI calls create: veths, bridge ports, endpoints, allocated addresses."""
@@ -129,13 +133,14 @@ def api_gets(node: Node, *paths: str) -> list[Any]:
 
 def holdings(node: Node, networks: tuple[str, ...]) -> Holdings:
     links = sh("ip", "-n", node.ns, "-o", "link", "show").stdout
-    veths = frozenset(line.split(":")[1].strip().split("@")[0] for line in links.splitlines() if line.split(":")[1].strip().startswith(("cv", "cp")))
+    names = (line.split(":")[1].strip().split("@")[0] for line in links.splitlines())
+    veths = frozenset(name for name in names if name.startswith(("cv", "cp")) and name not in HOST_PORTS)
     db = f"--db=unix:{node.data / 'ovs' / 'db.sock'}"
     listed = sh("ip", "netns", "exec", node.ns, "ovs-vsctl", db, "list-ports", "contivVxlanBridge").stdout.split()
     debug, *inspects = api_gets(node, "/debug/ofnet", *(f"/api/v1/inspect/networks/default:{network}/" for network in networks))
     endpoints = frozenset(ep for ep, state in debug["EndpointDb"].items() if state["homingHost"] == node.name)
     allocated = tuple((network, inspect["Oper"].get("allocatedIPAddresses", "")) for network, inspect in zip(networks, inspects, strict=True))
-    return Holdings(veths, frozenset(p for p in listed if not p.startswith("vx")), endpoints, allocated)
+    return Holdings(veths, frozenset(p for p in listed if not p.startswith("vx") and p not in HOST_PORTS), endpoints, allocated)
 
 
 def create_network(node: Node, name: str, subnet: str, gateway: str = "") -> None:

@@ -19,7 +19,7 @@ import socket
 from pyroute2 import IPRoute, NetlinkError
 
 from .hostaccess import POD_IFNAME, HostAccess, is_host_access_ifname
-from .netlink import NetnsMissingError, PodInterfaceError, in_netns, remove_host_interface
+from .netlink import PodInterfaceError, in_netns, open_netns, remove_host_interface
 from .rtnl import Rtnl
 
 log = logging.getLogger("contivd.cni")
@@ -43,10 +43,7 @@ def create_host_access(access: HostAccess, netns: str) -> tuple[str, str]:
     """Both ends, addressed and routed (after the data interface is configured: the Service
     route goes through it); returns (node end MAC, pod end MAC). On failure the pair is removed
     before the exception propagates."""
-    try:
-        fd = os.open(netns, os.O_RDONLY)
-    except OSError as exc:
-        raise NetnsMissingError(f"network namespace {netns}: {exc.strerror}") from None
+    fd = open_netns(netns)
     try:
         with Rtnl() as rtnl:
             rtnl.create_veth(access.host_ifname, access.temp_ifname, fd)

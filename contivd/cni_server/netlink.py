@@ -33,6 +33,15 @@ CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+def open_netns(path: str) -> int:
+    """A descriptor of the network namespace at `path` (the caller closes it); NetnsMissingError
+    when it is gone, so the CNI answer names the namespace."""
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise NetnsMissingError(f"network namespace {path}: {exc.strerror}") from None
+
+
 class NetnsMissingError(Exception):
     """The pod's network namespace path does not exist (or is not a namespace)."""
 
@@ -47,10 +56,7 @@ def in_netns(path: str, work: Callable[[], T]) -> T:
 
     def enter_and_work() -> None:
         try:
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except OSError as exc:
-                raise NetnsMissingError(f"network namespace {path}: {exc.strerror}") from None
+            fd = open_netns(path)
             try:
                 if _libc.setns(fd, CLONE_NEWNET) != 0:
                     raise NetnsMissingError(f"network namespace {path}: {os.strerror(ctypes.get_errno())}")
@@ -89,10 +95,7 @@ def create_veth(attachment: Attachment, netns: str) -> str:
     removed before the exception propagates. Needs no address yet, so it runs while the
     leader allocates one."""
     host = attachment.host_ifname
-    try:
-        fd = os.open(netns, os.O_RDONLY)
-    except OSError as exc:
-        raise NetnsMissingError(f"network namespace {netns}: {exc.strerror}") from None
+    fd = open_netns(netns)
     try:
         with Rtnl() as rtnl:
             rtnl.create_veth(host, attachment.temp_ifname, fd)

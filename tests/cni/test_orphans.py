@@ -124,8 +124,11 @@ def test_a_vanished_pod_is_reclaimed_and_live_or_moved_or_adding_pods_are_kept(n
     elsewhere = new_pod(pods)
     sh("ip", "-n", moved.name, "link", "set", "eth0", "netns", elsewhere.name)
     orphan.remove()  # the runtime removed the container and never called DEL
-    state = wait_until(lambda: datapath_of(node).get(endpoint_id(orphan)), 20, "the orphan in the datapath view", node)
-    assert "veth gone" in state[0] and state[1] is False, state
+    # The view lags the namespace's removal by one link-event round: wait for the change, not the row.
+    state = wait_until(
+        lambda: (s := datapath_of(node).get(endpoint_id(orphan))) and "veth gone" in s[0] and s, 20, "the orphan's veth gone in the datapath view", node
+    )
+    assert state[1] is False, state
 
     # ADDs while the node scans every 0.5 s with a 2 s grace: their endpoints exist before their
     # veths do, and none of them may be taken for an orphan.

@@ -14,8 +14,10 @@ in this event loop.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -200,10 +202,26 @@ async def _run_exabgp(config: Path, *, task_status: trio.TaskStatus[trio.Process
     argv = [sys.executable, "-m", "exabgp", str(config)]
     async with trio.open_nursery() as nursery:
         process: trio.Process = await nursery.start(
-            partial(trio.run_process, argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+            partial(
+                trio.run_process,
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                check=False,
+                preexec_fn=_die_with_parent,
+            )  # fmt: skip
         )
         task_status.started(process)
         await _log_lines(process)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: a contivd that dies (even by SIGKILL) takes ExaBGP with it, so
+    a dead node stops advertising its routes at once instead of at the neighbor's hold timer."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 async def _log_lines(process: trio.Process) -> None:

@@ -54,7 +54,14 @@ def test_an_unusable_bgp_object_says_which_field_and_why(change: dict[str, str],
 def test_exabgp_config_names_the_peering_and_the_relay() -> None:
     text = exabgp_config(PEERING, ("/usr/bin/python3", "/x/relay.py", "/run/s.sock"), 9)
     assert "run /usr/bin/python3 /x/relay.py /run/s.sock;" in text
-    for line in ("neighbor 198.19.250.1 {", "router-id 198.19.250.2;", "local-address 198.19.250.2;", "local-as 65001;", "peer-as 65000;", "hold-time 9;"):
+    for line in (
+        "neighbor 198.19.250.1 {",
+        "router-id 198.19.250.2;",
+        "local-address 198.19.250.2;",
+        "local-as 65001;",
+        "peer-as 65000;",
+        "hold-time 9;",
+    ):
         assert line in text
 
 

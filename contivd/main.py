@@ -26,6 +26,7 @@ from .agent.service import Agent, AgentSettings, AgentStatistics
 from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .backup.route import SnapshotContext, register_snapshot_route
+from .bgp import BgpSpeaker
 from .cni_server import CniServer, SocketInUseError
 from .cni_server.orphans import OrphanReaper
 from .config import Config, ConfigError
@@ -126,7 +127,9 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 )
                 agent = Agent(cache, settings)
                 await nursery.start(agent.run)
-                agent_app = create_agent_app(agent, config.cluster_secret)
+                bgp = BgpSpeaker(cache, config.node_name, config.data_dir / "bgp")  # idle until a Bgp object names this node
+                await nursery.start(bgp.run)
+                agent_app = create_agent_app(agent, config.cluster_secret, bgp)
                 agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
                 log.info("agent API listening on %s", ", ".join(agent_bound))
             context = ApiContext(

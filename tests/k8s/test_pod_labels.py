@@ -18,6 +18,7 @@ from contivd.k8s import KubeHealth, KubernetesWatch
 from contivd.netmaster.service import Netmaster
 from contivd.state import EndpointState, keys
 from raftstore import MemoryStore
+from tests.support.endpoint_controller import sync_slices
 from tests.support.k8s_apiserver import KubeApiServer, pod
 
 CIDR = ipaddress.IPv4Network("10.96.0.0/12")
@@ -151,3 +152,38 @@ async def test_a_new_leader_converges_on_labels_changed_while_nobody_watched(clu
         nursery.cancel_scope.cancel()
     assert dict(cluster.endpoint().labels or ()) == {GROUP: "web", "app": "a"}
     assert (cluster.epg_count("web"), cluster.epg_count("db")) == (1, 1)
+
+
+def stored_backends(store: MemoryStore, service: str) -> list[str]:
+    found = store.get_nowait(keys.k8s_service("shop", service))
+    return [] if found is None else sorted(b["ip"] for port in found.value["ports"] for b in port["backends"])
+
+
+def contiv_providers(store: MemoryStore, service: str) -> list[str]:
+    found = store.get_nowait(f"{keys.PROVIDER_PREFIX}{service}:default")
+    return [] if found is None else sorted(found.value["Providers"])
+
+
+async def test_services_of_both_kinds_follow_a_selector_label_change(watching: Cluster, api: KubeApiServer) -> None:
+    """Kubernetes Services follow through their EndpointSlices (the API server's controller
+    rewrites them; contivd follows slices), Contiv's serviceLBs through the endpoint's labels."""
+    await watching.netmaster.put_object(
+        "serviceLBs",
+        "default:web",
+        {"tenantName": "default", "serviceName": "web", "networkName": "pods", "selectors": ["app=web"], "ports": ["80:8080:TCP"]},
+    )
+    web = {"kind": "Service", "metadata": {"namespace": "shop", "name": "web"}, "spec": {"clusterIP": "10.96.0.10", "selector": {"app": "web"}}}
+    web["spec"]["ports"] = [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]
+    api.apply(web)
+    await watching.add_pod_endpoint("c1-eth0", "shop/web-0", "", {"app": "web"})
+    address = watching.endpoint().ip_address
+    api.apply({**pod("shop", "web-0", {"app": "web"}), "status": {"podIP": address}})
+    sync_slices(api)
+    await until(lambda: stored_backends(watching.store, "web") == [address], "the pod behind the Kubernetes Service")
+    assert contiv_providers(watching.store, "web") == [address]
+
+    api.apply({**pod("shop", "web-0", {"app": "db"}), "status": {"podIP": address}})
+    sync_slices(api)  # what the API server's EndpointSlice controller does on the label change
+    await until(lambda: stored_backends(watching.store, "web") == [], "the pod out of the Kubernetes Service")
+    await until(lambda: contiv_providers(watching.store, "web") == [], "the endpoint out of the Contiv service")
+    assert dict(watching.endpoint().labels or ()) == {"app": "db"}

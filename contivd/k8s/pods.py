@@ -71,9 +71,9 @@ class PodSync:
                     key = object_key(update.object)
                     if update.event == "DELETED":
                         self.pods.pop(key, None)  # its endpoint goes with the CNI DEL
-                    else:
-                        self.pods[key] = update.object
-                        if self.listed:
+                    else:  # pods change often (status): only a label change is looked into
+                        old, self.pods[key] = self.pods.get(key), update.object
+                        if self.listed and (old is None or pod_labels(old) != pod_labels(update.object)):
                             await self.follow({key})
             nursery.cancel_scope.cancel()
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from contivd.k8s.labels import NotApplied, Relabel, plan_relabel, pod_labels
 from contivd.state import EndpointState
 
@@ -75,3 +80,23 @@ def test_a_tenant_or_network_label_naming_where_the_endpoint_is_or_removed_is_fi
 def test_pod_labels_reads_metadata() -> None:
     assert pod_labels({"metadata": {"labels": {"a": "1"}}}) == {"a": "1"}
     assert pod_labels({"metadata": {}}) == {} and pod_labels({}) == {} and pod_labels({"metadata": {"labels": ["x"]}}) == {}
+
+
+KEYS = st.sampled_from([GROUP, "io.contiv.tenant", "io.contiv.network", "app", "tier"])
+VALUES = st.sampled_from(["", "web", "db", "default", "pods", "other"])
+
+
+@given(old=st.one_of(st.none(), st.dictionaries(KEYS, VALUES)), new=st.dictionaries(KEYS, VALUES), group=st.sampled_from(["", "web", "db"]))
+def test_a_relabelled_endpoint_asks_for_nothing_more_and_never_leaves_its_network(
+    old: dict[str, str] | None, new: dict[str, str], group: str
+) -> None:
+    ep = endpoint(group=group, labels=old)
+    plan = plan_relabel(ep, new)
+    if isinstance(plan, Relabel):
+        moved = replace(ep, service_name=plan.group, labels=tuple(plan.labels.items()))
+        assert plan_relabel(moved, new) is None, "applying the plan settles it"
+        assert plan.labels == new
+    elif isinstance(plan, NotApplied):
+        assert new.get("io.contiv.tenant", "") not in ("", "default") or new.get("io.contiv.network", "") not in ("", "pods")
+    else:
+        assert dict(old or {}) == new

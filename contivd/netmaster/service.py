@@ -200,6 +200,10 @@ class Netmaster:
     async def update_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
         return await self._batched(request, lambda reads, writes: endpoints.update_endpoint(reads, writes, request), "Tenant", "Network")
 
+    async def relabel_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Move an endpoint between groups and replace its labels (the leader's pod watch)."""
+        return await self._batched(request, lambda reads, writes: endpoints.relabel_endpoint(reads, writes, request), "Tenant", "Network")
+
     async def alloc_address(self, request: Mapping[str, Any]) -> dict[str, Any]:
         return await self._batched_on_network_id(request, endpoints.alloc_address)
 

@@ -81,6 +81,10 @@ class Store(StateMachineStore):
         self._token = token
         self._leadership_changed = trio.Event()
         self._leader_since = math.inf
+        # Proposals made while this member leads: cancelled when it loses leadership (stepped
+        # down by check-quorum or a higher term), so their callers learn it at once instead
+        # of after the request timeout.
+        self._leader_bound: set[trio.CancelScope] = set()
         self._closed = False
         self._barrier_wanted = trio.Event()
         self._next_barrier = _Waiter()
@@ -118,6 +122,8 @@ class Store(StateMachineStore):
                 self._leader_since = time.time()
         else:
             self._leader_since = math.inf
+            for scope in self._leader_bound:
+                scope.cancel()
         changed, self._leadership_changed = self._leadership_changed, trio.Event()
         changed.set()
 
@@ -197,18 +203,29 @@ class Store(StateMachineStore):
         text = _commands.encode(command)
         pause, last_reason = RETRY_BACKOFF[0], None
         started = time.monotonic()
-        with trio.move_on_after(self.config.request_timeout):
-            while True:
-                result, reason = await self._submit_once(text)
-                if reason == SUCCESS:
-                    self._applied_writes += 1
-                    self._apply_seconds += time.monotonic() - started
-                    return raise_for_error(result)
-                if reason not in RETRYABLE:
-                    raise StoreError(f"raft refused the command: {FAIL_NAMES.get(reason, reason)}")
-                last_reason = reason
-                await trio.sleep(pause)
-                pause = min(pause * 2, RETRY_BACKOFF[1])
+        leading = trio.CancelScope()
+        if self._leader_since != math.inf:
+            self._leader_bound.add(leading)
+        try:
+            with leading, trio.move_on_after(self.config.request_timeout):
+                while True:
+                    result, reason = await self._submit_once(text)
+                    if reason == SUCCESS:
+                        self._applied_writes += 1
+                        self._apply_seconds += time.monotonic() - started
+                        return raise_for_error(result)
+                    if reason not in RETRYABLE:
+                        raise StoreError(f"raft refused the command: {FAIL_NAMES.get(reason, reason)}")
+                    last_reason = reason
+                    await trio.sleep(pause)
+                    pause = min(pause * 2, RETRY_BACKOFF[1])
+        finally:
+            self._leader_bound.discard(leading)
+        if leading.cancelled_caught:
+            raise UnavailableError(
+                "this member lost the Raft leadership (no majority answered it, or a newer term began) before the write committed; "
+                "it may still apply — retrying it is safe"
+            )
         why = FAIL_NAMES.get(last_reason, "no answer") if last_reason is not None else "no answer"
         raise UnavailableError(
             f"no leader with a quorum answered within {self.config.request_timeout:g}s ({why}); a write may still apply later — retrying it is safe"
@@ -268,6 +285,16 @@ class Store(StateMachineStore):
                     return leader
                 await changed.wait()
         raise UnavailableError("no leader elected in time")
+
+    async def wait_leadership_change(self, is_leader: bool, leader: str | None) -> None:
+        """Return once this member's view differs from (`is_leader`, `leader`): it gained or lost
+        leadership, or follows another leader or none. Lets a caller abandon work bound to a
+        leader that is gone (contivd's forwarded and leader-only requests)."""
+        while True:
+            changed = self._leadership_changed
+            if (self.is_leader(), self.leader()) != (is_leader, leader):
+                return
+            await changed.wait()
 
     async def leadership_changes(self) -> AsyncIterator[LeadershipChange]:
         """The current leadership, then one item per change (gained, lost, new leader)."""

@@ -25,6 +25,7 @@ from ..state import EndpointState
 from . import auth
 from .errors import TYPED_ERRORS_HEADER
 from .forwarder import ForwardingClient
+from .leadership import unless_leader_changes
 
 log = logging.getLogger("contivd.control")
 REVISION_HEADER = "X-Contivd-Revision"  # the store revision that holds a write's result
@@ -61,7 +62,9 @@ class RemoteControlPlane:
         if self.secret:
             headers[auth.SIGNATURE_HEADER] = auth.sign(self.secret, "POST", path, data)
         try:
-            status, answer_headers, raw = await self.http.request("POST", url, path, headers, data)
+            status, answer_headers, raw = await unless_leader_changes(
+                self.store, lambda: self.http.request("POST", url, path, headers, data), f"forwarding to the leader at {url}"
+            )
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
             raise UnavailableError(f"the leader at {url} did not answer: {exc}") from None
         try:

@@ -26,6 +26,14 @@ SECRET = "faults-cluster-secret"
 SUBNET_PREFIX = "198.18.77"  # nodes are .1, .2, …; the clients' address is .254
 CLIENT_ADDRESS = f"{SUBNET_PREFIX}.254"
 API_PORT, RAFT_PORT = 9100, 9101  # each namespace has its own ports, so fixed ones are safe
+TREE = Path(__file__).resolve().parents[2]  # this checkout: the nodes and the driver run its code
+
+
+def tree_env() -> dict[str, str]:
+    """The environment without CONTIVD_* settings, with this checkout first on the import path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TREE), env.get("PYTHONPATH", "")]))
+    return env
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -55,7 +63,7 @@ class NetnsNode:
         args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", self.name,
                 "--data-dir", str(self.data_dir), "--api-listen", f"{self.host}:{API_PORT}", "--raft-listen", self.raft,
                 "--peers", ",".join(peers), "--control-ip", self.host, "--datapath", "none"]  # fmt: skip
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
+        env = tree_env()
         env["CONTIVD_CLUSTER_SECRET"] = SECRET
         with open(self.data_dir / "contivd.log", "ab") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -80,8 +88,8 @@ class NetnsCluster:
     nodes: list[NetnsNode]
 
     def run_in_fabric(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-        """Run a command from the clients' side of the bridge (PYTHONPATH and the rest inherited)."""
-        return subprocess.run(["ip", "netns", "exec", self.fabric_ns, *args], capture_output=True, text=True, timeout=timeout)
+        """Run a command from the clients' side of the bridge, with this checkout on the import path."""
+        return subprocess.run(["ip", "netns", "exec", self.fabric_ns, *args], capture_output=True, text=True, timeout=timeout, env=tree_env())
 
     def partition_rounds(self, rounds: list[tuple[str, float]], clients: int = 6, client_timeout: float = 4.0, settle: float = 3.0) -> dict[str, Any]:
         """Run tests/support/partition_driver.py against the nodes: one round per (mode, seconds)

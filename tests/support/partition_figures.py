@@ -6,6 +6,7 @@ benchmarks/fault_bench.py; the driver that collects the records is partition_dri
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -75,4 +76,4 @@ def integrity(acks: Iterable[Ack], stored: Mapping[str, str], allocated: int, at
 def percentile(values: list[float], fraction: float) -> float:
     """Nearest-rank percentile of a non-empty list."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))]
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))]

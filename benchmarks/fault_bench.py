@@ -58,7 +58,10 @@ def partitions(root: Path, rounds: list[tuple[str, float]]) -> dict[str, Any]:
         "unavailable_s_max": max(unavailable),
         "recovery_s_max": max(recovery) if len(recovery) == len(per_round) else None,
         "stepdown_s_max": None if None in stepdown else max(stepdown),
-        "per_round": [{k: r[k] for k in ("mode", "unavailable_s", "stepdown_s", "readyz_down_s", "recovery_s", "majority_acks")} for r in per_round],
+        "per_round": [
+            {k: r[k] for k in ("mode", "unavailable_s", "stepdown_s", "readyz_down_s", "status_down_s", "recovery_s", "majority_acks")}
+            for r in per_round
+        ],
         "client_failures": figures["failures"],
     }
 

@@ -33,6 +33,7 @@ def test_leader_partitions_under_load_lose_nothing_and_the_old_leader_steps_down
         assert round_["isolated_acks"] == [], f"the cut-off leader acknowledged writes: {round_}"
         assert round_["stepdown_s"] is not None, f"the cut-off leader still said 'leader' in /info when the partition healed: {round_}"
         assert round_["readyz_down_s"] is not None, f"the cut-off leader's /readyz stayed 200: {round_}"
+        assert round_["status_down_s"] is not None, f"the cut-off leader's status page named it leader throughout: {round_}"
         assert round_["majority_acks"] > 0, f"the majority side acknowledged nothing during the partition: {round_}"
         assert round_["recovery_s"] is not None, round_
     assert figures["acked"] > 0 and figures["stored"] >= figures["acked"]

@@ -19,11 +19,14 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
 import httpx
 
+from tests.support.netns_cluster import RAFT_PORT
 from tests.support.partition_figures import Ack, Window, integrity, isolated_acks, recovery_seconds, unavailable_seconds
 
 NETWORK = {"tenantName": "default", "networkName": "faults", "encap": "vxlan", "subnet": "198.19.0.0/16", "gateway": "198.19.255.254"}
@@ -129,6 +132,24 @@ def the_leader(nodes: list[dict[str, str]]) -> dict[str, str] | None:
     return leaders[0]
 
 
+def first_true(predicate: Callable[[], bool], deadline: float) -> float | None:
+    """When `predicate` first held, polling until the deadline (monotonic s); None if never."""
+    while time.monotonic() < deadline:
+        if predicate():
+            return time.monotonic()
+        time.sleep(0.05)
+    return None
+
+
+def status_page_leads(node: dict[str, str]) -> bool:
+    """Whether the node's status page data (`/status/api/snapshot`) still names it the leader
+    (True while it does not answer: nothing shows the step-down yet)."""
+    _, snapshot = get_json(node["url"] + "/status/api/snapshot", timeout=2.0)
+    if not isinstance(snapshot, dict):
+        return True
+    return bool(snapshot["cluster"]["leader"] in (node["name"], f"{node['host']}:{RAFT_PORT}"))
+
+
 def iptables(node: dict[str, str], peers: list[dict[str, str]], mode: str, action: str) -> None:
     for peer in peers:
         rules = [["OUTPUT", "-d", peer["host"]]] + ([["INPUT", "-s", peer["host"]]] if mode == "both" else [])
@@ -143,15 +164,15 @@ def partition_round(load: Load, nodes: list[dict[str, str]], mode: str, seconds:
     peers = [n for n in nodes if n is not leader]
     iptables(leader, peers, mode, "-I")
     cut = time.monotonic()
-    stepdown = readyz_down = None
     try:
-        while time.monotonic() < cut + seconds:
-            _, info = get_json(leader["url"] + "/info", timeout=0.5)
-            if stepdown is None and info is not None and info["current-state"] != "leader":
-                stepdown = time.monotonic() - cut
-            if readyz_down is None and get_json(leader["url"] + "/readyz", timeout=0.5)[0] == 503:
-                readyz_down = time.monotonic() - cut
-            time.sleep(0.05)
+        with ThreadPoolExecutor(3) as pool:  # one poller each, so a slow answer delays only its own figure
+            probes = [
+                pool.submit(first_true, lambda: (get_json(leader["url"] + "/info", 0.5)[1] or {}).get("current-state") == "follower", cut + seconds),
+                pool.submit(first_true, lambda: get_json(leader["url"] + "/readyz", 0.5)[0] == 503, cut + seconds),
+                pool.submit(first_true, lambda: not status_page_leads(leader), cut + seconds),
+            ]
+            stepdown, readyz_down, status_down = ((None if t is None else t - cut) for t in (p.result() for p in probes))
+        time.sleep(max(0.0, cut + seconds - time.monotonic()))  # the probes may all have succeeded early
     finally:
         iptables(leader, peers, mode, "-D")
     healed = time.monotonic()
@@ -165,6 +186,7 @@ def partition_round(load: Load, nodes: list[dict[str, str]], mode: str, seconds:
         "seconds": round(healed - cut, 2),
         "stepdown_s": None if stepdown is None else round(stepdown, 2),
         "readyz_down_s": None if readyz_down is None else round(readyz_down, 2),
+        "status_down_s": None if status_down is None else round(status_down, 2),
         "unavailable_s": round(unavailable_seconds(acks, window), 2),
         "recovery_s": round(recovery_seconds(acks, window, names) or 0.0, 2) if recovered else None,
         "majority_acks": sum(1 for a in acks if a.node != leader["name"] and cut <= a.sent and a.answered <= healed),

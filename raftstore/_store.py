@@ -13,8 +13,8 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import trio
@@ -81,10 +81,10 @@ class Store(StateMachineStore):
         self._token = token
         self._leadership_changed = trio.Event()
         self._leader_since = math.inf
-        # Proposals made while this member leads: cancelled when it loses leadership (stepped
-        # down by check-quorum or a higher term), so their callers learn it at once instead
-        # of after the request timeout.
-        self._leader_bound: set[trio.CancelScope] = set()
+        # Cancel scopes bound to a leadership view (leading?, leader): cancelled by the first
+        # change. Proposals made while leading use one, so that their callers learn of a
+        # step-down (check-quorum or a newer term) at once instead of after the request timeout.
+        self._bound: dict[trio.CancelScope, tuple[bool, str | None]] = {}
         self._closed = False
         self._barrier_wanted = trio.Event()
         self._next_barrier = _Waiter()
@@ -122,7 +122,9 @@ class Store(StateMachineStore):
                 self._leader_since = time.time()
         else:
             self._leader_since = math.inf
-            for scope in self._leader_bound:
+        view = self._leadership_view()
+        for scope, bound_to in self._bound.items():
+            if bound_to != view:
                 scope.cancel()
         changed, self._leadership_changed = self._leadership_changed, trio.Event()
         changed.set()
@@ -203,11 +205,12 @@ class Store(StateMachineStore):
         text = _commands.encode(command)
         pause, last_reason = RETRY_BACKOFF[0], None
         started = time.monotonic()
-        leading = trio.CancelScope()
-        if self._leader_since != math.inf:
-            self._leader_bound.add(leading)
-        try:
-            with leading, trio.move_on_after(self.config.request_timeout):
+        # One cancel scope for both ends: the request timeout, and (while this member leads)
+        # a step-down, which _fire_leadership cancels it for.
+        with trio.move_on_after(self.config.request_timeout) as scope:
+            if self.is_leader():
+                self._bound[scope] = self._leadership_view()
+            try:
                 while True:
                     result, reason = await self._submit_once(text)
                     if reason == SUCCESS:
@@ -219,9 +222,9 @@ class Store(StateMachineStore):
                     last_reason = reason
                     await trio.sleep(pause)
                     pause = min(pause * 2, RETRY_BACKOFF[1])
-        finally:
-            self._leader_bound.discard(leading)
-        if leading.cancelled_caught:
+            finally:
+                self._bound.pop(scope, None)
+        if trio.current_time() < scope.deadline:  # cancelled before the timeout: the step-down
             raise UnavailableError(
                 "this member lost the Raft leadership (no majority answered it, or a newer term began) before the write committed; "
                 "it may still apply — retrying it is safe"
@@ -286,15 +289,23 @@ class Store(StateMachineStore):
                 await changed.wait()
         raise UnavailableError("no leader elected in time")
 
-    async def wait_leadership_change(self, is_leader: bool, leader: str | None) -> None:
-        """Return once this member's view differs from (`is_leader`, `leader`): it gained or lost
-        leadership, or follows another leader or none. Lets a caller abandon work bound to a
-        leader that is gone (contivd's forwarded and leader-only requests)."""
-        while True:
-            changed = self._leadership_changed
-            if (self.is_leader(), self.leader()) != (is_leader, leader):
-                return
-            await changed.wait()
+    def _leadership_view(self) -> tuple[bool, str | None]:
+        return self.is_leader(), self.leader()
+
+    @contextmanager
+    def cancelled_on_leadership_change(self) -> Iterator[trio.CancelScope]:
+        """A cancel scope that the first change of this member's view of the leadership
+        cancels: it gains or loses leadership, or follows another leader or none. Lets a
+        caller abandon work bound to a leader that is gone (contivd's forwarded and
+        leader-only requests); check `scope.cancelled_caught` after the block. Costs a dict
+        entry, no task."""
+        scope = trio.CancelScope()
+        self._bound[scope] = self._leadership_view()
+        try:
+            with scope:
+                yield scope
+        finally:
+            del self._bound[scope]
 
     async def leadership_changes(self) -> AsyncIterator[LeadershipChange]:
         """The current leadership, then one item per change (gained, lost, new leader)."""

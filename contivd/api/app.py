@@ -321,7 +321,11 @@ class Dispatcher:
             self.authenticate(req)
             if route.write and not self.ctx.store.is_leader():
                 return await self.forward(route, req)
-            value = await getattr(self.handlers, route.name)(req.body, **params)
+            handler = getattr(self.handlers, route.name)
+            if route.write:  # on the leader: a write it can no longer commit ends when it steps down
+                value = await unless_leader_changes(self.ctx.store, lambda: handler(req.body, **params), f"{route.method} {req.path}")
+            else:
+                value = await handler(req.body, **params)
             if isinstance(value, AtRevision):
                 return _answer(value.value, headers={REVISION_HEADER.lower(): str(value.revision)})
             return _answer(value)

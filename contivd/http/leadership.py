@@ -14,39 +14,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import trio
-
 from raftstore import Store, UnavailableError
 
 T = TypeVar("T")
 
 
+def _name(is_leader: bool, leader: str | None) -> str:
+    return "this node" if is_leader else leader or "no leader"
+
+
 async def unless_leader_changes(store: Store, call: Callable[[], Awaitable[T]], what: str) -> T:
     """`await call()`, unless this member's view of the leader changes first: then it is
     cancelled and UnavailableError (503 + Retry-After) names the change. `call`'s own
-    exceptions propagate unchanged."""
-    is_leader, leader = store.is_leader(), store.leader()
-    outcome: list[T] = []
-    failure: list[Exception] = []
-    async with trio.open_nursery() as nursery:
-
-        async def run() -> None:
-            try:
-                outcome.append(await call())
-            except Exception as exc:  # noqa: BLE001 - re-raised below, outside the nursery's exception group
-                failure.append(exc)
-            nursery.cancel_scope.cancel()
-
-        async def watch() -> None:
-            await store.wait_leadership_change(is_leader, leader)
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(run)
-        nursery.start_soon(watch)
-    if failure:
-        raise failure[0]
-    if outcome:
-        return outcome[0]
-    now = "this node" if store.is_leader() else store.leader() or "no leader"
-    was = "this node" if is_leader else leader or "no leader"
+    exceptions propagate unchanged. Costs a cancel scope (the store cancels it), no task."""
+    was = _name(store.is_leader(), store.leader())
+    with store.cancelled_on_leadership_change():
+        return await call()
+    now = _name(store.is_leader(), store.leader())
     raise UnavailableError(f"{what} abandoned: the Raft leader changed from {was} to {now} (it may still apply; retrying is safe)")

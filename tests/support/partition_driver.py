@@ -43,6 +43,8 @@ class Load:
         self.acks: list[Ack] = []
         self.attempted: set[str] = set()
         self.failures: Counter[str] = Counter()
+        self.timeouts: list[tuple[str, float]] = []  # (node, sent) of requests the client gave up on
+        self.retried: set[str] = set()  # endpoints acknowledged after a failed attempt elsewhere
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.threads = [threading.Thread(target=self._client, args=(c,), daemon=True) for c in range(clients)]
@@ -69,6 +71,8 @@ class Load:
                     turn += 1
                     if self._create(client, node, endpoint):
                         break
+                    with self.lock:
+                        self.retried.add(endpoint)
                     time.sleep(0.05)
 
     def _create(self, client: httpx.Client, node: dict[str, str], endpoint: str) -> bool:
@@ -78,6 +82,8 @@ class Load:
             answer = client.post(node["url"] + "/plugin/createEndpoint", json=body)
         except httpx.TimeoutException:
             self._failed(f"{node['name']}: client timeout")
+            with self.lock:
+                self.timeouts.append((node["name"], sent))
             return False
         except httpx.HTTPError as exc:
             self._failed(f"{node['name']}: {type(exc).__name__}")
@@ -190,7 +196,9 @@ def partition_round(load: Load, nodes: list[dict[str, str]], mode: str, seconds:
         "unavailable_s": round(unavailable_seconds(acks, window), 2),
         "recovery_s": round(recovery_seconds(acks, window, names) or 0.0, 2) if recovered else None,
         "majority_acks": sum(1 for a in acks if a.node != leader["name"] and cut <= a.sent and a.answered <= healed),
-        "isolated_acks": [asdict(a) for a in isolated_acks(acks, window)],
+        "isolated_acks": [asdict(a) | {"retry": a.endpoint in load.retried} for a in isolated_acks(acks, window)],
+        # client timeouts sent around this round: (node, seconds after the cut)
+        "client_timeouts": [(name, round(sent - cut, 2)) for name, sent in load.timeouts if cut - 5 <= sent <= healed + 5],
     }
 
 

@@ -1,11 +1,14 @@
 """`unless_leader_changes`: a request bound to a leader ends with 503 as soon as this member's
 view of the leader changes, and otherwise behaves exactly like the call it wraps.
 
-The store here is a stand-in with the three calls the helper uses: leadership changes of a
-real cluster are covered by tests/faults/test_partitions.py."""
+The store here is a stand-in with the three calls the helper uses; the real Store under real
+leadership changes is covered by tests/faults/test_partitions.py (forwards and local writes
+abandoned) and tests/raftstore/test_cluster.py (a step-down fails the pending write)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -18,11 +21,12 @@ from raftstore import UnavailableError
 
 
 class Leadership:
-    """is_leader / leader / wait_leadership_change over a settable view."""
+    """is_leader / leader / cancelled_on_leadership_change over a settable view, as raftstore's
+    Store offers them."""
 
     def __init__(self, leader: str | None, is_leader: bool = False):
         self.view = (is_leader, leader)
-        self.changed = trio.Event()
+        self.bound: dict[trio.CancelScope, tuple[bool, str | None]] = {}
 
     def is_leader(self) -> bool:
         return self.view[0]
@@ -32,12 +36,19 @@ class Leadership:
 
     def follow(self, leader: str | None, is_leader: bool = False) -> None:
         self.view = (is_leader, leader)
-        self.changed.set()
-        self.changed = trio.Event()
+        for scope, view in self.bound.items():
+            if view != self.view:
+                scope.cancel()
 
-    async def wait_leadership_change(self, is_leader: bool, leader: str | None) -> None:
-        while self.view == (is_leader, leader):
-            await self.changed.wait()
+    @contextmanager
+    def cancelled_on_leadership_change(self) -> Iterator[trio.CancelScope]:
+        scope = trio.CancelScope()
+        self.bound[scope] = self.view
+        try:
+            with scope:
+                yield scope
+        finally:
+            del self.bound[scope]
 
 
 async def test_a_forward_in_flight_ends_with_503_when_the_member_follows_another_leader() -> None:

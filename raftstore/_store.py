@@ -122,10 +122,11 @@ class Store(StateMachineStore):
                 self._leader_since = time.time()
         else:
             self._leader_since = math.inf
-        view = self._leadership_view()
-        for scope, bound_to in self._bound.items():
-            if bound_to != view:
-                scope.cancel()
+        if self._bound and self._node is not None:  # also called before the node is set and after close
+            view = (self._node.is_leader(), self._node.leader())
+            for scope, bound_to in self._bound.items():
+                if bound_to != view:
+                    scope.cancel()
         changed, self._leadership_changed = self._leadership_changed, trio.Event()
         changed.set()
 

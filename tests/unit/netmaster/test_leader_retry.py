@@ -114,3 +114,13 @@ async def test_a_cancelled_committer_tells_the_rest_of_its_batch_and_a_retry_suc
     assert sorted(outcomes.values(), key=len)[0] == "cancelled" and "abandoned" in max(outcomes.values(), key=len), outcomes
     monkeypatch.undo()
     assert (await create(with_network, "g", "n"))["ipAddress"] == "198.18.40.1", "nothing was half-written"
+
+
+async def test_a_create_answered_from_local_state_syncs_first(with_network: Netmaster, store: MemoryStore) -> None:
+    """A retried create finds its endpoint and writes nothing: it still goes through the log
+    (a barrier), so a leader cut off from the majority answers 503 instead of acknowledging."""
+    first = await create(with_network, "e", "n")
+    store.fail_next("sync", UnavailableError("no quorum for the barrier"))
+    with pytest.raises(UnavailableError, match="no quorum for the barrier"):
+        await create(with_network, "e", "n")
+    assert await create(with_network, "e", "n") == first, "with a quorum, the retry gets the first answer"

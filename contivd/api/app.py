@@ -29,6 +29,7 @@ from ..http import auth
 from ..http.control import HOPS_HEADER, REVISION_HEADER
 from ..http.errors import CONTIV_NO_ROUTE, TYPED_ERRORS_HEADER, BadRequestError, NoRouteError, UnauthorizedError, answer_for, wants_contiv_errors
 from ..http.forwarder import ForwardingClient
+from ..http.leadership import unless_leader_changes
 from ..k8s import KubeHealth
 from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
@@ -41,7 +42,11 @@ from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document
 
 log = logging.getLogger("contivd.api")
-FORWARD_TIMEOUT_SECONDS = 15.0
+# A forwarded write may wait on the leader for the store's request timeout (5 s) before the
+# leader answers 503 itself; a little more than that, not a value that outlasts every client.
+# A leader that is gone is noticed sooner: connections time out after 1 s, and a forward is
+# abandoned as soon as this member follows another leader (http/leadership.py).
+FORWARD_TIMEOUT_SECONDS = 6.0
 
 
 @dataclass
@@ -316,7 +321,9 @@ class Dispatcher:
         if self.ctx.secret:
             headers[auth.SIGNATURE_HEADER] = auth.sign(self.ctx.secret, route.method, req.path, req.body)
         try:
-            status, answer_headers, body = await self.ctx.http.request(route.method, url, req.path, headers, req.body)
+            status, answer_headers, body = await unless_leader_changes(
+                self.ctx.store, lambda: self.ctx.http.request(route.method, url, req.path, headers, req.body), f"forwarding to the leader at {url}"
+            )
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
             log.warning("forwarding %s %s to the leader at %s failed: %s", route.method, req.path, url, exc)
             return _error_answer(_no_leader(f"the leader at {url} did not answer: {exc}"), contiv)
@@ -337,7 +344,11 @@ class Dispatcher:
             self.authenticate(req)
             if route.write and not self.ctx.store.is_leader():
                 return await self.forward(route, req)
-            value = await getattr(self.handlers, route.name)(req.body, **params)
+            handler = getattr(self.handlers, route.name)
+            if route.write:  # on the leader: a write it can no longer commit ends when it steps down
+                value = await unless_leader_changes(self.ctx.store, lambda: handler(req.body, **params), f"{route.method} {req.path}")
+            else:
+                value = await handler(req.body, **params)
             if isinstance(value, AtRevision):
                 return _answer(value.value, headers={REVISION_HEADER.lower(): str(value.revision)})
             return _answer(value)

@@ -29,6 +29,7 @@ from .backup.route import SnapshotContext, register_snapshot_route
 from .cni_server import CniServer, SocketInUseError
 from .cni_server.orphans import OrphanReaper
 from .config import Config, ConfigError
+from .http import auth
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
@@ -126,7 +127,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 )
                 agent = Agent(cache, settings)
                 await nursery.start(agent.run)
-                agent_app = create_agent_app(agent, config.cluster_secret)
+                agent_app = create_agent_app(agent, auth.Authenticator(config.cluster_secret, auth.store_lookup(store)))
                 agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
                 log.info("agent API listening on %s", ", ".join(agent_bound))
             context = ApiContext(
@@ -153,10 +154,12 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     reaper = OrphanReaper(cni_server, config.orphan_grace, on_reclaimed=observe_orphan)
                     await nursery.start(reaper.run)
                     endpoint_datapath = reaper.view
+            await nursery.start(context.audit.run)
             api = create_app(context)
-            register_status_routes(api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent, endpoint_datapath))
-            register_import_route(api.quart, ImportContext(store, config.cluster_secret))
-            register_snapshot_route(api.quart, SnapshotContext(store, config.cluster_secret))
+            status = StatusContext(store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath)
+            register_status_routes(api.quart, status)
+            register_import_route(api.quart, ImportContext(store, context.access, context.audit))
+            register_snapshot_route(api.quart, SnapshotContext(store, context.access))
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:

@@ -8,6 +8,7 @@ the Netmaster and renders answers and errors.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -20,24 +21,34 @@ from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from raftstore import Store
+from raftstore import Put, Store, mod_revision_is
 
 from .. import __version__
 from ..agent.service import Agent
-from ..http import auth
+from ..http import auth, tokens
+from ..http.audit import AuditTrail, object_key, stored
 from ..http.control import HOPS_HEADER, REVISION_HEADER
-from ..http.errors import CONTIV_NO_ROUTE, TYPED_ERRORS_HEADER, BadRequestError, NoRouteError, UnauthorizedError, answer_for, wants_contiv_errors
+from ..http.errors import (
+    CONTIV_NO_ROUTE,
+    TYPED_ERRORS_HEADER,
+    BadRequestError,
+    NoRouteError,
+    UnauthorizedError,
+    answer_for,
+    wants_contiv_errors,
+)
 from ..http.forwarder import ForwardingClient
 from ..k8s import KubeHealth
 from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
-from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError, contiv_line
+from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, ConflictError, NotFoundError, ValidationError, contiv_line
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
+from ..state import keys as layout
 from ..state.records import policy_rule_to_json
 from .health import OpsEndpoints
-from .routes import ROUTES, Route, openapi_document
+from .routes import ROUTES, Route, openapi_document, required_role
 
 log = logging.getLogger("contivd.api")
 FORWARD_TIMEOUT_SECONDS = 15.0
@@ -60,9 +71,13 @@ class ApiContext:
     # The store summary (endpoints per node, IPAM usage) the metrics and systemd's STATUS=
     # line both read: one cache, so a changed store is summarised once, not once per reader.
     summaries: StoreSummaries = field(init=False)
+    access: auth.Authenticator = field(init=False)  # tokens from this node's replica, signatures with the secret
+    audit: AuditTrail = field(init=False)  # main runs its store writer
 
     def __post_init__(self) -> None:
         self.summaries = StoreSummaries(self.cache)
+        self.access = auth.Authenticator(self.secret, auth.store_lookup(self.store))
+        self.audit = AuditTrail(self.store, self.node_name)
 
 
 @dataclass(frozen=True)
@@ -235,6 +250,51 @@ class Handlers:
     async def openapi(self, body: bytes) -> Any:
         return openapi_document(__version__)
 
+    async def list_tokens(self, body: bytes) -> Any:
+        return [tokens.TokenRecord.from_json(kv.value).public() for kv in await self.ctx.store.list(layout.TOKENS_PREFIX)]
+
+    async def create_token(self, body: bytes, name: str) -> Any:
+        """`{"role": "viewer|operator|admin", "ttl": seconds or null}`; the token is in this answer only.
+        A revoked or expired token's name may be reused; a live one's may not."""
+        request = _parse_json(body)
+        if not isinstance(request, dict) or set(request) - {"role", "ttl"}:
+            raise BadRequestError('the body must be {"role": "viewer|operator|admin", "ttl": seconds or null}')
+        ttl = request.get("ttl")
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
+            raise ValidationError("ttl", f"ttl must be a positive number of seconds or null, got {ttl!r}")
+        try:
+            role = tokens.Role.for_token(str(request.get("role", "")))
+            token, record = tokens.new_token(name, role, time.time(), ttl)
+        except ValueError as exc:
+            raise ValidationError("token", str(exc)) from None
+        key = layout.token(name)
+        held = await self.ctx.store.get(key)
+        if held is not None:
+            old = tokens.TokenRecord.from_json(held.value)
+            if old.revoked is None and (old.expires is None or old.expires > time.time()):
+                raise ConflictError(f"token {name!r} exists; revoke it first (contivd ctl auth token revoke {name})")
+        result = await self.ctx.store.txn([mod_revision_is(key, held.mod_revision if held else 0)], [Put(key, record.to_json())])
+        if not result.succeeded:
+            raise ConflictError(f"token {name!r} changed meanwhile; nothing written")
+        return AtRevision({**record.public(), "token": token}, result.revision)
+
+    async def revoke_token(self, body: bytes, name: str) -> Any:
+        key = layout.token(name)
+        held = await self.ctx.store.get(key)
+        if held is None:
+            raise NotFoundError(f"no token named {name!r}")
+        record = tokens.TokenRecord.from_json(held.value)
+        if record.revoked is None:
+            record = dataclasses.replace(record, revoked=time.time())
+            revision = await self.ctx.store.put(key, record.to_json())
+        else:
+            revision = self.ctx.store.revision
+        return AtRevision(record.public(), revision)
+
+    async def list_audit(self, body: bytes) -> Any:
+        await self.ctx.store.sync()
+        return [entry.to_json() for entry in stored(self.ctx.store)]
+
 
 @dataclass(frozen=True)
 class Incoming:
@@ -263,7 +323,7 @@ def _error_answer(exc: BaseException, contiv_compat: bool = False) -> Answer:
     answer = answer_for(exc)
     if contiv_compat and isinstance(exc, NoRouteError):
         return _contiv_text_answer(404, CONTIV_NO_ROUTE)
-    if contiv_compat and answer.status != 401:  # Contiv answered every error 500 with its text (Decision 1); it had no 401
+    if contiv_compat and answer.status not in (401, 403):  # Contiv answered every error 500 with its text (Decision 1); it had no access control
         return _contiv_text_answer(500, answer.contiv_text)
     return _answer({"error": answer.message}, answer.status, {"retry-after": str(answer.retry_after)} if answer.retry_after else None)
 
@@ -276,10 +336,10 @@ class Dispatcher:
         self.handlers = Handlers(ctx)
         self.metrics = metrics
 
-    def authenticate(self, req: Incoming) -> None:
-        auth.authenticate(self.ctx.secret, req.method, req.path, req.body, req.headers, req.remote)
+    def authenticate(self, req: Incoming) -> tokens.Principal:
+        return self.ctx.access.identify(req.method, req.path, req.body, req.headers, req.remote)
 
-    async def forward(self, route: Route, req: Incoming) -> Answer:
+    async def forward(self, route: Route, req: Incoming, principal: tokens.Principal) -> Answer:
         hops = int(req.headers.get(HOPS_HEADER.lower(), "0") or 0)
         url = leader_api_url(self.ctx.store)
         contiv = wants_contiv_errors(req.headers, self.ctx.contiv_error_compat)
@@ -292,6 +352,7 @@ class Dispatcher:
                 headers[name] = req.headers[name.lower()]
         if self.ctx.secret:
             headers[auth.SIGNATURE_HEADER] = auth.sign(self.ctx.secret, route.method, req.path, req.body)
+        headers[auth.PRINCIPAL_HEADER] = principal.name  # the leader's audit trail names the caller
         try:
             status, answer_headers, body = await self.ctx.http.request(route.method, url, req.path, headers, req.body)
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
@@ -310,16 +371,24 @@ class Dispatcher:
         return answer
 
     async def _dispatch(self, route: Route, params: Mapping[str, str], req: Incoming) -> Answer:
+        principal: tokens.Principal | None = None
         try:
-            self.authenticate(req)
+            principal = self.authenticate(req)
+            tokens.require(principal, required_role(route, params))
             if route.write and not self.ctx.store.is_leader():
-                return await self.forward(route, req)
-            value = await getattr(self.handlers, route.name)(req.body, **params)
-            if isinstance(value, AtRevision):
-                return _answer(value.value, headers={REVISION_HEADER.lower(): str(value.revision)})
-            return _answer(value)
+                return await self.forward(route, req, principal)
+            answer = await self._run(route, params, req)
         except Exception as exc:  # noqa: BLE001 - every error becomes an answer
-            return _error_answer(exc, wants_contiv_errors(req.headers, self.ctx.contiv_error_compat))
+            answer = _error_answer(exc, wants_contiv_errors(req.headers, self.ctx.contiv_error_compat))
+        if route.write and principal is not None:  # executed (or refused) here: the leader's trail
+            self.ctx.audit.record(principal.name, route.method, route.path, object_key(params, req.body), answer[0])
+        return answer
+
+    async def _run(self, route: Route, params: Mapping[str, str], req: Incoming) -> Answer:
+        value = await getattr(self.handlers, route.name)(req.body, **params)
+        if isinstance(value, AtRevision):
+            return _answer(value.value, headers={REVISION_HEADER.lower(): str(value.revision)})
+        return _answer(value)
 
 
 class PluginFastPath:
@@ -383,7 +452,7 @@ def create_app(ctx: ApiContext) -> ApiApp:
 
     def authorized(scope: dict[str, Any]) -> bool:
         try:
-            dispatcher.authenticate(incoming_from_scope(scope, b""))
+            dispatcher.authenticate(incoming_from_scope(scope, b""))  # every role may read /metrics
         except UnauthorizedError:
             return False
         return True

@@ -450,12 +450,12 @@ def create_app(ctx: ApiContext) -> ApiApp:
     metrics = Metrics(ctx.store, ctx.agent, ctx.summaries, ctx.kube)
     dispatcher = Dispatcher(ctx, metrics)
 
-    def authorized(scope: dict[str, Any]) -> bool:
+    def refusal(scope: dict[str, Any]) -> str | None:
         try:
             dispatcher.authenticate(incoming_from_scope(scope, b""))  # every role may read /metrics
-        except UnauthorizedError:
-            return False
-        return True
+        except UnauthorizedError as exc:
+            return str(exc)
+        return None
 
     def register(route: Route) -> None:
         async def view(**params: str) -> Response:
@@ -490,7 +490,7 @@ def create_app(ctx: ApiContext) -> ApiApp:
     async def not_allowed(_: Exception) -> Response:
         return no_route(405, f"method {request.method} not allowed on {request.path}")
 
-    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, authorized, ctx.kube), app, dispatcher)
+    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, refusal, ctx.kube), app, dispatcher)
 
 
 def _no_leader(detail: str = "no leader is known yet (election in progress or no quorum)") -> Exception:

@@ -142,7 +142,7 @@ def test_pods_on_three_nodes_reach_each_other_over_vxlan_and_over_a_vlan_uplink(
         assert status == 200, driver
         assert driver["vxlan"]["connected"] and driver["vxlan"]["tunnels"] == 2, driver
         assert driver["vlan"]["connected"] and driver["vlan"]["uplinks"] == ["vl0"], driver
-        # Another host without the cluster secret is refused; with it (bearer) it is let in.
+        # Another host without a token is refused; with the admin token (bearer) it is let in.
         first, second = nodes[0], nodes[1]
         path = f"/debug/reclaimEndpoint/{vxlan[0]['id']}"
         assert second.api_call("DELETE", path, port=first.agent, host=first.host, token="")[0] == 401

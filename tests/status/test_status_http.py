@@ -44,12 +44,14 @@ def test_page_and_assets_are_served_with_a_strict_policy(node: ContivdProcess) -
     assert missing.status_code == 404 and "other.js" in missing.json()["error"]
 
 
-def test_reads_need_loopback_or_the_cluster_secret(node: ContivdProcess) -> None:
+def test_reads_need_loopback_or_a_token(node: ContivdProcess) -> None:
     for path in ("/", "/status/api/snapshot", "/status/api/node", "/status/events"):
         forged = node.get(path, headers={"X-Contivd-Signature": "1:00"})
         assert forged.status_code == 401 and "signature" in forged.json()["error"], path
     assert node.get("/status/api/node", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    assert node.get("/status/api/node", headers={"Authorization": f"Bearer {SECRET}"}).status_code == 200
+    assert node.get("/status/api/node", headers={"Authorization": f"Bearer {SECRET}"}).status_code == 401, "the secret is for nodes only"
+    viewer = node.mint_token("status-viewer", "viewer")
+    assert node.get("/status/api/node", headers={"Authorization": f"Bearer {viewer}"}).status_code == 200
 
 
 def test_snapshot_shows_networks_endpoints_and_the_leader(node: ContivdProcess) -> None:

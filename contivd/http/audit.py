@@ -28,7 +28,7 @@ log = logging.getLogger("contivd.audit")
 BATCH_SECONDS = 0.2
 MAX_ENTRIES = 1000
 # The body fields that name what a /plugin/* write touches (Contiv's request shapes).
-_BODY_KEYS = ("TenantName", "NetworkName", "ServiceName", "EndpointID", "AllocSubnetPool", "IPv4Address")
+_BODY_KEYS = ("TenantName", "Tenant", "NetworkName", "Network", "ServiceName", "EndpointID", "AllocSubnetPool", "IPv4Address")
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,13 @@ from raftstore import KeyValueStore
 
 from ..agent.service import Agent
 from ..http import auth
+from ..http.audit import stored
 from ..http.errors import UnauthorizedError, answer_for
 from ..http.forwarder import ForwardingClient
 from ..http.tokens import Role
 from ..nodes import registered_nodes
 from ..state import StateCache
-from .snapshot import cluster_model, node_report, store_model
+from .snapshot import cluster_model, node_report, recent_writes, store_model
 
 log = logging.getLogger("contivd.status")
 
@@ -128,7 +129,8 @@ class StatusService:
     async def snapshot(self) -> str:
         cluster = await self.cluster_part()
         revision, store = self.store_part()
-        return f'{{"revision":{revision},"generatedAt":{time.time():.3f},"cluster":{json.dumps(cluster)},"store":{store}}}'
+        writes = json.dumps(recent_writes(stored(self.ctx.store)))
+        return f'{{"revision":{revision},"generatedAt":{time.time():.3f},"cluster":{json.dumps(cluster)},"store":{store},"writes":{writes}}}'
 
     async def events(self) -> AsyncIterator[str]:
         """Server-sent events: `store` (revision moved; refetch the snapshot), `cluster` (the

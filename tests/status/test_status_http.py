@@ -67,6 +67,11 @@ def test_snapshot_shows_networks_endpoints_and_the_leader(node: ContivdProcess) 
     assert row[1] == MARKUP and row[7] == f"app={MARKUP}"
     report = node.get("/status/api/node").json()
     assert report["name"] == "node0" and report["store"]["role"] == "leader" and report["agent"] is None
+    written = {"who": "local", "method": "POST", "route": "/plugin/updateEndpoint", "status": 200}
+    writes = wait_for(
+        lambda: (w := node.get("/status/api/snapshot").json()["writes"]) and written.items() <= w[0].items() and w, 10, "the last write shown"
+    )
+    assert "EndpointID=snap-1" in writes[0]["object"] and len(writes) <= 20
 
 
 def test_events_announce_a_new_endpoint_and_batch_a_burst(node: ContivdProcess) -> None:

@@ -104,7 +104,7 @@ def list_audit(client: Client, last: int | None, json_output: bool) -> None:
 def login(ctx: click.Context, ca_file: str | None, fingerprint: str | None) -> None:
     """Store the server (--server) and token (--token, else asked for) in ~/.config/contivd/ctl.toml
     with mode 0600, after checking that the server accepts them."""
-    params = ctx.find_root().params
+    params = ctx.parent.params if ctx.parent else {}  # the `ctl` group's, resolved by its callback
     server, token = params["server"], params["token"] or click.prompt("Token", hide_input=True)
     with Client(server, token, verify=verification(CtlSettings(server, token, ca_file, fingerprint), False)) as client:
         client.get("/api/v1/tenants/")  # any role may read: proves the token and the server

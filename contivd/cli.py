@@ -82,7 +82,7 @@ def check_config(config_file: Path | None, **flags: Any) -> None:
 @click.option(
     "--server", envvar="CONTIVD_SERVER", default="http://127.0.0.1:9999", show_default=True, help="A contivd node's API [env CONTIVD_SERVER]."
 )
-@click.option("--token", envvar="CONTIVD_TOKEN", default=None, help="The cluster secret, from other hosts [env CONTIVD_TOKEN].")
+@click.option("--token", envvar="CONTIVD_TOKEN", default=None, help="An admin token, from other hosts [env CONTIVD_TOKEN].")
 @click.option("--dry-run", is_flag=True, help="Print what would be imported and the verification plan; write nothing.")
 @click.option("--force", is_flag=True, help="Replace the contents of a contivd store that is not empty.")
 def import_contiv(etcd: str, server: str, token: str | None, dry_run: bool, force: bool) -> None:

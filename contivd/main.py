@@ -135,7 +135,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             )
             endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None  # the orphan scan's view, with a CNI server
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
-                control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
+                control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret, config.node_name))
                 cni_server = CniServer(
                     control,
                     cache,

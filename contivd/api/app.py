@@ -239,6 +239,7 @@ class Handlers:
             return
         path = f"/debug/reclaimEndpoint/{ep.id}"
         headers = {auth.SIGNATURE_HEADER: auth.sign(self.ctx.secret, "DELETE", path, b"")} if self.ctx.secret else {}
+        headers[auth.PRINCIPAL_HEADER] = f"node:{self.ctx.node_name}"
         try:
             status, _, body = await self.ctx.http.request("DELETE", node.agent_url, path, headers, b"")
         except (OSError, ConnectionError, trio.TooSlowError) as exc:

@@ -75,7 +75,7 @@ class AuditTrail:
         self.store = store
         self.node_name = node_name
         self.max_entries = max_entries
-        self._pending: deque[AuditEntry] = deque(maxlen=max_entries)  # if the store is down for long, the oldest go (they were logged)
+        self._pending: deque[AuditEntry] = deque(maxlen=max_entries)  # if the store is down for long, the oldest go
         self._wake = trio.Event()
         self._sequence = itertools.count()
 
@@ -103,7 +103,8 @@ class AuditTrail:
             await self.store.txn(success=ops)
         except StoreError as exc:
             log.warning("audit: storing %d entries failed (kept for the next try): %s", len(batch), exc)
-            self._pending.extendleft(reversed(batch))
+            kept = [*batch, *self._pending][-self.max_entries :]  # beyond the bound, the oldest go (they were logged)
+            self._pending = deque(kept, maxlen=self.max_entries)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()

@@ -6,10 +6,11 @@ import pytest
 
 from contivd.ctl.client import CtlError
 from contivd.ctl.config import CtlSettings, effective, parse_settings, render_settings
-from contivd.http.audit import AuditEntry, object_key
+from contivd.http.audit import AuditEntry, AuditTrail, object_key, stored
 from contivd.http.errors import ForbiddenError, UnauthorizedError
 from contivd.http.tokens import Principal, Role, check_token, new_token, require, token_name
 from contivd.status.snapshot import recent_writes
+from raftstore import MemoryStore
 
 
 def test_a_token_is_stored_only_as_its_digest_and_checks_against_it() -> None:
@@ -65,3 +66,17 @@ def test_audit_object_keys_and_the_pages_recent_writes() -> None:
     entries = [AuditEntry(float(i), "n1", "local", "POST", "/r", str(i), 200) for i in range(30)]
     shown = recent_writes(entries)
     assert len(shown) == 20 and shown[0]["object"] == "29" and shown[-1]["object"] == "10"
+
+
+async def test_the_trail_stores_batches_and_keeps_the_newest_entries() -> None:
+    store = MemoryStore()
+    trail = AuditTrail(store, "n1", max_entries=3)
+    for index in range(2):
+        trail.record("local", "POST", "/r", f"o{index}", 200)
+    await trail.flush()
+    assert [e.object for e in stored(store)] == ["o0", "o1"]
+    for index in range(2, 6):
+        trail.record("token:a", "DELETE", "/r", f"o{index}", 403)
+    await trail.flush()
+    assert [e.object for e in stored(store)] == ["o3", "o4", "o5"], "the oldest stored entries make room"
+    assert stored(store)[-1] == AuditEntry(stored(store)[-1].time, "n1", "token:a", "DELETE", "/r", "o5", 403)

@@ -160,3 +160,24 @@ def test_audit_entries_for_every_write_of_a_session(tmp_path: Path) -> None:
             return seen if seen == expected else None
 
         wait_for(trail, 15, f"the audit trail to hold {expected}")
+
+
+# The routes registered beside the table (status page, metrics, import, snapshot): their roles.
+OTHER_ROUTES = (
+    ("GET", "/", Role.VIEWER),
+    ("GET", "/status/api/snapshot", Role.VIEWER),
+    ("GET", "/status/api/node", Role.VIEWER),
+    ("GET", "/metrics", Role.VIEWER),
+    ("GET", "/contivd/snapshot", Role.ADMIN),
+    ("POST", "/contivd/import", Role.ADMIN),
+)
+
+
+@pytest.mark.parametrize("method, path, needed", OTHER_ROUTES)
+def test_routes_beside_the_table_check_their_roles(node: ContivdProcess, tokens: dict[Role, str], method: str, path: str, needed: Role) -> None:
+    for role, token in tokens.items():
+        answer = call(node, method, path, token, b"{}")
+        if role >= needed:
+            assert answer.status_code not in (401, 403), f"{role.label} refused {method} {path}: {answer.text[:200]}"
+        else:
+            assert answer.status_code == 403 and f"needs role {needed.label}" in answer.json()["error"], (role, answer.text)

@@ -8,7 +8,6 @@ the Netmaster and renders answers and errors.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import time
@@ -21,7 +20,7 @@ from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from raftstore import Put, Store, mod_revision_is
+from raftstore import Store
 
 from .. import __version__
 from ..agent.service import Agent
@@ -41,12 +40,12 @@ from ..http.forwarder import ForwardingClient
 from ..k8s import KubeHealth
 from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
-from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, ConflictError, NotFoundError, ValidationError, contiv_line
+from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError, contiv_line
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
-from ..state import keys as layout
 from ..state.records import policy_rule_to_json
+from . import access
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document, required_role
 
@@ -252,45 +251,13 @@ class Handlers:
         return openapi_document(__version__)
 
     async def list_tokens(self, body: bytes) -> Any:
-        return [tokens.TokenRecord.from_json(kv.value).public() for kv in await self.ctx.store.list(layout.TOKENS_PREFIX)]
+        return await access.list_tokens(self.ctx.store)
 
     async def create_token(self, body: bytes, name: str) -> Any:
-        """`{"role": "viewer|operator|admin", "ttl": seconds or null}`; the token is in this answer only.
-        A revoked or expired token's name may be reused; a live one's may not."""
-        request = _parse_json(body)
-        if not isinstance(request, dict) or set(request) - {"role", "ttl"}:
-            raise BadRequestError('the body must be {"role": "viewer|operator|admin", "ttl": seconds or null}')
-        ttl = request.get("ttl")
-        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
-            raise ValidationError("ttl", f"ttl must be a positive number of seconds or null, got {ttl!r}")
-        try:
-            role = tokens.Role.for_token(str(request.get("role", "")))
-            token, record = tokens.new_token(name, role, time.time(), ttl)
-        except ValueError as exc:
-            raise ValidationError("token", str(exc)) from None
-        key = layout.token(name)
-        held = await self.ctx.store.get(key)
-        if held is not None:
-            old = tokens.TokenRecord.from_json(held.value)
-            if old.revoked is None and (old.expires is None or old.expires > time.time()):
-                raise ConflictError(f"token {name!r} exists; revoke it first (contivd ctl auth token revoke {name})")
-        result = await self.ctx.store.txn([mod_revision_is(key, held.mod_revision if held else 0)], [Put(key, record.to_json())])
-        if not result.succeeded:
-            raise ConflictError(f"token {name!r} changed meanwhile; nothing written")
-        return AtRevision({**record.public(), "token": token}, result.revision)
+        return AtRevision(*await access.create_token(self.ctx.store, name, _parse_json(body)))
 
     async def revoke_token(self, body: bytes, name: str) -> Any:
-        key = layout.token(name)
-        held = await self.ctx.store.get(key)
-        if held is None:
-            raise NotFoundError(f"no token named {name!r}")
-        record = tokens.TokenRecord.from_json(held.value)
-        if record.revoked is None:
-            record = dataclasses.replace(record, revoked=time.time())
-            revision = await self.ctx.store.put(key, record.to_json())
-        else:
-            revision = self.ctx.store.revision
-        return AtRevision(record.public(), revision)
+        return AtRevision(*await access.revoke_token(self.ctx.store, name))
 
     async def list_audit(self, body: bytes) -> Any:
         await self.ctx.store.sync()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from pysyncobj.transport import Transport
 
 from raftstore import _pysyncobj_compat as compat
 from raftstore._append_guard import install_append_guard, trim_append_entries
+from tests.support.raft_processes import Cluster, StoreProcess
 
 SELF, LEADER, JOINER = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"  # nothing listens: the transport only records
 NO_OP = bytes([1])  # PySyncObj's _COMMAND_TYPE.NO_OP: applying it changes nothing
@@ -188,3 +190,32 @@ def test_trim_leaves_other_messages_alone() -> None:
         {"type": "append_entries", "term": 1, "prevLogIdx": 1, "prevLogTerm": 0, "transmission": "finish", "data": b"", "commit_index": 1},
     ):
         assert trim_append_entries(message, terms, 2) == (message, None)
+
+
+@pytest.mark.cluster
+def test_no_member_truncates_under_write_load(cluster3: Cluster) -> None:
+    """Three voters as processes, concurrent writers through every member: no follower logs
+    PySyncObj's CRITICAL truncation of applied entries, and every acknowledged write is there."""
+    acknowledged: list[str] = []
+    errors: list[Exception] = []
+
+    def write(member: StoreProcess, writer: int) -> None:
+        for i in range(150):
+            key = f"/load/{writer}/{i:04d}"
+            try:
+                member.call("put", key=key, value=i, timeout=30)
+                acknowledged.append(key)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(member, n)) for n, member in enumerate(cluster3.members * 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert not errors
+    leader = cluster3.leader()
+    stored = {kv["key"] for kv in leader.call("list", prefix="/load/")}
+    assert set(acknowledged) <= stored
+    for member in cluster3.members:
+        assert "truncating" not in (member.data_dir / "stderr.log").read_text(errors="replace"), member.listen

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pysyncobj import SyncObj, SyncObjConf
 from pysyncobj.node import TCPNode
 from pysyncobj.transport import Transport
@@ -190,6 +192,54 @@ def test_trim_leaves_other_messages_alone() -> None:
         {"type": "append_entries", "term": 1, "prevLogIdx": 1, "prevLogTerm": 0, "transmission": "finish", "data": b"", "commit_index": 1},
     ):
         assert trim_append_entries(message, terms, 2) == (message, None)
+
+
+@st.composite
+def logs_and_message(draw: st.DrawFn) -> tuple[list[int], list[int], int, int, int]:
+    """A follower's log and a leader's (terms of indexes 1..; they share a prefix, then the
+    leader's differs from the first index where both hold an entry), an AppendEntries prev
+    index inside the shared prefix, a number of entries from there, and a commit index."""
+    terms = st.lists(st.integers(1, 4), max_size=6).map(sorted)
+    shared = draw(terms)
+    local_tail = [t + (shared[-1] if shared else 0) for t in draw(terms)]
+    leader_tail = [t + (shared[-1] if shared else 0) for t in draw(terms)]
+    if local_tail and leader_tail and local_tail[0] == leader_tail[0]:
+        leader_tail[0] += 1
+        leader_tail = [max(t, leader_tail[0]) for t in leader_tail]
+    local, leader = [0, *shared, *local_tail], [0, *shared, *leader_tail]
+    prev = draw(st.integers(1, len(shared) + 1))
+    count = draw(st.integers(0, len(leader) - prev))
+    return local, leader, prev, count, draw(st.integers(1, len(leader)))
+
+
+def raft_append(local: list[int], new: list[tuple[int, int]]) -> list[int]:
+    """Raft §5.3 on term lists: delete from the first conflict, then append what is missing."""
+    result = list(local)
+    for index, term in new:
+        if index <= len(result) and result[index - 1] != term:
+            del result[index - 1 :]
+        if index > len(result):
+            result.append(term)
+    return result
+
+
+@settings(max_examples=150, deadline=None)
+@given(logs_and_message())
+def test_every_append_follows_raft_on_a_real_follower(case: tuple[list[int], list[int], int, int, int]) -> None:
+    """Whatever the follower holds past the leader's prev entry, the log, the answer and the
+    commit index are Raft's: truncation only from a conflict, next index = prev + entries + 1,
+    commit = min(leader commit, index of the last new entry)."""
+    local, leader, prev, count, leader_commit = case
+    member = Follower(guarded=True)
+    try:
+        member.append((1, 0), [(NO_OP, i, t) for i, t in enumerate(local[1:], 2)], commit=1, term=max(local))
+        new = [(NO_OP, i, leader[i - 1]) for i in range(prev + 1, prev + count + 1)]
+        reply = member.append((prev, leader[prev - 1]), new, commit=leader_commit, term=max(leader + local))
+        assert [term for _, term in member.log()] == raft_append(local, [(i, t) for _, i, t in new])
+        assert reply == answer(prev + count + 1)
+        assert member.syncobj.raftCommitIndex == max(1, min(leader_commit, prev + count))
+    finally:
+        member.syncobj.destroy()
 
 
 @pytest.mark.cluster

@@ -12,6 +12,7 @@ import logging
 import pickle
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -75,22 +76,25 @@ class Follower:
         self.syncobj.doTick(0.0)
 
 
-@pytest.fixture
-def follower() -> Iterator[Follower]:
-    made = Follower(guarded=True)
+@contextmanager
+def running(guarded: bool) -> Iterator[Follower]:
+    made = Follower(guarded)
     try:
         yield made
     finally:
         made.syncobj.destroy()
+
+
+@pytest.fixture
+def follower() -> Iterator[Follower]:
+    with running(guarded=True) as made:
+        yield made
 
 
 @pytest.fixture
 def unguarded() -> Iterator[Follower]:
-    made = Follower(guarded=False)
-    try:
+    with running(guarded=False) as made:
         yield made
-    finally:
-        made.syncobj.destroy()
 
 
 def entries(first: int, last: int, term: int) -> list[tuple[bytes, int, int]]:
@@ -230,16 +234,13 @@ def test_every_append_follows_raft_on_a_real_follower(case: tuple[list[int], lis
     commit index are Raft's: truncation only from a conflict, next index = prev + entries + 1,
     commit = min(leader commit, index of the last new entry)."""
     local, leader, prev, count, leader_commit = case
-    member = Follower(guarded=True)
-    try:
+    with running(guarded=True) as member:
         member.append((1, 0), [(NO_OP, i, t) for i, t in enumerate(local[1:], 2)], commit=1, term=max(local))
         new = [(NO_OP, i, leader[i - 1]) for i in range(prev + 1, prev + count + 1)]
         reply = member.append((prev, leader[prev - 1]), new, commit=leader_commit, term=max(leader + local))
         assert [term for _, term in member.log()] == raft_append(local, [(i, t) for _, i, t in new])
         assert reply == answer(prev + count + 1)
         assert member.syncobj.raftCommitIndex == max(1, min(leader_commit, prev + count))
-    finally:
-        member.syncobj.destroy()
 
 
 @pytest.mark.cluster

@@ -48,10 +48,14 @@ def run(config_file: Path | None, **flags: Any) -> None:
     logs.configure(config.log_level, config.log_format, secrets=[config.cluster_secret])
     from .main import run as run_node  # after logs.configure: importing OVS libraries emits warnings
     from .ovs import OvsError
+    from .tls.pki import PkiError
 
     try:
         trio.run(run_node, config, lambda: load(flags, config_file))
-    except (OvsError, BaseExceptionGroup) as exc:
+    except (OvsError, PkiError, BaseExceptionGroup) as exc:
+        pki = _startup_error(exc, PkiError)
+        if pki is not None:
+            raise click.ClickException(f"cannot set up TLS: {pki}") from None
         cause = _startup_error(exc, OvsError)
         if cause is None:
             raise

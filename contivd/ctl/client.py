@@ -10,10 +10,13 @@ retry: a 503 (no leader yet) is reported as the server words it, and the user re
 
 from __future__ import annotations
 
+import ssl
 from types import TracebackType
 from typing import Any, Self
 
 import httpx
+
+from .trust import untrusted_message
 
 DEFAULT_SERVER = "http://127.0.0.1:9999"
 REQUEST_TIMEOUT_SECONDS = 30.0  # longer than a raft election, so writes during one still answer
@@ -43,7 +46,7 @@ def _server_message(answer: httpx.Response) -> str:
 class Client:
     """JSON requests to one contivd API server."""
 
-    def __init__(self, server: str, token: str | None = None, transport: httpx.BaseTransport | None = None, *, verify: bool = True):
+    def __init__(self, server: str, token: str | None = None, transport: httpx.BaseTransport | None = None, *, verify: bool | ssl.SSLContext = True):
         self.server = server.rstrip("/")
         # Accept: application/json chooses contivd's typed errors (4xx + JSON) over Contiv's 500 + text.
         headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
@@ -63,6 +66,8 @@ class Client:
         try:
             answer = self._http.request(method, path, json=body)
         except httpx.ConnectError as exc:
+            if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+                raise CtlError(untrusted_message(self.server, str(exc))) from None
             raise CtlError(
                 f"cannot connect to contivd at {self.server}: {exc}. Is it running there? Choose the server with --server URL or CONTIVD_SERVER."
             ) from None

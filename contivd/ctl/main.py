@@ -19,6 +19,7 @@ import click
 from . import actions
 from .client import DEFAULT_SERVER, Client, CtlError
 from .commands import ALIASES, DEFAULT_TENANT, GROUPS, RESOURCES, SETTERS, SHOWS, Arg, Option, Resource, Setter, Show
+from .trust import TrustError, verification
 
 
 class AliasedGroup(click.Group):
@@ -202,8 +203,12 @@ def _server_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 @click.pass_context
-def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool) -> None:
-    ctx.obj = ctx.with_resource(Client(server, token, verify=not insecure))
+def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool, ca_file: str | None, fingerprint: str | None) -> None:
+    try:
+        verify = verification(server, ca_file, fingerprint, insecure)
+    except TrustError as exc:
+        raise CtlError(str(exc)) from None
+    ctx.obj = ctx.with_resource(Client(server, token, verify=verify))
 
 
 def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.Group:
@@ -227,6 +232,14 @@ def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.G
             click.Option(
                 ["insecure", "--insecure"], envvar="INSECURE", is_flag=True,
                 help="Do not verify the server's TLS certificate, as netctl's flag [env INSECURE].",
+            ),
+            click.Option(
+                ["ca_file", "--ca-file"], envvar="CONTIVD_CA_FILE", default=None,
+                help="Trust this CA (PEM) for https:// servers, e.g. a node's /var/lib/contivd/tls/ca.crt [env CONTIVD_CA_FILE].",
+            ),
+            click.Option(
+                ["fingerprint", "--fingerprint"], envvar="CONTIVD_FINGERPRINT", default=None,
+                help="Trust the server's CA only if its SHA-256 fingerprint is this one (`ctl cluster status` shows it) [env CONTIVD_FINGERPRINT].",
             ),
         ],
     )  # fmt: skip

@@ -234,6 +234,8 @@ class Handlers:
             return
         if status != 200:
             log.warning("reclaiming endpoint %s on node %s: HTTP %d %s", ep.id, node.name, status, body[:200].decode(errors="replace"))
+        else:
+            log.info("node %s's agent reclaimed endpoint %s", node.name, ep.id)
 
     async def openapi(self, body: bytes) -> Any:
         return openapi_document(__version__)

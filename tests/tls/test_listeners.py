@@ -120,6 +120,26 @@ def test_followers_forward_writes_to_the_leader_over_tls(nodes: list[Node]) -> N
     assert "https://" in leader.api_call("GET", "/info")[1]["leader-ip"]
 
 
+def test_the_leader_calls_another_node_agent_over_tls(nodes: list[Node]) -> None:
+    """epcleanup on the leader has the endpoint's node agent (the follower's, https) drop its port."""
+    leader, follower = _leader_and_follower(nodes)
+    network = {"tenantName": "default", "networkName": "tlsagent", "encap": "vxlan", "subnet": "198.18.61.0/24", "gateway": "198.18.61.254"}
+    assert leader.api_call("POST", "/api/v1/networks/default:tlsagent/", network)[0] == 200
+    body = {
+        "TenantName": "default",
+        "NetworkName": "tlsagent",
+        "EndpointID": "tls-ep-2",
+        "ConfigEP": {"Container": "tls-ep-2", "Host": follower.name},
+    }
+    status, answer = leader.api_call("POST", "/plugin/createEndpoint", body)
+    assert status == 200, answer
+    status, answer = leader.api_call("DELETE", "/debug/epcleanup/tenant/default/ep/tls-ep-2")
+    assert status == 200, answer
+    wait_until(
+        lambda: f"node {follower.name}'s agent reclaimed endpoint tlsagent.default-tls-ep-2" in leader.log_text(), 30, "the reclaim over TLS", leader
+    )
+
+
 def test_status_page_reads_its_peers_over_tls(nodes: list[Node]) -> None:
     first, _ = nodes
 

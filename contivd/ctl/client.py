@@ -48,6 +48,7 @@ class Client:
 
     def __init__(self, server: str, token: str | None = None, transport: httpx.BaseTransport | None = None, *, verify: bool | ssl.SSLContext = True):
         self.server = server.rstrip("/")
+        self.verify = verify  # what other HTTP clients of a ctl command (snapshot save) verify the server with
         # Accept: application/json chooses contivd's typed errors (4xx + JSON) over Contiv's 500 + text.
         headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
         self._http = httpx.Client(base_url=self.server, headers=headers, timeout=REQUEST_TIMEOUT_SECONDS, transport=transport, verify=verify)

@@ -151,6 +151,13 @@ def test_status_page_reads_its_peers_over_tls(nodes: list[Node]) -> None:
     wait_until(peers_reported, 30, "both members' reports on the status page", first)
 
 
+def test_snapshot_save_over_tls(nodes: list[Node], tmp_path: Path) -> None:
+    server, client = nodes
+    fingerprint = fingerprint_pem(server.ca_file.read_text())
+    code, out = ctl(client, "--server", server.url(), "--fingerprint", fingerprint, "cluster", "snapshot", "save", str(tmp_path / "store.snap"))
+    assert code == 0 and "saved" in out, out
+
+
 def test_ctl_trusts_the_server_by_ca_file_or_fingerprint(nodes: list[Node], wrong_ca: Path) -> None:
     server, client = nodes
     fingerprint = fingerprint_pem(server.ca_file.read_text())

@@ -87,9 +87,15 @@ def check_config(config_file: Path | None, **flags: Any) -> None:
     "--server", envvar="CONTIVD_SERVER", default="http://127.0.0.1:9999", show_default=True, help="A contivd node's API [env CONTIVD_SERVER]."
 )
 @click.option("--token", envvar="CONTIVD_TOKEN", default=None, help="The cluster secret, from other hosts [env CONTIVD_TOKEN].")
+@click.option(
+    "--ca-file",
+    envvar="CONTIVD_CA_FILE",
+    default=None,
+    help="The CA an https:// server is verified against (a node's tls/ca.crt) [env CONTIVD_CA_FILE].",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would be imported and the verification plan; write nothing.")
 @click.option("--force", is_flag=True, help="Replace the contents of a contivd store that is not empty.")
-def import_contiv(etcd: str, server: str, token: str | None, dry_run: bool, force: bool) -> None:
+def import_contiv(etcd: str, server: str, token: str | None, ca_file: str | None, dry_run: bool, force: bool) -> None:
     """Move a running Contiv installation into contivd: read its etcd tree, import it atomically
     (every address, MAC, VLAN/VXLAN and EPG id kept), then verify it object by object."""
     import httpx
@@ -106,12 +112,12 @@ def import_contiv(etcd: str, server: str, token: str | None, dry_run: bool, forc
             click.echo("dry run: nothing written. After an import, verification compares:")
             click.echo("\n".join(f"  - {line}" for line in verification_plan(tree)))
             return
-        reply = submit_import(server, values, force, token)
+        reply = submit_import(server, values, force, token, ca_file)
     except MigrationError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"imported at store revision {reply.get('revision')}; verifying against {server}")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    with httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=30.0) as http:
+    with httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=30.0, verify=ca_file or True) as http:
         counts, differences = verify_import(tree, http)
     click.echo("\n".join(f"  {line}" for line in counts))
     if differences:

@@ -75,7 +75,8 @@ def _names(hosts: Iterable[str]) -> list[x509.GeneralName]:
         try:
             names.append(x509.IPAddress(ipaddress.ip_address(host)))
         except ValueError:
-            names.append(x509.DNSName(host))
+            if host.isascii():  # a node name that is no DNS name is left out: peers call addresses
+                names.append(x509.DNSName(host))
     return names
 
 

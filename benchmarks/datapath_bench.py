@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import ssl
 import statistics
 import subprocess
 import sys
@@ -192,7 +193,7 @@ def _client_in(fabric: str, node: Node) -> httpx.Client:
 
     pyroute_netns.setns(fabric)  # this thread's new sockets live in the fabric namespace
     headers = {"Authorization": f"Bearer {SECRET}"}
-    return httpx.Client(base_url=node.url() + "/api/v1", headers=headers, timeout=10, verify=str(node.ca_file))
+    return httpx.Client(base_url=node.url() + "/api/v1", headers=headers, timeout=10, verify=ssl.create_default_context(cafile=node.ca_file))
 
 
 def _create_objects(client: httpx.Client) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import ssl
 import statistics
 import sys
 import tempfile
@@ -140,7 +141,13 @@ def run(count: int, changes: int) -> dict[str, Any]:
             relay = running.start(first.ns, sys.executable, "-m", "tests.support.tcp_relay", first.host, str(relay_port), str(empty_port))
             client = _client_in(fabric, first)  # from here on this thread's sockets live in the fabric
             agents = [
-                httpx.Client(base_url=n.url(n.agent), headers={"Authorization": f"Bearer {SECRET}"}, timeout=10, verify=str(n.ca_file)) for n in nodes
+                httpx.Client(
+                    base_url=n.url(n.agent),
+                    headers={"Authorization": f"Bearer {SECRET}"},
+                    timeout=10,
+                    verify=ssl.create_default_context(cafile=n.ca_file),
+                )
+                for n in nodes
             ]
             wait_watching(client, nodes)
             warm_up(client, first.host, relay_port)

@@ -98,6 +98,8 @@ def check_config(config_file: Path | None, **flags: Any) -> None:
 def import_contiv(etcd: str, server: str, token: str | None, ca_file: str | None, dry_run: bool, force: bool) -> None:
     """Move a running Contiv installation into contivd: read its etcd tree, import it atomically
     (every address, MAC, VLAN/VXLAN and EPG id kept), then verify it object by object."""
+    import ssl
+
     import httpx
 
     from .migrate import ContivTree, MigrationError, plan_import, read_contiv_values, submit_import, verification_plan, verify_import
@@ -117,7 +119,9 @@ def import_contiv(etcd: str, server: str, token: str | None, ca_file: str | None
         raise click.ClickException(str(exc)) from None
     click.echo(f"imported at store revision {reply.get('revision')}; verifying against {server}")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    with httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=30.0, verify=ca_file or True) as http:
+    with httpx.Client(
+        base_url=server.rstrip("/"), headers=headers, timeout=30.0, verify=ssl.create_default_context(cafile=ca_file) if ca_file else True
+    ) as http:
         counts, differences = verify_import(tree, http)
     click.echo("\n".join(f"  {line}" for line in counts))
     if differences:

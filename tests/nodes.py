@@ -25,8 +25,8 @@ from tests.support.waiting import free_ports
 CALL = (
     # Accept: application/json: contivd's typed errors (4xx + JSON), not Contiv's 500 + text (Decision 1);
     # argv[5]: the CA file https:// answers are verified against
-    "import httpx,json,sys; h={'Accept': 'application/json'} | ({'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {});"
-    " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10, verify=sys.argv[5] if sys.argv[5] else True);"
+    "import httpx,json,ssl,sys; h={'Accept': 'application/json'} | ({'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {});"
+    " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10, verify=ssl.create_default_context(cafile=sys.argv[5]) if sys.argv[5] else True);"
     " print(json.dumps([r.status_code, r.text]))"
 )
 

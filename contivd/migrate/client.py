@@ -6,6 +6,7 @@ the tree is sent there once. Errors become MigrationError with the server's mess
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +26,13 @@ def submit_import(server: str, values: Mapping[str, str], force: bool, token: st
     target = server.rstrip("/")
     for _ in range(2):
         try:
-            answer = httpx.post(target + IMPORT_PATH, json=body, headers=headers, timeout=IMPORT_TIMEOUT_SECONDS, verify=ca_file or True)
+            answer = httpx.post(
+                target + IMPORT_PATH,
+                json=body,
+                headers=headers,
+                timeout=IMPORT_TIMEOUT_SECONDS,
+                verify=ssl.create_default_context(cafile=ca_file) if ca_file else True,
+            )
         except httpx.HTTPError as exc:
             raise MigrationError(f"cannot reach contivd at {target}: {exc or type(exc).__name__}") from None
         try:

@@ -119,7 +119,7 @@ class Holdings:
 
 
 GETS = (  # argv[3]: the CA file an https:// API is verified against
-    "import httpx,json,sys; h={'Authorization': 'Bearer '+sys.argv[2]} if sys.argv[2] else {}; v=sys.argv[3] or True;"
+    "import httpx,json,ssl,sys; h={'Authorization': 'Bearer '+sys.argv[2]} if sys.argv[2] else {}; v=ssl.create_default_context(cafile=sys.argv[3]) if sys.argv[3] else True;"
     " print(json.dumps([httpx.get(sys.argv[1] + p, headers=h, timeout=10, verify=v).json() for p in sys.argv[4:]]))"
 )
 

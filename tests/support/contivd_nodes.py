@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ def _verify(url: str, ca_file: Path) -> dict[str, Any]:
         return {}
     if not ca_file.is_file():
         raise httpx.ConnectError(f"{ca_file} not written yet")
-    return {"verify": str(ca_file)}
+    return {"verify": ssl.create_default_context(cafile=ca_file)}
 
 
 class ContivdProcess:

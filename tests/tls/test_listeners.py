@@ -28,9 +28,9 @@ pytestmark = [
 
 # argv: method, url, verify ("" = system CAs, "plain" = no TLS expected, else a CA file), token
 PROBE = (
-    "import httpx,json,sys; v=sys.argv[3]; h={'Accept': 'application/json', 'Authorization': 'Bearer '+sys.argv[4]};\n"
+    "import httpx,json,ssl,sys; v=sys.argv[3]; h={'Accept': 'application/json', 'Authorization': 'Bearer '+sys.argv[4]};\n"
     "try:\n"
-    "    r=httpx.request(sys.argv[1], sys.argv[2], headers=h, timeout=10, verify=v if v not in ('', 'plain') else True)\n"
+    "    r=httpx.request(sys.argv[1], sys.argv[2], headers=h, timeout=10, verify=ssl.create_default_context(cafile=v) if v not in ('', 'plain') else True)\n"
     "    print(json.dumps([r.status_code, r.text[:2000]]))\n"
     "except httpx.HTTPError as exc:\n"
     "    print(json.dumps([0, repr(exc)]))\n"

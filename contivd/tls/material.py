@@ -46,11 +46,15 @@ class TlsFiles:
         return fingerprint_pem(self.ca_pem)
 
     def client_context(self) -> ssl.SSLContext:
-        """For calls to peers: their certificate must chain to the cluster CA and name the
-        address called. HTTP/1.1 only: the forwarding client speaks h11."""
-        context = ssl.create_default_context(cadata=self.ca_pem)
-        context.set_alpn_protocols(["http/1.1"])
-        return context
+        return peer_context(self.ca_pem)
+
+
+def peer_context(ca_pem: str) -> ssl.SSLContext:
+    """For calls to peers: their certificate must chain to `ca_pem` (the cluster CA) and name
+    the address called. HTTP/1.1 only: the forwarding client speaks h11."""
+    context = ssl.create_default_context(cadata=ca_pem)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 def _write(path: Path, text: str, mode: int) -> None:

@@ -1,6 +1,7 @@
 """One node on loopback with `--tls always` (real processes, no namespaces): the operator's own
-certificates, a restart that keeps the node's files, and a cluster secret that cannot open the
-store's CA key (a clear refusal, nothing served)."""
+certificates (and the node-to-node client verifying them: the right CA, not another one), a
+restart that keeps the node's files, and a cluster secret that cannot open the store's CA key
+(a clear refusal, nothing served)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+import trio
 
+from contivd.http.forwarder import ForwardingClient
 from contivd.tls.fingerprint import fingerprint_pem
+from contivd.tls.material import peer_context
 from contivd.tls.pki import create_ca, issue_node_certificate
 from tests.support.contivd_nodes import ContivdProcess
 from tests.support.waiting import free_ports, wait_for
@@ -48,8 +52,20 @@ def test_operator_certificates_are_served_and_no_cluster_ca_is_made(tmp_path: Pa
         assert info().json()["tls"] == {"caFingerprint": fingerprint_pem(ca.certificate)}
         assert httpx.get(node.url + "/ca.crt", verify=ssl.create_default_context(cafile=files["ca"]), timeout=10).text == ca.certificate
         assert not (node.data_dir / "tls").exists()
+        assert trio.run(_forward, node.url, ca.certificate) == 200
+        with pytest.raises(ConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+            trio.run(_forward, node.url, create_ca("another").certificate)
     finally:
         node.kill()
+
+
+async def _forward(url: str, ca_pem: str) -> int:
+    """One GET through the client nodes forward and call agents with, trusting `ca_pem`."""
+    http = ForwardingClient(timeout=30, ssl_context=peer_context(ca_pem))
+    try:
+        return (await http.request("GET", url, "/version", {}, b""))[0]
+    finally:
+        await http.aclose()
 
 
 def test_a_restart_keeps_the_node_certificate_and_another_secret_is_refused(tmp_path: Path) -> None:

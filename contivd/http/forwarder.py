@@ -48,25 +48,33 @@ class _Connection:
 
 
 class ForwardingClient:
-    """Keep-alive connections per base URL; `request` raises OSError/TimeoutError on failure."""
+    """Keep-alive connections per base URL; `request` raises OSError/TimeoutError on failure.
 
-    def __init__(self, timeout: float, ssl_context: ssl.SSLContext | None = None):
+    `timeout` bounds a whole exchange; `connect_timeout` a new connection alone, so a peer that
+    is cut off (its SYNs dropped) fails in about a second, not after the whole timeout.
+    `ssl_context` verifies `https://` peers (the cluster CA's)."""
+
+    def __init__(self, timeout: float, connect_timeout: float = 1.0, ssl_context: ssl.SSLContext | None = None):
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
         self.ssl_context = ssl_context
         self._idle: dict[str, list[_Connection]] = {}
 
-    async def _connect(self, scheme: str, host: str, port: int) -> _Connection:
+    async def _open(self, scheme: str, host: str, port: int) -> _Connection:
+        """A new connection, TLS-wrapped and verified for `https`."""
+        stream = await self._connect(host, port)
         if scheme != "https":
-            return _Connection(await trio.open_tcp_stream(host, port))
+            return _Connection(stream)
         if self.ssl_context is None:
-            raise ConnectionError(f"https://{host}:{port}: this node has no TLS context to verify it with")
-        stream = await trio.open_ssl_over_tcp_stream(host, port, ssl_context=self.ssl_context)
-        try:
-            await stream.do_handshake()
-        except trio.BrokenResourceError as exc:  # the certificate did not verify, or the peer speaks no TLS
             await stream.aclose()
+            raise ConnectionError(f"https://{host}:{port}: this node has no TLS context to verify it with")
+        tls = trio.SSLStream(stream, self.ssl_context, server_hostname=host)
+        try:
+            await tls.do_handshake()
+        except trio.BrokenResourceError as exc:  # the certificate did not verify, or the peer speaks no TLS
+            await tls.aclose()
             raise ConnectionError(f"TLS with https://{host}:{port} failed: {exc.__cause__ or exc}") from None
-        return _Connection(stream)
+        return _Connection(tls)
 
     async def request(self, method: str, base_url: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
         parts = urlsplit(base_url)
@@ -75,7 +83,7 @@ class ForwardingClient:
         with trio.fail_after(self.timeout):
             for attempt in range(2):  # an idle connection may have been closed by the server
                 reused = bool(idle) and attempt == 0
-                conn = idle.pop() if reused else await self._connect(parts.scheme, host, port)
+                conn = idle.pop() if reused else await self._open(parts.scheme, host, port)
                 try:
                     answer = await conn.exchange(method, target, f"{host}:{port}", headers, body)
                 except (OSError, ConnectionError, h11.ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -89,6 +97,11 @@ class ForwardingClient:
                     await conn.stream.aclose()
                 return answer
         raise AssertionError("unreachable")
+
+    async def _connect(self, host: str, port: int) -> trio.SocketStream:
+        with trio.move_on_after(self.connect_timeout):
+            return await trio.open_tcp_stream(host, port)
+        raise ConnectionError(f"no connection to {host}:{port} within {self.connect_timeout:g}s")
 
     async def aclose(self) -> None:
         for connections in self._idle.values():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import ssl
 import statistics
 import sys
 import tempfile
@@ -138,12 +139,20 @@ def run(count: int, changes: int) -> dict[str, Any]:
             running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(full_port), str(preload))
             sh("ip", "netns", "exec", first.ns, sys.executable, "-c", POST, f"http://127.0.0.1:{full_port}/_test/compact")
             relay = running.start(first.ns, sys.executable, "-m", "tests.support.tcp_relay", first.host, str(relay_port), str(empty_port))
-            client = _client_in(fabric, first.host, first.api, first.token)  # from here on this thread's sockets live in the fabric
-            agents = [httpx.Client(base_url=f"http://{n.host}:{n.agent}", headers={"Authorization": f"Bearer {n.token}"}, timeout=10) for n in nodes]
+            client = _client_in(fabric, first)  # from here on this thread's sockets live in the fabric
+            agents = [
+                httpx.Client(
+                    base_url=n.url(n.agent),
+                    headers={"Authorization": f"Bearer {n.token}"},
+                    timeout=10,
+                    verify=ssl.create_default_context(cafile=n.ca_file),
+                )
+                for n in nodes
+            ]
             wait_watching(client, nodes)
             warm_up(client, first.host, relay_port)
             wait_programmed(agents, 0, 60)
-            follower = next(n for n in nodes if client.get(f"http://{n.host}:{n.api}/info").json().get("current-state") == "follower")
+            follower = next(n for n in nodes if client.get(n.url() + "/info").json().get("current-state") == "follower")
             figures: dict[str, Any] = {"services": count, "endpoints_per_service": ENDPOINTS, "agent_rss_mb_idle": rss_mb(follower)}
             # Cold start: the leader's watch is cut and finds the full server (410, relist).
             started = time.perf_counter()
@@ -184,7 +193,7 @@ def warm_up(client: httpx.Client, host: str, port: int) -> None:
 
 def wait_watching(client: httpx.Client, nodes: list[Node], timeout: float = 60) -> None:
     """Until every node is ready: the leader's Service watch in sync, every agent synced."""
-    urls = [f"http://{node.host}:{node.api}/readyz" for node in nodes]
+    urls = [node.url() + "/readyz" for node in nodes]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if all(client.get(url).status_code == 200 for url in urls):

@@ -43,6 +43,7 @@ from .nodes import keep_registered
 from .sdnotify import Notifier
 from .state import NodeRecord, StateCache
 from .status.routes import StatusContext, register_status_routes
+from .tls.material import TlsFiles, issued_tls_files
 
 log = logging.getLogger("contivd")
 STATUS_SECONDS = 5.0  # how often the systemd STATUS= line is refreshed
@@ -78,9 +79,23 @@ def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, netmaster: Netm
     return health
 
 
-def _hypercorn_config(listen: str) -> HypercornConfig:
+async def _node_tls(store: Store, config: Config) -> TlsFiles | None:
+    """The TLS files this node serves with: the operator's, else issued by the cluster CA
+    (waits for the store on a first start); None when every listener is plain loopback HTTP."""
+    if not config.uses_tls:
+        return None
+    if config.tls_cert is not None and config.tls_key is not None and config.tls_ca is not None:
+        return TlsFiles(config.tls_cert, config.tls_key, config.tls_ca)
+    assert config.cluster_secret is not None  # config.load refuses TLS without files or a secret
+    return await issued_tls_files(store, config.data_dir / "tls", config.cluster_secret, config.node_name, config.tls_hosts)
+
+
+def _hypercorn_config(listen: str, tls: TlsFiles | None) -> HypercornConfig:
+    """One listener's settings; TLS with `tls` (the caller passes None for a plain listener)."""
     hconfig = HypercornConfig()
     hconfig.bind = [listen]
+    if tls is not None:
+        hconfig.certfile, hconfig.keyfile = str(tls.certificate), str(tls.key)
     hconfig.accesslog = None
     hconfig.errorlog = logging.getLogger("hypercorn.error")  # our handler and format (logs.configure), not hypercorn's own
     hconfig.graceful_timeout = 5.0
@@ -98,6 +113,10 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             nursery.start_soon(notifier.watchdog)  # from this loop: a stuck loop stops the pings
             role = "read-only member" if config.readonly else f"raft on {config.raft_listen}"
             log.info("store started (%s, peers: %s)", role, ", ".join(config.peers) or "none, single node")
+            tls = await _node_tls(store, config)
+            if tls is not None:
+                http.ssl_context = tls.client_context()  # peers' certificates are verified against the cluster CA
+                log.info("TLS on non-loopback listeners%s; cluster CA sha256 %s", " and loopback" if config.tls == "always" else "", tls.fingerprint)
             netmaster = Netmaster(store, config.node_name)
             nursery.start_soon(_leader_duties, store, netmaster, config.node_name)
             kube = _start_kubernetes_watch(nursery, store, netmaster, config)
@@ -132,10 +151,27 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 bgp = BgpSpeaker(cache, config.node_name, config.data_dir / "bgp")  # idle until a Bgp object names this node
                 await nursery.start(bgp.run)
                 agent_app = create_agent_app(agent, auth.Authenticator(config.cluster_secret, auth.store_lookup(store)), bgp)
-                agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
+                agent_bound = await nursery.start(
+                    partial(
+                        serve,
+                        agent_app,
+                        _hypercorn_config(config.agent_listen, tls if config.listener_tls(config.agent_listen) else None),
+                        shutdown_trigger=stop.wait,
+                    )
+                )
                 log.info("agent API listening on %s", ", ".join(agent_bound))
             context = ApiContext(
-                store, cache, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent, kube
+                store,
+                cache,
+                netmaster,
+                config.node_name,
+                config.node_ip,
+                config.cluster_secret,
+                http,
+                config.contiv_error_compat,
+                agent,
+                kube,
+                tls_ca=tls.ca_pem if tls is not None else None,
             )
             endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None  # the orphan scan's view, with a CNI server
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
@@ -160,7 +196,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     endpoint_datapath = reaper.view
             await nursery.start(context.audit.run)
             api = create_app(context)
-            status = StatusContext(store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath)
+            status = StatusContext(store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath, http.ssl_context)
             register_status_routes(api.quart, status)
             register_import_route(api.quart, ImportContext(store, context.access, context.audit))
             register_snapshot_route(api.quart, SnapshotContext(store, context.access))
@@ -168,7 +204,12 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:
                 try:
-                    await serve(api.asgi, _hypercorn_config(config.api_listen), shutdown_trigger=stop.wait, task_status=task_status)
+                    await serve(
+                        api.asgi,
+                        _hypercorn_config(config.api_listen, tls if config.listener_tls(config.api_listen) else None),
+                        shutdown_trigger=stop.wait,
+                        task_status=task_status,
+                    )
                 finally:
                     api_stopped.set()
 

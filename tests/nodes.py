@@ -7,6 +7,7 @@ Shared by the node agent and CNI tests. Everything here cleans up by PID and by 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -22,9 +23,11 @@ from typing import Any
 from tests.support.waiting import free_ports
 
 CALL = (
-    # Accept: application/json: contivd's typed errors (4xx + JSON), not Contiv's 500 + text (Decision 1)
-    "import httpx,json,sys; h={'Accept': 'application/json'} | ({'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {});"
-    " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10); print(json.dumps([r.status_code, r.text]))"
+    # Accept: application/json: contivd's typed errors (4xx + JSON), not Contiv's 500 + text (Decision 1);
+    # argv[5]: the CA file https:// answers are verified against
+    "import httpx,json,ssl,sys; h={'Accept': 'application/json'} | ({'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {});"
+    " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10, verify=ssl.create_default_context(cafile=sys.argv[5]) if sys.argv[5] else True);"
+    " print(json.dumps([r.status_code, r.text]))"
 )
 
 
@@ -48,15 +51,26 @@ class Node:
     def raft_address(self) -> str:
         return f"{self.host}:{self.raft}"
 
+    @property
+    def ca_file(self) -> Path:
+        """The cluster CA this node was issued its certificate by (contivd writes it on start)."""
+        return self.data / "tls" / "ca.crt"
+
+    def url(self, port: int | None = None, host: str | None = None) -> str:
+        """A listener's base URL: https off loopback (contivd serves TLS there), http on it."""
+        host = host or self.host
+        scheme = "http" if ipaddress.ip_address(host).is_loopback else "https"
+        return f"{scheme}://{host}:{port or self.api}"
+
     def api_call(
         self, method: str, path: str, body: Any = None, port: int | None = None, token: str | None = None, host: str | None = None
     ) -> tuple[int, Any]:
         """Call, from this node's namespace, the node's API (or another port, e.g. the agent's; or another host)."""
-        url = f"http://{host or self.host}:{port or self.api}{path}"
+        url = self.url(port, host) + path
         payload = json.dumps(body) if body is not None else ""
-        out = sh(
-            "ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, self.token if token is None else token, check=False
-        )
+        verify = str(self.ca_file) if url.startswith("https") else ""
+        token = self.token if token is None else token
+        out = sh("ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, token, verify, check=False)
         if out.returncode:
             return 0, out.stderr[-300:]
         status, text = json.loads(out.stdout)

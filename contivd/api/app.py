@@ -47,6 +47,7 @@ from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
 from ..state.records import policy_rule_to_json
+from ..tls.fingerprint import fingerprint_pem
 from . import access
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document, required_role
@@ -73,6 +74,7 @@ class ApiContext:
     contiv_error_compat: bool = False
     agent: Agent | None = None  # None when the node runs without a datapath (--datapath none)
     kube: KubeHealth | None = None  # Kubernetes mode (--kubeconfig): how the leader's watch is doing
+    tls_ca: str | None = None  # PEM of the CA this node's TLS certificate chains to; None: plain HTTP
     # The store summary (endpoints per node, IPAM usage) the metrics and systemd's STATUS=
     # line both read: one cache, so a changed store is summarised once, not once per reader.
     summaries: StoreSummaries = field(init=False)
@@ -221,6 +223,7 @@ class Handlers:
             "nodes": [n.to_json() for n in nodes],
             "agent": asdict(self.ctx.agent.statistics()) if self.ctx.agent is not None else None,
             "kubernetes": asdict(self.ctx.kube.view()) if self.ctx.kube is not None else None,
+            "tls": {"caFingerprint": fingerprint_pem(self.ctx.tls_ca)} if self.ctx.tls_ca else None,
         }
 
     async def kubernetes_services(self, body: bytes) -> Any:
@@ -274,6 +277,8 @@ class Handlers:
         status, body = called
         if status != 200:
             log.warning("reclaiming endpoint %s on node %s: HTTP %d %s", ep.id, ep.homing_host, status, body[:200].decode(errors="replace"))
+        else:
+            log.info("node %s's agent reclaimed endpoint %s", ep.homing_host, ep.id)
 
     async def openapi(self, body: bytes) -> Any:
         return openapi_document(__version__)
@@ -492,7 +497,7 @@ def create_app(ctx: ApiContext) -> ApiApp:
     async def not_allowed(_: Exception) -> Response:
         return no_route(405, f"method {request.method} not allowed on {request.path}")
 
-    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, refusal, ctx.kube), app, dispatcher)
+    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, refusal, ctx.kube, ctx.tls_ca), app, dispatcher)
 
 
 def _no_leader(detail: str = "no leader is known yet (election in progress or no quorum)") -> Exception:

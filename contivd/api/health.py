@@ -1,9 +1,12 @@
-"""`/healthz`, `/readyz` and `/metrics`: what load balancers, orchestrators and Prometheus ask.
+"""`/healthz`, `/readyz`, `/metrics` and `/ca.crt`: what load balancers, orchestrators,
+Prometheus and TLS clients ask.
 
 They are answered in front of the Quart app (like the plugin fast path) so a scrape or a probe
 costs no routing. `/healthz` says the process and its event loop answer; `/readyz` says the node
 can do its job, listing every failing check; `/metrics` is authenticated like the API (loopback,
 a node signature or a token of any role) because it names nodes and networks.
+`/ca.crt` is the CA the node's TLS certificate chains to (public, unauthenticated): `contivd ctl
+--fingerprint` fetches it and trusts it only when its SHA-256 is the pinned one.
 """
 
 from __future__ import annotations
@@ -57,8 +60,10 @@ class OpsEndpoints:
         metrics: Metrics,
         refusal: Callable[[dict[str, Any]], str | None],  # why a /metrics request is refused (None: allowed)
         kube: KubeHealth | None = None,
+        ca_pem: str | None = None,
     ):
         self.app, self.store, self.agent, self.metrics, self.refusal, self.kube = app, store, agent, metrics, refusal, kube
+        self.ca_pem = ca_pem
 
     async def __call__(self, asgi_scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         scope = cast(dict[str, Any], asgi_scope)
@@ -75,6 +80,8 @@ class OpsEndpoints:
                 await _respond(send, 401, "application/json", (json.dumps({"error": refused}) + "\n").encode())
             else:
                 await _respond(send, 200, CONTENT_TYPE, self.metrics.render())
+        elif path == "/ca.crt" and self.ca_pem:
+            await _respond(send, 200, "application/x-pem-file", self.ca_pem.encode())
         else:
             await self.app(asgi_scope, receive, send)
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import click
 
-from .client import Client
-from .config import CtlSettings, config_path, save_settings, verification
+from .client import Client, CtlError
+from .config import CtlSettings, config_path, save_settings
 from .output import as_json, table
+from .trust import TrustError, verification
 
 TOKENS_PATH = "/api/v1/auth/tokens/"
 AUDIT_PATH = "/api/v1/audit/"
@@ -106,7 +107,11 @@ def login(ctx: click.Context, ca_file: str | None, fingerprint: str | None) -> N
     with mode 0600, after checking that the server accepts them."""
     params = ctx.parent.params if ctx.parent else {}  # the `ctl` group's, resolved by its callback
     server, token = params["server"], params["token"] or click.prompt("Token", hide_input=True)
-    with Client(server, token, verify=verification(CtlSettings(server, token, ca_file, fingerprint), False)) as client:
+    try:
+        verify = verification(server, ca_file, fingerprint, insecure=False)
+    except TrustError as exc:
+        raise CtlError(str(exc)) from None
+    with Client(server, token, verify=verify) as client:
         client.get("/api/v1/tenants/")  # any role may read: proves the token and the server
     path = save_settings(CtlSettings(server, token, ca_file, fingerprint), config_path())
     click.echo(f"logged in to {server}; saved {path} (mode 0600)")

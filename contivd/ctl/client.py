@@ -16,6 +16,8 @@ from typing import Any, Self
 
 import httpx
 
+from .trust import untrusted_message
+
 DEFAULT_SERVER = "http://127.0.0.1:9999"
 REQUEST_TIMEOUT_SECONDS = 30.0  # longer than a raft election, so writes during one still answer
 
@@ -46,6 +48,7 @@ class Client:
 
     def __init__(self, server: str, token: str | None = None, transport: httpx.BaseTransport | None = None, *, verify: bool | ssl.SSLContext = True):
         self.server = server.rstrip("/")
+        self.verify = verify  # what other HTTP clients of a ctl command (snapshot save) verify the server with
         # Accept: application/json chooses contivd's typed errors (4xx + JSON) over Contiv's 500 + text.
         headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
         self._http = httpx.Client(base_url=self.server, headers=headers, timeout=REQUEST_TIMEOUT_SECONDS, transport=transport, verify=verify)
@@ -64,6 +67,8 @@ class Client:
         try:
             answer = self._http.request(method, path, json=body)
         except httpx.ConnectError as exc:
+            if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+                raise CtlError(untrusted_message(self.server, str(exc))) from None
             raise CtlError(
                 f"cannot connect to contivd at {self.server}: {exc}. Is it running there? Choose the server with --server URL or CONTIVD_SERVER."
             ) from None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import ssl
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -70,15 +69,6 @@ def effective(server: str, server_given: bool, token: str | None, settings: CtlS
         settings.ca_file if own else None,
         settings.fingerprint if own else None,
     )
-
-
-def verification(settings: CtlSettings, insecure: bool) -> bool | ssl.SSLContext:
-    """httpx's `verify` for these settings: off with --insecure, the CA file's context, else the system's."""
-    if insecure:
-        return False
-    if settings.fingerprint:
-        raise CtlError("this contivd ctl cannot pin a certificate fingerprint yet; set ca_file in ctl.toml instead")
-    return ssl.create_default_context(cafile=settings.ca_file) if settings.ca_file else True
 
 
 def read_settings(path: Path) -> CtlSettings:

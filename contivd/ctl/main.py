@@ -21,7 +21,8 @@ from . import actions
 from .access import audit_group, auth_group, login
 from .client import DEFAULT_SERVER, Client, CtlError
 from .commands import ALIASES, DEFAULT_TENANT, GROUPS, RESOURCES, SETTERS, SHOWS, Arg, Option, Resource, Setter, Show
-from .config import config_path, effective, read_settings, verification
+from .config import config_path, effective, read_settings
+from .trust import TrustError, verification
 
 
 class AliasedGroup(click.Group):
@@ -205,13 +206,18 @@ def _server_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 @click.pass_context
-def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool) -> None:
+def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool, ca_file: str | None, fingerprint: str | None) -> None:
     """The client for the subcommand, with flags over the environment over ctl.toml; the
     resolved server and token go back into the params, where every subcommand finds them."""
     given = ctx.get_parameter_source("server") not in (ParameterSource.DEFAULT, None)
     settings = effective(server, given, token, read_settings(config_path()))
-    ctx.params.update(server=settings.server, token=settings.token)
-    ctx.obj = ctx.with_resource(Client(settings.server or server, settings.token, verify=verification(settings, insecure)))
+    target = settings.server or server
+    ctx.params.update(server=target, token=settings.token)
+    try:
+        verify = verification(target, ca_file or settings.ca_file, fingerprint or settings.fingerprint, insecure)
+    except TrustError as exc:
+        raise CtlError(str(exc)) from None
+    ctx.obj = ctx.with_resource(Client(target, settings.token, verify=verify))
 
 
 def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.Group:
@@ -235,6 +241,14 @@ def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.G
             click.Option(
                 ["insecure", "--insecure"], envvar="INSECURE", is_flag=True,
                 help="Do not verify the server's TLS certificate, as netctl's flag [env INSECURE].",
+            ),
+            click.Option(
+                ["ca_file", "--ca-file"], envvar="CONTIVD_CA_FILE", default=None,
+                help="Trust this CA (PEM) for https:// servers, e.g. a node's /var/lib/contivd/tls/ca.crt [env CONTIVD_CA_FILE].",
+            ),
+            click.Option(
+                ["fingerprint", "--fingerprint"], envvar="CONTIVD_FINGERPRINT", default=None,
+                help="Trust the server's CA only if its SHA-256 fingerprint is this one (`ctl cluster status` shows it) [env CONTIVD_FINGERPRINT].",
             ),
         ],
     )  # fmt: skip

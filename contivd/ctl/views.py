@@ -99,6 +99,7 @@ def cluster_status(info: Mapping[str, Any]) -> str:
             ("Quorum", raft.get("has_quorum")),
             ("Members", ", ".join(raft.get("voters") or ()) or "none"),
             ("Connected peers", ", ".join(raft.get("connected_voters") or ()) or "none"),
+            ("TLS CA (sha256)", (info.get("tls") or {}).get("caFingerprint") or "none (plain HTTP)"),
         )
     )
     rows = (

@@ -20,6 +20,8 @@ TAGS_STATE = f"{ROOT}/state/tags/global"  # VLAN, VXLAN, local VLAN and EPG id b
 NODES_PREFIX = f"{ROOT}/nodes/"
 # Kubernetes mode: what the leader's watch of the API server resolved (not Contiv's layout).
 K8S_SERVICES_PREFIX = f"{ROOT}/k8s/services/"
+# TLS: the cluster CA (certificate, and its key sealed with the cluster secret); not Contiv's layout.
+TLS_CA = f"{ROOT}/tls/ca"
 
 
 def model(kind: str, key: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -73,6 +74,7 @@ class StatusContext:
     agent: Agent | None = None  # None when the node runs without a datapath
     # Local endpoint id → [datapath state, healthy], from the CNI server's orphan scan (None: no CNI server here).
     endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None
+    peer_tls: ssl.SSLContext | None = None  # verifies peers' https:// API certificates (the cluster CA)
 
 
 class StatusService:
@@ -80,7 +82,7 @@ class StatusService:
 
     def __init__(self, ctx: StatusContext):
         self.ctx = ctx
-        self.peers = ForwardingClient(timeout=PEER_TIMEOUT_SECONDS)
+        self.peers = ForwardingClient(timeout=PEER_TIMEOUT_SECONDS, ssl_context=ctx.peer_tls)
         self._store_part: tuple[int, str] = (-1, "")
         self._cluster_part: tuple[float, dict[str, Any]] = (0.0, {})
         self._cluster_lock = trio.Lock()

@@ -118,15 +118,16 @@ class Holdings:
     allocated: tuple[tuple[str, str], ...]
 
 
-GETS = (
-    "import httpx,json,sys; h={'Authorization': 'Bearer '+sys.argv[2]} if sys.argv[2] else {};"
-    " print(json.dumps([httpx.get(sys.argv[1] + p, headers=h, timeout=10).json() for p in sys.argv[3:]]))"
+GETS = (  # argv[3]: the CA file an https:// API is verified against
+    "import httpx,json,ssl,sys; h={'Authorization': 'Bearer '+sys.argv[2]} if sys.argv[2] else {}; v=ssl.create_default_context(cafile=sys.argv[3]) if sys.argv[3] else True;"
+    " print(json.dumps([httpx.get(sys.argv[1] + p, headers=h, timeout=10, verify=v).json() for p in sys.argv[4:]]))"
 )
 
 
 def api_gets(node: Node, *paths: str) -> list[Any]:
     """Several GETs on the node's API in one process (Node.api_call starts one per call)."""
-    out = sh("ip", "netns", "exec", node.ns, sys.executable, "-c", GETS, f"http://{node.host}:{node.api}", node.token, *paths)
+    verify = str(node.ca_file) if node.url().startswith("https") else ""
+    out = sh("ip", "netns", "exec", node.ns, sys.executable, "-c", GETS, node.url(), node.token, verify, *paths)
     answers: list[Any] = json.loads(out.stdout)
     return answers
 

@@ -89,7 +89,7 @@ CELLS = "[...document.querySelectorAll('#endpoints tbody tr')].map((tr) => [tr.q
         "tr.querySelector('td.datapath')?.textContent, tr.querySelector('td.datapath')?.className])"
 with sync_playwright() as p:
     browser = p.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-    page = browser.new_page()
+    page = browser.new_page(ignore_https_errors=True)  # the node's cluster CA is not chromium's; TLS itself is tests/tls' part
     page.goto(sys.argv[1])
     page.wait_for_selector("body[data-ready=true]", timeout=15000)
     page.wait_for_function(f"{CELLS}.some(([name, text]) => name === {json.dumps(sys.argv[2])} && text === {json.dumps(sys.argv[3])})", timeout=15000)
@@ -101,7 +101,7 @@ with sync_playwright() as p:
 def page_datapath_cells(node: Node, name: str, text: str) -> dict[str, list[str]]:
     """The datapath cells once the row `name` shows `text` (the page updates live)."""
     done = subprocess.run(
-        ["ip", "netns", "exec", node.ns, sys.executable, "-c", PAGE_CELLS, f"http://{node.host}:{node.api}/", name, text],
+        ["ip", "netns", "exec", node.ns, sys.executable, "-c", PAGE_CELLS, node.url() + "/", name, text],
         capture_output=True, text=True, timeout=90, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

@@ -87,6 +87,7 @@ INFO = {
         {"name": "b", "raft_address": "10.0.0.2:9000", "api_url": "http://10.0.0.2:9999", "vtep_ip": "10.0.0.2", "readonly": False, "version": "0.1.0"},
         {"name": "r", "raft_address": None, "api_url": "http://10.0.0.9:9999", "vtep_ip": "10.0.0.9", "readonly": True, "version": "0.1.0"},
     ],
+    "tls": {"caFingerprint": "AB:CD"},
 }  # fmt: skip
 
 
@@ -101,6 +102,7 @@ def test_cluster_status_page() -> None:
         "Quorum: yes\n"
         "Members: 10.0.0.1:9000, 10.0.0.2:9000, 10.0.0.3:9000\n"
         "Connected peers: 10.0.0.1:9000\n"
+        "TLS CA (sha256): AB:CD\n"
         "\n"
         "Registered nodes:\n"
         "Name  Raft address   API URL               VTEP IP   Role      Version\n"

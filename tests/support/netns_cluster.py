@@ -52,7 +52,12 @@ class NetnsNode:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{API_PORT}"
+        return f"https://{self.host}:{API_PORT}"  # off loopback contivd serves TLS only
+
+    @property
+    def ca_file(self) -> Path:
+        """The cluster CA the node writes once the store has one (docs/operations.md, TLS)."""
+        return self.data_dir / "tls" / "ca.crt"
 
     @property
     def raft(self) -> str:
@@ -101,6 +106,7 @@ class NetnsCluster:
             "client_timeout": client_timeout,
             "settle": settle,
             "token": SECRET,
+            "ca_files": [str(n.ca_file) for n in self.nodes],
         }
         budget = 300 + sum(seconds + settle + 60 for _, seconds in rounds)
         done = self.run_in_fabric(sys.executable, "-m", "tests.support.partition_driver", json.dumps(config), timeout=budget)

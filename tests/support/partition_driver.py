@@ -14,6 +14,7 @@ line): per-round figures and the integrity counts (partition_figures.py computes
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,6 +35,8 @@ NETWORK = {"tenantName": "default", "networkName": "faults", "encap": "vxlan", "
 # contivd's typed errors (503 + Retry-After while there is no leader); the API wants the
 # cluster secret as a bearer token from any non-loopback caller. main() adds the token.
 JSON = {"Accept": "application/json"}
+# The nodes serve TLS (their listeners are off loopback): main() adds the cluster CA to verify them with.
+TLS: dict[str, Any] = {}
 
 
 class Load:
@@ -60,7 +64,7 @@ class Load:
 
     def _client(self, number: int) -> None:
         turn, serial = number, 0
-        with httpx.Client(timeout=self.timeout, headers=JSON) as client:
+        with httpx.Client(timeout=self.timeout, headers=JSON, **TLS) as client:
             while not self.stop.is_set():
                 endpoint = f"c{number}-{serial}"
                 serial += 1
@@ -107,7 +111,7 @@ class Load:
 
 def get_json(url: str, timeout: float = 2.0) -> tuple[int, Any]:
     try:
-        answer = httpx.get(url, headers=JSON, timeout=timeout)
+        answer = httpx.get(url, headers=JSON, timeout=timeout, **TLS)
     except httpx.HTTPError:
         return 0, None
     try:
@@ -213,9 +217,11 @@ def stored_endpoints(node: dict[str, str]) -> tuple[dict[str, str], int]:
 def main(config: dict[str, Any]) -> dict[str, Any]:
     nodes: list[dict[str, str]] = config["nodes"]
     JSON["Authorization"] = f"Bearer {config['token']}"
+    ca_file = wait(lambda: next((Path(f) for f in config["ca_files"] if Path(f).is_file()), None), 90, "a node's cluster CA")
+    TLS["verify"] = ssl.create_default_context(cafile=ca_file)
     wait(lambda: the_leader(nodes), 90, "the cluster to elect a leader and register every node")
     wait(lambda: get_json(nodes[0]["url"] + "/api/v1/tenants/default/")[0] == 200, 60, "the default tenant")
-    network = lambda: httpx.post(nodes[0]["url"] + "/api/v1/networks/default:faults/", json=NETWORK, headers=JSON, timeout=10)  # noqa: E731
+    network = lambda: httpx.post(nodes[0]["url"] + "/api/v1/networks/default:faults/", json=NETWORK, headers=JSON, timeout=10, **TLS)  # noqa: E731
     wait(lambda: network().status_code == 200, 60, "the network to be created")
     load = Load(nodes, config["clients"], config["client_timeout"])
     load.start()

@@ -25,6 +25,7 @@ from ._errors import UnavailableError as UnavailableError
 from ._image import KeyRecord as KeyRecord
 from ._image import LeaseRecord as LeaseRecord
 from ._image import StoreImage as StoreImage
+from ._journal_check import JournalDamagedError as JournalDamagedError
 from ._protocol import KeyValueStore as KeyValueStore
 from ._seed import Recovered as Recovered
 from ._seed import move_aside as move_aside

@@ -27,6 +27,7 @@ from ._config import StoreConfig
 from ._crypto import AeadSealer
 from ._errors import StoreConfigError
 from ._fsm import StateMachine
+from ._journal_check import JOURNAL, SNAPSHOT, JournalDamagedError, check_raft_dir
 from ._transport import FramedTransport
 
 log = logging.getLogger("raftstore")
@@ -311,7 +312,12 @@ class RaftNode:
                 data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             except OSError as exc:
                 raise StoreConfigError(f"cannot create data dir {data_dir}: {exc.strerror}") from None
-            journal, dump = str(data_dir / "raft.journal"), str(data_dir / "raft.snapshot")
+            try:
+                check_raft_dir(data_dir)  # before PySyncObj reads it: never serve a shortened history
+            except JournalDamagedError as exc:
+                log.error("refusing to start: %s", exc)
+                raise
+            journal, dump = str(data_dir / JOURNAL), str(data_dir / SNAPSHOT)
         conf = SyncObjConf(
             password=None,  # the transport seals frames itself (AES-GCM, _crypto.AeadSealer)
             autoTick=False,

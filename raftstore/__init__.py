@@ -15,6 +15,7 @@ from ._backup import read_backup_file as read_backup_file
 from ._config import StoreConfig as StoreConfig
 from ._config import is_loopback as is_loopback
 from ._config import parse_address as parse_address
+from ._disk_space import DataDirFullError as DataDirFullError
 from ._errors import InvalidKeyError as InvalidKeyError
 from ._errors import InvalidValueError as InvalidValueError
 from ._errors import LeaseNotFoundError as LeaseNotFoundError

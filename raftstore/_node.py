@@ -8,9 +8,11 @@ through `_pysyncobj_compat`, the one module that names PySyncObj's private inter
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import logging
 import os
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
+from pysyncobj.journal import LAST_RECORD_OFFSET_OFFSET
 from pysyncobj.pickle import dumps as pickle_dumps
 from pysyncobj.pickle import load as pickle_load
 from pysyncobj.syncobj import SyncObjException
@@ -25,6 +28,7 @@ from pysyncobj.syncobj import SyncObjException
 from . import _pysyncobj_compat as compat
 from ._config import StoreConfig
 from ._crypto import AeadSealer
+from ._disk_space import RESERVE_BYTES, DataDirFullError, DiskSpace
 from ._errors import StoreConfigError
 from ._fsm import StateMachine
 from ._journal_check import JOURNAL, SNAPSHOT, JournalDamagedError, check_raft_dir
@@ -53,6 +57,7 @@ FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if k.isupper()}
 TICK_SECONDS = 0.05
 PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
 APPEND_ENTRIES_BYTES = 64 * 1024 * 1024  # bytes of entries per AppendEntries at most
+_RECORD_OVERHEAD = 24  # a journal record: size, index, term, command, size
 
 
 class _ReplicatedStateMachine(compat.ConsumerBase):
@@ -161,7 +166,9 @@ class _JournalFlusher:
                 self._cond.notify_all()
 
 
-def _make_durable(syncobj: SyncObj, snapshot: str | None) -> tuple[Callable[[], None], Callable[[dict[str, Any]], None]]:
+def _make_durable(
+    syncobj: SyncObj, snapshot: str | None, space: DiskSpace
+) -> tuple[Callable[[], None], Callable[[dict[str, Any]], None], Callable[[], None]]:
     """Group commit: the journal reaches the disk before PySyncObj acknowledges anything.
 
     PySyncObj appends into an mmap and never msyncs (see shared/raft-notes.md). Appends only
@@ -169,27 +176,64 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None) -> tuple[Callable[[], 
     (a follower's entries are on disk before it acknowledges them) and before every tick
     (the leader counts its own copy towards a commit only inside a tick). On the leader the
     flush of a new entry starts while the entry is being sent (see _JournalFlusher). Term and
-    vote are fsynced before a vote is sent.
-    Returns the flush function the tick loop calls and the transport's before-send hook.
+    vote are fsynced before a vote is sent. The journal stays allocated RESERVE_BYTES ahead of
+    its end, so a full filesystem fails a write cleanly instead of with SIGBUS (_disk_space).
+    Returns the flush function the tick loop calls, the transport's before-send hook and the
+    probe the tick loop runs while the data dir is full.
     """
     journal = compat.JournalFile.of(syncobj)
     flusher = _JournalFlusher(journal.fileno)
+    (written_end,) = struct.unpack("<I", os.pread(journal.fileno(), 4, LAST_RECORD_OFFSET_OFFSET))  # where records end now
+
+    def reserve(needed: int) -> bool:
+        """Allocate the journal up to `needed` + RESERVE_BYTES and map it; False on ENOSPC."""
+        mapped = journal.mapped_size()
+        if needed + RESERVE_BYTES <= mapped:
+            return True
+        flusher.wait_idle()  # no helper fdatasync holds the descriptor while the file changes
+        for target in (max(needed + RESERVE_BYTES, 2 * mapped), needed + RESERVE_BYTES):  # double, as PySyncObj does, if there is room
+            try:
+                os.posix_fallocate(journal.fileno(), 0, target)
+            except OSError as exc:
+                error = exc
+                continue
+            journal.grow_mapping(target)
+            return True
+        space.failed(journal.path, error)
+        return False
 
     def write(offset: int, data: bytes) -> None:
         # pwrite, not a store into the mmap: on ext4 a page dirtied through the mapping makes
         # the next fdatasync commit the filesystem journal too (page_mkwrite updates the inode),
         # 0.8 ms against 0.16 ms here. The mapping shares the page cache, so PySyncObj's reads
-        # through it see these bytes. Growing the file (size doubles; it may reopen the file)
-        # stays PySyncObj's, once no helper fdatasync holds the old descriptor.
-        if offset + len(data) > journal.mapped_size():
-            flusher.wait_idle()
-            journal.raw_write(offset, data)
-        else:
-            os.pwrite(journal.fileno(), data, offset)
+        # through it see these bytes. The file grows here, never by PySyncObj's mapping stores.
+        nonlocal written_end
+        needed = offset + len(data)
+        if not reserve(needed) and needed > journal.mapped_size():
+            raise _full(journal.path)
+        try:
+            os.pwrite(journal.fileno(), data, offset)  # ENOSPC here only in holes an older raftstore left
+        except OSError as exc:
+            space.failed(journal.path, exc)
+            raise _full(journal.path) from None
+        written_end = max(written_end, needed)
         flusher.wrote()
 
+    def _full(path: str) -> DataDirFullError:
+        return DataDirFullError(space.problem.message if space.problem else f"cannot write {path}")
+
     def add(command: bytes, idx: int, term: int) -> None:
-        journal.raw_add(command, idx, term)
+        # Room for the whole record first: PySyncObj lists an entry before writing it, so a
+        # failed write would leave its in-memory log ahead of the file.
+        needed = written_end + _RECORD_OVERHEAD + len(command)
+        if not reserve(needed) and needed > journal.mapped_size():
+            raise _full(journal.path)
+        entries = len(journal.journal)
+        try:
+            journal.raw_add(command, idx, term)
+        except DataDirFullError:  # a hole left by an older raftstore: the record did not reach the file
+            journal.forget_entries_from(entries)
+            raise
         if compat.is_leader(syncobj) and (syncobj.otherNodes or syncobj.readonlyNodes):  # alone, nothing overlaps the flush
             flusher.start()
 
@@ -210,15 +254,25 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None) -> tuple[Callable[[], 
     path = journal.meta_path
 
     def store_meta(meta: dict[str, Any]) -> None:
-        with open(path + ".tmp", "wb") as f:
-            f.write(pickle_dumps(meta))
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(path + ".tmp", "wb") as f:
+                f.write(pickle_dumps(meta))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(path + ".tmp")
+            space.failed(path, exc)
+            raise _full(path) from None
         os.replace(path + ".tmp", path)
         fsync_path(os.path.dirname(path) or ".")
 
+    def probe() -> None:
+        if space.probe_due() and reserve(written_end) and space.has_free_space():
+            space.cleared()
+
     journal.install(write=write, add=add, delete_entries_to=delete_entries_to, store_meta=store_meta)
-    return flusher.flush, before_send
+    return flusher.flush, before_send, probe
 
 
 def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
@@ -306,6 +360,7 @@ class RaftNode:
         self._on_leadership = on_leadership
         self._replicated = _ReplicatedStateMachine(config.history_limit, on_applied)
         journal = dump = None
+        self.disk = DiskSpace("")  # never fails without a data dir
         if config.data_dir is not None:
             data_dir = Path(config.data_dir)
             try:
@@ -318,6 +373,7 @@ class RaftNode:
                 log.error("refusing to start: %s", exc)
                 raise
             journal, dump = str(data_dir / JOURNAL), str(data_dir / SNAPSHOT)
+            self.disk = DiskSpace(str(data_dir))
         conf = SyncObjConf(
             password=None,  # the transport seals frames itself (AES-GCM, _crypto.AeadSealer)
             autoTick=False,
@@ -350,8 +406,9 @@ class RaftNode:
         if dump is not None:
             _align_journal_with_snapshot(self._syncobj, dump)
         self._flush: Callable[[], None] = lambda: None
+        self._probe_disk: Callable[[], None] = lambda: None
         if config.fsync and journal is not None:
-            self._flush, before_send = _make_durable(self._syncobj, dump)
+            self._flush, before_send, self._probe_disk = _make_durable(self._syncobj, dump, self.disk)
             assert self._transport is not None
             self._transport.before_send = before_send
         self._propagation = _CommitPropagation(self._syncobj)
@@ -373,6 +430,9 @@ class RaftNode:
                 self._flush()
                 self._syncobj.doTick(self._propagation.wait_time(TICK_SECONDS))
                 self._propagation.propagate_if_due()
+                self._probe_disk()
+            except DataDirFullError:  # logged once by DiskSpace; the next ticks go on, probing
+                self._stopping.wait(TICK_SECONDS)
             except Exception:  # PySyncObj's own tick loop does the same: log and go on
                 log.exception("raft tick failed")
                 self._stopping.wait(TICK_SECONDS)

@@ -194,6 +194,7 @@ class Store(StateMachineStore):
 
     async def _propose(self, command: dict[str, Any]) -> dict[str, Any]:
         """Propose until applied or the request timeout passes; raise on an error result."""
+        self.node.disk.check_writable()  # a full data dir: fail now, naming it, not after the timeout
         text = _commands.encode(command)
         pause, last_reason = RETRY_BACKOFF[0], None
         started = time.monotonic()
@@ -209,6 +210,7 @@ class Store(StateMachineStore):
                 last_reason = reason
                 await trio.sleep(pause)
                 pause = min(pause * 2, RETRY_BACKOFF[1])
+        self.node.disk.check_writable()  # the data dir filled up while this write waited
         why = FAIL_NAMES.get(last_reason, "no answer") if last_reason is not None else "no answer"
         raise UnavailableError(
             f"no leader with a quorum answered within {self.config.request_timeout:g}s ({why}); a write may still apply later — retrying it is safe"
@@ -327,6 +329,7 @@ class Store(StateMachineStore):
         members = sorted(node.member_lists(status))
         roles = {0: "follower", 1: "candidate", 2: "leader"}
         role = "readonly" if self.config.readonly else roles.get(int(status.get("state", 0)), "follower")
+        disk = node.disk.problem
         revision, keys, leases, cluster_id = node.read(lambda f: (f.revision, f.key_count(), f.lease_count(), f.cluster_id))
         return StoreStatistics(
             self_address=self.config.listen,
@@ -346,6 +349,8 @@ class Store(StateMachineStore):
             fsync=self.config.fsync and self.config.data_dir is not None,
             cluster_id=cluster_id,
             wire_formats=node.wire_formats(),
+            disk_problem=None if disk is None else disk.message,
+            disk_problem_since=None if disk is None else disk.since,
         )
 
 

@@ -132,3 +132,5 @@ class StoreStatistics:
     fsync: bool
     cluster_id: str | None = None  # set once the cluster was seeded by a restore or a recovery
     wire_formats: tuple[tuple[str, int], ...] = ()  # (peer, Raft wire format in use with it) per connected peer
+    disk_problem: str | None = None  # why the data dir cannot be written (names the file and errno); writes fail meanwhile
+    disk_problem_since: float | None = None  # wall-clock seconds

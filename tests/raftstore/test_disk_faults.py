@@ -4,9 +4,12 @@ serves a shortened history (issue 15 item 4)."""
 from __future__ import annotations
 
 import os
+import re
 import struct
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -198,3 +201,92 @@ def test_every_voter_sigkilled_while_clients_write_loses_no_acknowledged_write(t
     finally:
         stop.set()
         cluster.close()
+
+
+# ---- a full filesystem ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[Path]:
+    """A 24 MiB tmpfs of this test's own, unmounted whatever happens."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mountpoint = tmp_path / "fs"
+    mountpoint.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "contivd-test-disk-full", str(mountpoint)], check=True)
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "-l", str(mountpoint)], check=False)
+
+
+def fill(filesystem: Path, leave: int) -> Path:
+    """Take all but `leave` free bytes of `filesystem` with one file; remove it to give them back."""
+    filler = filesystem / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 65536)
+    except OSError as exc:
+        assert exc.errno == 28, exc  # ENOSPC
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(0, filler.stat().st_size - leave))
+    return filler
+
+
+@pytest.mark.parametrize(
+    "leave, failing_file",
+    [(0, r"raft\.journal(\.meta)?"), (256 * 1024, r"raft\.journal")],
+    ids=["meta-file-fails-first", "journal-reservation-runs-out"],
+)
+def test_a_full_data_dir_refuses_writes_naming_enospc_and_recovers_when_space_returns(
+    tmp_path: Path, small_filesystem: Path, leave: int, failing_file: str
+) -> None:
+    """With 256 KiB left the meta file still fits: the journal's reservation runs out first,
+    where PySyncObj alone died of SIGBUS (growing its mapping into a full tmpfs)."""
+    member = StoreProcess(f"127.0.0.1:{free_ports(1)[0]}", [], small_filesystem / "node0", log_dir=tmp_path / "logs").start()
+    try:
+        big = "v" * 500_000
+        acknowledged = [f"/full/{i:03d}" for i in range(5)]
+        for key in acknowledged:
+            member.call("put", key=key, value=big)
+        filler = fill(small_filesystem, leave)
+        refusal = None
+        for i in range(5, 60):  # the journal's reservation takes a few more values, then writes are refused
+            try:
+                member.call("put", key=f"/full/{i:03d}", value=big, timeout=30)
+                acknowledged.append(f"/full/{i:03d}")
+            except RemoteError as exc:
+                refusal = exc
+                break
+        assert refusal is not None, "writes were never refused on a full filesystem"
+        assert refusal.error == "DataDirFullError", refusal
+        assert re.search(
+            rf"cannot write {re.escape(str(small_filesystem))}/node0/{failing_file}: No space left on device \(ENOSPC\)", str(refusal)
+        ), refusal
+        started = time.monotonic()
+        with pytest.raises(RemoteError, match="ENOSPC"):
+            member.call("put", key="/full/again", value=1)
+        assert time.monotonic() - started < 4, "a refused write must fail at once, not after the request timeout"
+        status = member.status()
+        assert "ENOSPC" in status["disk_problem"] and status["disk_problem_since"] > 0
+        time.sleep(2)  # the member keeps ticking (meta saves fail every second) without crashing
+        assert member.proc is not None and member.proc.poll() is None, member.stderr_text()
+
+        filler.unlink()
+        wait_for(lambda: member.call("put", key="/full/after", value=1, timeout=10), 30, "writes to succeed again without a restart", interval=0.5)
+        assert member.status()["disk_problem"] is None
+        stored = values(member, "/full/")
+        assert set(acknowledged) | {"/full/after"} <= set(stored)
+        log = member.stderr_text()
+        assert log.count("data dir unwritable") == 1 and "writable again" in log, log
+        assert "Traceback" not in log, log
+    finally:
+        member.kill()
+    # Nothing half-written: the journal passes the start-up check and every write is back.
+    member.start()
+    try:
+        assert set(acknowledged) | {"/full/after"} <= set(values(member, "/full/"))
+    finally:
+        member.kill()

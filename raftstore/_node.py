@@ -504,6 +504,10 @@ class RaftNode:
         """(peer, wire format) per connected peer; read-only peers are named readonly-N."""
         return () if self._transport is None else self._transport.connected_versions()
 
+    def down_since(self) -> dict[str, float]:
+        """Voter address → wall-clock time since which this member has no link to it."""
+        return {} if self._transport is None else self._transport.down_since()
+
     @staticmethod
     def member_lists(status: dict[str, Any]) -> Iterator[tuple[str, bool]]:
         """(address, connected) for every other voter in a raw status dict."""

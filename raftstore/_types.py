@@ -134,3 +134,16 @@ class StoreStatistics:
     wire_formats: tuple[tuple[str, int], ...] = ()  # (peer, Raft wire format in use with it) per connected peer
     disk_problem: str | None = None  # why the data dir cannot be written (names the file and errno); writes fail meanwhile
     disk_problem_since: float | None = None  # wall-clock seconds
+    unreachable_voters: tuple[tuple[str, float], ...] = ()  # (voter address, wall-clock time since which no link to it is up)
+    can_commit: bool = False  # a write through this member can commit now: see `can_commit()`
+
+
+def can_commit(
+    *, self_address: str | None, leader: str | None, connected_voters: tuple[str, ...], has_quorum: bool, disk_problem: str | None
+) -> bool:
+    """Whether a write through this member can commit now, as far as it can tell: it can write
+    its data dir, it reaches a majority of the voters (itself included), and a leader is known
+    that it is, or has a link to (a follower cut off from the leader cannot forward to it)."""
+    if disk_problem is not None or leader is None or not has_quorum:
+        return False
+    return leader == self_address or leader in connected_voters

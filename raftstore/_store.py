@@ -25,7 +25,7 @@ from ._config import StoreConfig, parse_address
 from ._errors import StoreClosedError, StoreError, UnavailableError
 from ._fsm import StateMachine
 from ._node import FAIL_NAMES, RETRYABLE, SUCCESS, RaftNode
-from ._types import LeadershipChange, StoreStatistics, can_commit
+from ._types import LeadershipChange, StoreStatistics, commit_blockers
 
 log = logging.getLogger("raftstore")
 T = TypeVar("T")
@@ -332,6 +332,7 @@ class Store(StateMachineStore):
         role = "readonly" if self.config.readonly else roles.get(int(status.get("state", 0)), "follower")
         disk, leader = node.disk.problem, node.leader()
         connected = tuple(a for a, up in members if up)
+        voters = tuple(sorted([a for a, _ in members] + ([self.config.listen] if self.config.listen else [])))
         down_since = node.down_since()
         started = self._started
         revision, keys, leases, cluster_id = node.read(lambda f: (f.revision, f.key_count(), f.lease_count(), f.cluster_id))
@@ -346,7 +347,7 @@ class Store(StateMachineStore):
             revision=revision,
             keys=keys,
             leases=leases,
-            voters=tuple(sorted([a for a, _ in members] + ([self.config.listen] if self.config.listen else []))),
+            voters=voters,
             connected_voters=connected,
             readonly_members=int(status.get("readonly_nodes_count", 0)),
             has_quorum=bool(status.get("has_quorum", False)),
@@ -356,8 +357,9 @@ class Store(StateMachineStore):
             disk_problem=None if disk is None else disk.message,
             disk_problem_since=None if disk is None else disk.since,
             unreachable_voters=tuple((a, down_since.get(a, started)) for a, up in members if not up),
-            can_commit=can_commit(
+            commit_blockers=commit_blockers(
                 self_address=self.config.listen,
+                voters=voters,
                 leader=leader,
                 connected_voters=connected,
                 has_quorum=bool(status.get("has_quorum", False)),

@@ -135,15 +135,29 @@ class StoreStatistics:
     disk_problem: str | None = None  # why the data dir cannot be written (names the file and errno); writes fail meanwhile
     disk_problem_since: float | None = None  # wall-clock seconds
     unreachable_voters: tuple[tuple[str, float], ...] = ()  # (voter address, wall-clock time since which no link to it is up)
-    can_commit: bool = False  # a write through this member can commit now: see `can_commit()`
+    commit_blockers: tuple[str, ...] = ("unknown",)  # why a write through this member cannot commit now; empty: it can
 
 
-def can_commit(
-    *, self_address: str | None, leader: str | None, connected_voters: tuple[str, ...], has_quorum: bool, disk_problem: str | None
-) -> bool:
-    """Whether a write through this member can commit now, as far as it can tell: it can write
-    its data dir, it reaches a majority of the voters (itself included), and a leader is known
-    that it is, or has a link to (a follower cut off from the leader cannot forward to it)."""
-    if disk_problem is not None or leader is None or not has_quorum:
-        return False
-    return leader == self_address or leader in connected_voters
+def commit_blockers(
+    *,
+    self_address: str | None,
+    voters: tuple[str, ...],
+    leader: str | None,
+    connected_voters: tuple[str, ...],
+    has_quorum: bool,
+    disk_problem: str | None,
+) -> tuple[str, ...]:
+    """Why a write through this member cannot commit now, as far as it can tell (none: it can).
+    It must be able to write its data dir, reach a majority of the voters (itself included) and
+    know a leader that it is or has a link to (a follower cut off from the leader cannot forward)."""
+    reasons = []
+    if disk_problem is not None:
+        reasons.append(f"its data dir is unwritable ({disk_problem})")
+    if not has_quorum:
+        reached = len(connected_voters) + (self_address is not None and self_address in voters)
+        reasons.append(f"it reaches {reached} of {len(voters)} voters, a majority is {len(voters) // 2 + 1}")
+    if leader is None:
+        reasons.append("it knows no leader (an election is under way, or too few voters are reachable)")
+    elif leader != self_address and leader not in connected_voters:
+        reasons.append(f"it has no link to the leader {leader}")
+    return tuple(reasons)

@@ -139,5 +139,5 @@ class MemoryStore(StateMachineStore):
             readonly_members=0,
             has_quorum=True,
             fsync=False,
-            can_commit=True,
+            commit_blockers=(),
         )

@@ -91,10 +91,13 @@ def _unreachable(raft: Mapping[str, Any], names: Mapping[Any, Any]) -> str | Non
     """The voters the answering node has no Raft link to, each with the UTC time it went away."""
     if "unreachable_voters" not in raft:
         return None
-    return ", ".join(
-        f"{names.get(address) or address} ({address}) since {datetime.fromtimestamp(since, UTC):%Y-%m-%d %H:%M:%S} UTC"
-        for address, since in raft["unreachable_voters"]
-    ) or "none"
+    return (
+        ", ".join(
+            f"{names.get(address) or address} ({address}) since {datetime.fromtimestamp(since, UTC):%Y-%m-%d %H:%M:%S} UTC"
+            for address, since in raft["unreachable_voters"]
+        )
+        or "none"
+    )
 
 
 def cluster_status(info: Mapping[str, Any]) -> str:

@@ -4,6 +4,7 @@ when, and whether this node can commit; a full data dir answers writes with a 50
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -86,5 +87,26 @@ def test_a_full_data_dir_answers_writes_with_503_naming_enospc_and_recovers(tmp_
         assert created.json()["key"] == "default:full"
         wait_for(lambda: readyz(node).status_code == 200, 30, "ready again without a restart")
         assert node.alive() and node.log_text().count("data dir unwritable") == 1, node.log_text()
+    finally:
+        cluster.close()
+
+
+def test_contivd_refuses_to_start_on_a_damaged_journal_naming_the_file(tmp_path: Path) -> None:
+    cluster = ContivdCluster(tmp_path, 1)
+    node = cluster.nodes[0]
+    try:
+        cluster.start(60)
+        assert node.post("/api/v1/networks/default:full/", NET).status_code == 200
+        time.sleep(1.5)  # the member records its commit index once a second
+        node.kill()
+        journal = node.data_dir / "raft" / "raft.journal"
+        end = int.from_bytes(journal.read_bytes()[36:40], "little")  # where PySyncObj's header says the records end
+        os.truncate(journal, end - 7)
+        node.start()
+        assert node.proc is not None
+        assert node.proc.wait(timeout=60) == 1
+        log = node.log_text()
+        assert f"refusing to start: {journal} is truncated" in log and f"Error: cannot start the store member: {journal} is truncated" in log, log
+        assert "Traceback" not in log.split("refusing to start")[1], log
     finally:
         cluster.close()

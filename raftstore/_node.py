@@ -425,12 +425,12 @@ class RaftNode:
                 # A zero-wait pass after every wake-up lets a leader commit what the previous
                 # pass appended without waiting out the poll (a single voter has no peer
                 # whose answer would wake it).
+                self._probe_disk()  # first: a follower's ticks fail while appends do, and must still notice space return
                 self._flush()
                 self._syncobj.doTick(0.0)
                 self._flush()
                 self._syncobj.doTick(self._propagation.wait_time(TICK_SECONDS))
                 self._propagation.propagate_if_due()
-                self._probe_disk()
             except DataDirFullError:  # logged once by DiskSpace; the next ticks go on, probing
                 self._stopping.wait(TICK_SECONDS)
             except Exception:  # PySyncObj's own tick loop does the same: log and go on

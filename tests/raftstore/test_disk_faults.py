@@ -271,3 +271,38 @@ def test_a_full_data_dir_refuses_writes_naming_enospc_and_recovers_when_space_re
         assert set(acknowledged) | {"/full/after"} <= set(values(member, "/full/"))
     finally:
         member.kill()
+
+
+@pytest.mark.cluster
+def test_a_follower_with_a_full_disk_lags_without_crashing_and_catches_up(tmp_path: Path, small_filesystem: Path) -> None:
+    """The leader and the other follower go on committing; writes through the full member
+    are refused naming ENOSPC; once space returns it catches up, never restarted."""
+    cluster = Cluster(tmp_path, 3)
+    full = cluster.members[2]
+    full.data_dir, full.log_dir = small_filesystem / "node2", tmp_path / "node2-log"
+    try:
+        cluster.start()
+        leader = cluster.leader()
+        if leader is full:
+            leader.call("transfer_leadership")
+            leader = cluster.leader()
+            wait_for(lambda: leader is not full and leader.is_leader(), 20, "another leader")
+        big = "v" * 400_000
+        filler = fill(small_filesystem, 0)
+        written = []
+        for i in range(25):  # 10 MB: with its 8 MiB reservation it still fits the 24 MiB filesystem once freed
+            leader.call("put", key=f"/lag/{i:03d}", value=big, timeout=30)
+            written.append(f"/lag/{i:03d}")
+        wait_for(lambda: full.status()["disk_problem"], 30, "the full member to notice", interval=0.5)
+        with pytest.raises(RemoteError, match=r"raft\.journal(\.meta)?: No space left on device \(ENOSPC\)"):
+            full.call("put", key="/lag/via-full", value=1)
+        assert leader.call("put", key="/lag/still-commits", value=1), "the other two still commit"
+        assert full.proc is not None and full.proc.poll() is None, full.stderr_text()
+        assert full.stderr_text().count("data dir unwritable") == 1, full.stderr_text()
+
+        filler.unlink()
+        wait_for(lambda: set(written) <= set(values(full, "/lag/")), 60, "the full member to catch up once space returned", interval=0.5)
+        full.call("put", key="/lag/via-full", value=1)
+        assert full.proc.poll() is None and "Traceback" not in full.stderr_text(), full.stderr_text()
+    finally:
+        cluster.close()

@@ -184,6 +184,7 @@ def _make_durable(
     journal = compat.JournalFile.of(syncobj)
     flusher = _JournalFlusher(journal.fileno)
     (written_end,) = struct.unpack("<I", os.pread(journal.fileno(), 4, LAST_RECORD_OFFSET_OFFSET))  # where records end now
+    failed_at = -1  # offset of the last journal write that failed
 
     def reserve(needed: int) -> bool:
         """Allocate the journal up to `needed` + RESERVE_BYTES and map it; False on ENOSPC."""
@@ -207,13 +208,15 @@ def _make_durable(
         # the next fdatasync commit the filesystem journal too (page_mkwrite updates the inode),
         # 0.8 ms against 0.16 ms here. The mapping shares the page cache, so PySyncObj's reads
         # through it see these bytes. The file grows here, never by PySyncObj's mapping stores.
-        nonlocal written_end
+        nonlocal written_end, failed_at
         needed = offset + len(data)
         if not reserve(needed) and needed > journal.mapped_size():
+            failed_at = offset
             raise _full(journal.path)
         try:
             os.pwrite(journal.fileno(), data, offset)  # ENOSPC here only in holes an older raftstore left
         except OSError as exc:
+            failed_at = offset
             space.failed(journal.path, exc)
             raise _full(journal.path) from None
         written_end = max(written_end, needed)
@@ -228,11 +231,13 @@ def _make_durable(
         needed = written_end + _RECORD_OVERHEAD + len(command)
         if not reserve(needed) and needed > journal.mapped_size():
             raise _full(journal.path)
-        entries = len(journal.journal)
+        nonlocal failed_at
+        entries, failed_at = len(journal.journal), -1
         try:
             journal.raw_add(command, idx, term)
-        except DataDirFullError:  # a hole left by an older raftstore: the record did not reach the file
-            journal.forget_entries_from(entries)
+        except DataDirFullError:  # a hole left by an older raftstore
+            if failed_at != LAST_RECORD_OFFSET_OFFSET:  # the record itself did not reach the file (not only the header's end offset)
+                journal.forget_entries_from(entries)
             raise
         if compat.is_leader(syncobj) and (syncobj.otherNodes or syncobj.readonlyNodes):  # alone, nothing overlaps the flush
             flusher.start()

@@ -19,17 +19,23 @@ index it covers). It raises JournalDamagedError naming the file and the first fa
 - the log (journal plus snapshot) ends before the commit index the meta file recorded, or starts
   after index 1 with no snapshot to cover the gap — entries this member acknowledged are gone.
 
-What it cannot see: a changed byte inside a value that still decodes as the same-length JSON
-(records carry no checksum), and entries written after the last meta save (at most ~1 s,
-never counted as committed by this member's own record). The meta save lags, so a tail cut
-exactly at a record boundary is caught only if it reaches back behind that commit index.
+- a record does not match its CRC-32 in `raft.journal.sums`, the checksum file raftstore
+  writes beside the journal (PySyncObj's records have no room for one; see JournalChecksums).
+
+What it cannot see: records without a checksum (written before the checksum file existed, or
+after a failed checksum write, until the next compaction), and a tail cut exactly at a record
+boundary that does not reach back behind the commit index the meta file last recorded (saved
+at most once a second).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import os
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,13 +43,16 @@ from typing import Any
 from pysyncobj.journal import APP_NAME, FIRST_RECORD_OFFSET, JOURNAL_FORMAT_VERSION, LAST_RECORD_OFFSET_OFFSET, NAME_SIZE, VERSION_SIZE
 from pysyncobj.pickle import load as pickle_load
 from pysyncobj.pickle import loads as pickle_loads
+from pysyncobj.pickle import to_bytes
 
 from . import _pysyncobj_compat as compat
 from ._errors import StoreError
 
-JOURNAL, META, SNAPSHOT = "raft.journal", "raft.journal.meta", "raft.snapshot"
+JOURNAL, META, SNAPSHOT, SUMS = "raft.journal", "raft.journal.meta", "raft.snapshot", "raft.journal.sums"
 _U32 = struct.Struct("<I")
 _INDEX_TERM = struct.Struct("<QQ")
+_SUMS_HEADER = struct.Struct("<8sQ")  # magic, log index of the first slot
+_SUMS_MAGIC = b"RSJSUM01"
 
 
 class JournalDamagedError(StoreError):
@@ -63,7 +72,27 @@ class JournalSummary:
 REPAIR_HINT = "this member must not serve a shortened history: see docs/operations.md#a-damaged-raft-journal (remove the member, clear its data dir, add it back)"
 
 
-def check_journal_bytes(data: bytes, source: str) -> JournalSummary:
+@dataclass(frozen=True)
+class Checksums:
+    """CRC-32 per log index from `first` on, as read from a checksum file named `source`."""
+
+    source: str
+    first: int
+    crcs: bytes  # little-endian u32 per index
+
+    def expected(self, index: int) -> int | None:
+        slot = index - self.first
+        if slot < 0 or 4 * slot + 4 > len(self.crcs):
+            return None
+        return int(_U32.unpack_from(self.crcs, 4 * slot)[0])
+
+
+def record_crc(index: int, term: int, command: bytes) -> int:
+    """The checksum of one journal record's body (index, term, command), as stored on disk."""
+    return zlib.crc32(command, zlib.crc32(_INDEX_TERM.pack(index, term)))
+
+
+def check_journal_bytes(data: bytes, source: str, checksums: Checksums | None = None) -> JournalSummary:
     """Walk PySyncObj's journal layout; JournalDamagedError naming `source` and the first fault."""
     if len(data) < FIRST_RECORD_OFFSET:
         raise JournalDamagedError(f"{source} is truncated: {len(data)} bytes, shorter than the {FIRST_RECORD_OFFSET}-byte journal header")
@@ -91,6 +120,11 @@ def check_journal_bytes(data: bytes, source: str) -> JournalSummary:
         if count and (index != previous[0] + 1 or term < previous[1]):
             raise JournalDamagedError(
                 f"{source} is damaged: entry ({index}, term {term}) at byte {offset} follows entry ({previous[0]}, term {previous[1]})"
+            )
+        expected = checksums.expected(index) if checksums else None
+        if expected is not None and zlib.crc32(data[offset + 4 : offset + 4 + size]) != expected:
+            raise JournalDamagedError(
+                f"{source} is damaged: entry {index} at byte {offset} does not match its checksum in {checksums.source if checksums else ''}"
             )
         _check_command(data[offset + 4 + _INDEX_TERM.size : offset + 4 + size], index, source)
         first = first or index
@@ -126,7 +160,7 @@ def check_raft_dir(raft_dir: Path) -> JournalSummary | None:
     except OSError as exc:
         raise JournalDamagedError(f"cannot read {journal}: {exc.strerror}") from None
     try:
-        summary = check_journal_bytes(data, str(journal))
+        summary = check_journal_bytes(data, str(journal), _read_checksums(raft_dir / SUMS))
     except JournalDamagedError as exc:
         raise JournalDamagedError(f"{exc}; {REPAIR_HINT}") from None
     if summary.entries and summary.first_index > 1 and covered < summary.first_index - 1:
@@ -163,3 +197,75 @@ def _meta_commit_index(meta: Path) -> int:
         return int(recorded.get("raftCommitIndex", 0))
     except Exception as exc:  # noqa: BLE001
         raise JournalDamagedError(f"{meta} is unreadable ({type(exc).__name__}: {exc}); {REPAIR_HINT}") from None
+
+
+def _read_checksums(path: Path) -> Checksums | None:
+    """The checksum file's slots; None if there is none (a data dir from before it) or its
+    header is unreadable (then nothing is verified against it, the structural checks remain)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise JournalDamagedError(f"cannot read {path}: {exc.strerror}") from None
+    if len(data) < _SUMS_HEADER.size or data[:8] != _SUMS_MAGIC:
+        return None
+    (_, first) = _SUMS_HEADER.unpack_from(data)
+    body = data[_SUMS_HEADER.size :]
+    return Checksums(str(path), first, body[: len(body) - len(body) % 4])
+
+
+class JournalChecksums:
+    """Writes `raft.journal.sums`: a CRC-32 per journal record, by log index (tick thread only).
+
+    A slot is written *before* its record, so after a crash a record either is absent or
+    matches its slot; slots past the journal's end (entries a conflicting leader replaced) are
+    ignored by the check. When PySyncObj rewrites the journal from an empty one (compaction),
+    the file starts over at the first re-added index. A failed write (a full disk) cuts the
+    file back to the slots before it and stops recording until the next start-over: later
+    records go unverified rather than being checked against a hole. Not fsynced: it survives a
+    process crash (the page cache); after a power loss it may be shorter than the journal, and
+    the records past its end are only checked for structure.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        found = _read_checksums(Path(path))
+        self._first: int | None = None if found is None else found.first
+        self._recording = found is not None
+
+    def rebuild(self, entries: list[tuple[bytes, int, int]]) -> None:
+        """Start over from the journal as loaded (checked by check_raft_dir just before), so
+        entries PySyncObj wrote before the hooks were in place have their checksums too."""
+        if entries:
+            self.start_over(entries[0][1])
+            for command, index, term in entries:
+                self.record(index, term, command)
+
+    def start_over(self, first: int) -> None:
+        """The journal was emptied; its next record has index `first`."""
+        try:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, _SUMS_HEADER.pack(_SUMS_MAGIC, first), 0)
+        except OSError:
+            self._first, self._recording = None, False
+            return
+        self._first, self._recording = first, True
+
+    def record(self, index: int, term: int, command: bytes) -> None:
+        """Store the checksum of the record about to be written at `index`."""
+        if self._first is None or index < self._first:
+            self.start_over(index)
+        if not self._recording or self._first is None:
+            return
+        slot = _SUMS_HEADER.size + 4 * (index - self._first)
+        try:
+            os.pwrite(self._fd, _U32.pack(record_crc(index, term, to_bytes(command))), slot)
+        except OSError:
+            self._recording = False
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, slot)
+
+    def close(self) -> None:
+        os.close(self._fd)

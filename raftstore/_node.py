@@ -16,6 +16,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +32,7 @@ from ._crypto import AeadSealer
 from ._disk_space import RESERVE_BYTES, DataDirFullError, DiskSpace
 from ._errors import StoreConfigError
 from ._fsm import StateMachine
-from ._journal_check import JOURNAL, SNAPSHOT, JournalDamagedError, check_raft_dir
+from ._journal_check import JOURNAL, SNAPSHOT, JournalChecksums, JournalDamagedError, check_raft_dir
 from ._transport import FramedTransport
 
 log = logging.getLogger("raftstore")
@@ -166,9 +167,18 @@ class _JournalFlusher:
                 self._cond.notify_all()
 
 
-def _make_durable(
-    syncobj: SyncObj, snapshot: str | None, space: DiskSpace
-) -> tuple[Callable[[], None], Callable[[dict[str, Any]], None], Callable[[], None]]:
+@dataclass(frozen=True)
+class _Durable:
+    """What _make_durable hands back: the tick loop's flush and disk probe, the transport's
+    before-send hook, and what close() must release."""
+
+    flush: Callable[[], None]
+    before_send: Callable[[dict[str, Any]], None]
+    probe: Callable[[], None]
+    close: Callable[[], None]
+
+
+def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace) -> _Durable:
     """Group commit: the journal reaches the disk before PySyncObj acknowledges anything.
 
     PySyncObj appends into an mmap and never msyncs (see shared/raft-notes.md). Appends only
@@ -177,12 +187,14 @@ def _make_durable(
     (the leader counts its own copy towards a commit only inside a tick). On the leader the
     flush of a new entry starts while the entry is being sent (see _JournalFlusher). Term and
     vote are fsynced before a vote is sent. The journal stays allocated RESERVE_BYTES ahead of
-    its end, so a full filesystem fails a write cleanly instead of with SIGBUS (_disk_space).
-    Returns the flush function the tick loop calls, the transport's before-send hook and the
-    probe the tick loop runs while the data dir is full.
+    its end, so a full filesystem fails a write cleanly instead of with SIGBUS (_disk_space),
+    and every record's checksum goes to `raft.journal.sums` before the record is written
+    (JournalChecksums; the start-up check verifies them).
     """
     journal = compat.JournalFile.of(syncobj)
     flusher = _JournalFlusher(journal.fileno)
+    sums = JournalChecksums(journal.path + ".sums")
+    sums.rebuild([tuple(journal.journal[i]) for i in range(len(journal.journal))])
     (written_end,) = struct.unpack("<I", os.pread(journal.fileno(), 4, LAST_RECORD_OFFSET_OFFSET))  # where records end now
     failed_at = -1  # offset of the last journal write that failed
 
@@ -233,6 +245,9 @@ def _make_durable(
             raise _full(journal.path)
         nonlocal failed_at
         entries, failed_at = len(journal.journal), -1
+        if not entries:  # PySyncObj emptied the journal (compaction rewrites it from the start)
+            sums.start_over(idx)
+        sums.record(idx, term, command)  # before the record: after a crash a record matches its slot or is absent
         try:
             journal.raw_add(command, idx, term)
         except DataDirFullError:  # a hole left by an older raftstore
@@ -277,7 +292,7 @@ def _make_durable(
             space.cleared()
 
     journal.install(write=write, add=add, delete_entries_to=delete_entries_to, store_meta=store_meta)
-    return flusher.flush, before_send, probe
+    return _Durable(flusher.flush, before_send, probe, sums.close)
 
 
 def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
@@ -412,10 +427,12 @@ class RaftNode:
             _align_journal_with_snapshot(self._syncobj, dump)
         self._flush: Callable[[], None] = lambda: None
         self._probe_disk: Callable[[], None] = lambda: None
+        self._release: Callable[[], None] = lambda: None
         if config.fsync and journal is not None:
-            self._flush, before_send, self._probe_disk = _make_durable(self._syncobj, dump, self.disk)
+            durable = _make_durable(self._syncobj, dump, self.disk)
+            self._flush, self._probe_disk, self._release = durable.flush, durable.probe, durable.close
             assert self._transport is not None
-            self._transport.before_send = before_send
+            self._transport.before_send = durable.before_send
         self._propagation = _CommitPropagation(self._syncobj)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._tick_loop, name="raftstore-tick", daemon=True)
@@ -457,6 +474,7 @@ class RaftNode:
         except Exception:
             log.exception("final journal flush failed")
         self._syncobj.destroy()
+        self._release()
 
     # ---- commands and reads --------------------------------------------------------------
 

@@ -127,6 +127,22 @@ def test_a_journal_with_a_garbled_tail_stops_the_member(tmp_path: Path) -> None:
     assert f"{journal} is damaged" in stderr
 
 
+def test_a_changed_byte_inside_a_value_fails_its_checksum(tmp_path: Path) -> None:
+    """The change still decodes (same-length JSON): only the checksum file gives it away."""
+    member = single_member(tmp_path).start()
+    try:
+        member.call("put", key="/k/plain", value="a" * 64)
+    finally:
+        member.kill()
+    journal = member.data_dir / "raft.journal"
+    data = bytearray(journal.read_bytes())
+    at = data.rindex(b"a" * 64) + 10
+    data[at : at + 1] = b"b"
+    journal.write_bytes(bytes(data))
+    stderr = refused_start(member)
+    assert f"{journal} is damaged: entry" in stderr and f"does not match its checksum in {journal}.sums" in stderr, stderr
+
+
 def test_a_journal_shortened_behind_its_commit_index_stops_the_member(tmp_path: Path) -> None:
     """A cut at a record boundary (the header's end offset moved back) loads silently in
     PySyncObj; the commit index the member recorded gives it away."""
@@ -159,7 +175,7 @@ def test_a_damaged_member_rejoins_from_its_peers_after_the_documented_repair(tmp
         wait_for(lambda: all(values(m, "/r/").get("/r/while-down") == 1 for m in cluster.alive()), 20, "the others caught up")
         aside = damaged.data_dir.with_name("damaged")
         aside.mkdir()
-        for name in ("raft.journal", "raft.journal.meta", "raft.snapshot"):
+        for name in ("raft.journal", "raft.journal.meta", "raft.journal.sums", "raft.snapshot"):
             if (damaged.data_dir / name).exists():
                 (damaged.data_dir / name).rename(aside / name)
         damaged.start()

@@ -298,11 +298,9 @@ def test_a_follower_with_a_full_disk_lags_without_crashing_and_catches_up(tmp_pa
     full.data_dir, full.log_dir = small_filesystem / "node2", tmp_path / "node2-log"
     try:
         cluster.start()
-        leader = cluster.leader()
-        if leader is full:
-            leader.call("transfer_leadership")
-            leader = cluster.leader()
-            wait_for(lambda: leader is not full and leader.is_leader(), 20, "another leader")
+        if cluster.leader() is full:  # a transfer is denied until a follower caught up: retried
+            wait_for(lambda: full.call("transfer_leadership"), 20, "leadership to move off the member whose disk fills")
+        leader = wait_for(lambda: next((m for m in cluster.members if m is not full and m.is_leader()), None), 20, "another leader")
         big = "v" * 400_000
         filler = fill(small_filesystem, 0)
         written = []

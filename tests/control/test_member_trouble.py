@@ -5,13 +5,17 @@ when, and whether this node can commit; a full data dir answers writes with a 50
 from __future__ import annotations
 
 import os
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from tests.control.test_api_cluster import NET as PODS
+from tests.control.test_api_cluster import endpoints
 from tests.ctl.conftest import invoke
 from tests.support.contivd_nodes import ContivdCluster, ContivdProcess
 from tests.support.disk import fill
@@ -110,3 +114,45 @@ def test_contivd_refuses_to_start_on_a_damaged_journal_naming_the_file(tmp_path:
         assert "Traceback" not in log.split("refusing to start")[1], log
     finally:
         cluster.close()
+
+
+@pytest.mark.cluster
+def test_every_node_sigkilled_during_create_endpoint_streams_keeps_every_acknowledged_endpoint(cluster3: ContivdCluster) -> None:
+    assert cluster3.nodes[0].post("/api/v1/networks/default:pods/", PODS).status_code == 200
+    acknowledged: dict[str, str] = {}
+    stop = threading.Event()
+
+    def stream(node: ContivdProcess) -> None:
+        i = 0
+        with httpx.Client(timeout=10, headers={"Accept": "application/json"}) as client:
+            while not stop.is_set():
+                ep = f"{node.name}-{i}"
+                body = {"TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": {"Container": ep}}
+                try:
+                    answer = client.post(node.url + "/plugin/createEndpoint", json=body)
+                    if answer.status_code == 200:
+                        acknowledged[ep] = answer.json()["EndpointConfig"]["ipAddress"]
+                except httpx.HTTPError:
+                    pass  # the node died under the request: not acknowledged
+                i += 1
+
+    threads = [threading.Thread(target=stream, args=(n,), daemon=True) for n in cluster3.nodes]
+    for t in threads:
+        t.start()
+    try:
+        wait_for(lambda: len(acknowledged) >= 60, 60, "endpoints acknowledged before the crash")
+        for node in cluster3.nodes:  # the streams are still writing
+            node.kill()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    for node in cluster3.nodes:
+        node.log.close()
+    cluster3.start(60)  # every node restarts from its data dir
+    stored = endpoints(cluster3.nodes[0])
+    lost = {ep: ip for ep, ip in acknowledged.items() if stored.get(ep) != ip}
+    assert not lost, f"{len(lost)} of {len(acknowledged)} acknowledged endpoints lost or changed: {list(lost)[:5]}"
+    assert len(set(stored.values())) == len(stored), "no address is used twice"
+    oper = cluster3.nodes[0].get("/api/v1/inspect/networks/default:pods/").json()["Oper"]
+    assert oper["allocatedAddressesCount"] == len(stored), "no address allocated without an endpoint"

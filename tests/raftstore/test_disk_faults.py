@@ -47,6 +47,23 @@ def write_journal(path: Path, entries: list[tuple[bytes, int, int]]) -> bytes:
     return path.read_bytes()
 
 
+def test_what_pysyncobj_itself_makes_of_a_damaged_journal(tmp_path: Path) -> None:
+    """Why the start-up check exists: PySyncObj's FileJournal loads damage without a word."""
+    entries = [(b"\x01first", 1, 0), (b"\x01second", 2, 1), (b"\x01third", 3, 1)]
+    data = write_journal(tmp_path / "j", entries)
+    offsets = record_offsets(data)
+    (tmp_path / "cut").write_bytes(data[: offsets[-1] + 12])  # the last record cut inside its index
+    cut = FileJournal(str(tmp_path / "cut"))
+    assert len(cut) == 3 and cut[2] != entries[2], "a torn last record loads as garbage"
+    cut._destroy()
+    shortened = bytearray(data)
+    struct.pack_into("<I", shortened, END_OFFSET, offsets[-1])  # the header's end moved back one record
+    (tmp_path / "short").write_bytes(bytes(shortened))
+    short = FileJournal(str(tmp_path / "short"))
+    assert [tuple(short[i]) for i in range(len(short))] == entries[:2], "a shorter history loads silently"
+    short._destroy()
+
+
 def test_a_sound_journal_is_summarised(tmp_path: Path) -> None:
     data = write_journal(tmp_path / "j", [(b"\x01", 1, 0), (b"\x01", 2, 1), (b"\x01", 3, 1)])
     summary = check_journal_bytes(data, "j")

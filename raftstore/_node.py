@@ -178,8 +178,10 @@ class _Durable:
     close: Callable[[], None]
 
 
-def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace) -> _Durable:
-    """Group commit: the journal reaches the disk before PySyncObj acknowledges anything.
+def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsync: bool) -> _Durable:
+    """Group commit: the journal reaches the disk before PySyncObj acknowledges anything
+    (with `fsync`; without it, the write path, disk-full handling and checksums stay, only the
+    journal flushes go).
 
     PySyncObj appends into an mmap and never msyncs (see shared/raft-notes.md). Appends only
     mark the journal dirty; it is flushed once before any answer or vote leaves this member
@@ -254,7 +256,7 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace) -> _
             if failed_at != LAST_RECORD_OFFSET_OFFSET:  # the record itself did not reach the file (not only the header's end offset)
                 journal.forget_entries_from(entries)
             raise
-        if compat.is_leader(syncobj) and (syncobj.otherNodes or syncobj.readonlyNodes):  # alone, nothing overlaps the flush
+        if fsync and compat.is_leader(syncobj) and (syncobj.otherNodes or syncobj.readonlyNodes):  # alone, nothing overlaps the flush
             flusher.start()
 
     def delete_entries_to(entry_to: int) -> None:
@@ -292,6 +294,8 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace) -> _
             space.cleared()
 
     journal.install(write=write, add=add, delete_entries_to=delete_entries_to, store_meta=store_meta)
+    if not fsync:
+        return _Durable(lambda: None, lambda message: None, probe, sums.close)
     return _Durable(flusher.flush, before_send, probe, sums.close)
 
 
@@ -428,8 +432,8 @@ class RaftNode:
         self._flush: Callable[[], None] = lambda: None
         self._probe_disk: Callable[[], None] = lambda: None
         self._release: Callable[[], None] = lambda: None
-        if config.fsync and journal is not None:
-            durable = _make_durable(self._syncobj, dump, self.disk)
+        if journal is not None:
+            durable = _make_durable(self._syncobj, dump, self.disk, config.fsync)
             self._flush, self._probe_disk, self._release = durable.flush, durable.probe, durable.close
             assert self._transport is not None
             self._transport.before_send = durable.before_send

@@ -250,16 +250,20 @@ def test_every_voter_sigkilled_while_clients_write_loses_no_acknowledged_write(t
 
 
 @pytest.mark.parametrize(
-    "leave, failing_file",
-    [(0, r"raft\.journal(\.meta)?"), (256 * 1024, r"raft\.journal")],
-    ids=["meta-file-fails-first", "journal-reservation-runs-out"],
+    "leave, failing_file, flags",
+    [
+        (0, r"raft\.journal(\.meta)?", ()),
+        (256 * 1024, r"raft\.journal", ()),
+        (256 * 1024, r"raft\.journal", ("--no-fsync",)),
+    ],
+    ids=["meta-file-fails-first", "journal-reservation-runs-out", "journal-reservation-runs-out-without-fsync"],
 )
 def test_a_full_data_dir_refuses_writes_naming_enospc_and_recovers_when_space_returns(
-    tmp_path: Path, small_filesystem: Path, leave: int, failing_file: str
+    tmp_path: Path, small_filesystem: Path, leave: int, failing_file: str, flags: tuple[str, ...]
 ) -> None:
     """With 256 KiB left the meta file still fits: the journal's reservation runs out first,
     where PySyncObj alone died of SIGBUS (growing its mapping into a full tmpfs)."""
-    member = StoreProcess(f"127.0.0.1:{free_ports(1)[0]}", [], small_filesystem / "node0", log_dir=tmp_path / "logs").start()
+    member = StoreProcess(f"127.0.0.1:{free_ports(1)[0]}", [], small_filesystem / "node0", extra=flags, log_dir=tmp_path / "logs").start()
     try:
         big = "v" * 500_000
         acknowledged = [f"/full/{i:03d}" for i in range(5)]

@@ -3,8 +3,8 @@
 The netmaster's `/debug/epcleanup` calls `DELETE /debug/reclaimEndpoint/<id>` here on the
 endpoint's node; operators read `/inspect/driver` and `/svcstats`. Callers are authenticated
 like the main API: loopback, a node signature or the cluster secret as a bearer token.
-contivd forwards in bridge mode and runs no DNS server, so `/inspect/bgp` and
-`/inspect/nameserver` answer Contiv's shapes with nothing in them.
+`/inspect/bgp` answers the node's BGP speaker (contivd/bgp, routing mode); contivd runs no DNS
+server, so `/inspect/nameserver` answers Contiv's shape with nothing in it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from openflow.fields import ROUND_MASK, Category, cookie
 from .agent.datapath import BridgeDatapath
 from .agent.inputs import KUBE_SERVICE_PREFIX
 from .agent.service import Agent
+from .bgp import BgpSpeaker
 from .http import auth
 from .http.errors import UnauthorizedError
 from .ovs import OvsError
@@ -89,7 +90,7 @@ async def service_stats(agent: Agent) -> dict[str, Any]:
     return stats
 
 
-def create_agent_app(agent: Agent, secret: str | None) -> QuartTrio:
+def create_agent_app(agent: Agent, secret: str | None, bgp: BgpSpeaker | None = None) -> QuartTrio:
     app = QuartTrio("contivd-agent")
 
     @app.before_request
@@ -115,7 +116,7 @@ def create_agent_app(agent: Agent, secret: str | None) -> QuartTrio:
 
     @app.get("/inspect/bgp")
     async def inspect_bgp() -> Response:
-        return _json({"Peers": [], "Dsts": []})
+        return _json(bgp.inspect() if bgp is not None else {"Peers": [], "Dsts": []})
 
     @app.get("/inspect/nameserver")
     async def inspect_nameserver() -> Response:

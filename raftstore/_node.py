@@ -59,6 +59,12 @@ TICK_SECONDS = 0.05
 PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
 APPEND_ENTRIES_BYTES = 64 * 1024 * 1024  # bytes of entries per AppendEntries at most
 _RECORD_OVERHEAD = 24  # a journal record: size, index, term, command, size
+# Check-quorum: a leader that has had no answer from a majority for this long steps down
+# (PySyncObj's leaderFallbackTimeout, 30 s by default). About one election timeout
+# (PySyncObj's 0.4-1.4 s), so that an isolated leader stops claiming leadership — in
+# statistics, /info and /readyz, and for the writes waiting on it — by the time the majority
+# elects another; heartbeats go out every 0.1 s, so a healthy follower answers ten times first.
+LEADER_FALLBACK_SECONDS = 1.0
 
 
 class _ReplicatedStateMachine(compat.ConsumerBase):
@@ -408,6 +414,7 @@ class RaftNode:
             logCompactionMinEntries=config.compaction_min_entries,
             logCompactionMinTime=config.compaction_min_seconds,
             commandsWaitLeader=True,
+            leaderFallbackTimeout=LEADER_FALLBACK_SECONDS,
             connectionRetryTime=0.5,  # default 5 s: a member started before its peers idled that long
             maxBindRetries=5,
             bindRetryTime=0.2,

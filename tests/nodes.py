@@ -179,19 +179,22 @@ def add_underlay(node: Node, vtep: str) -> None:
 
 
 @contextmanager
-def cluster_of_nodes(root: Path, count: int, *extra: str) -> Iterator[list[Node]]:
-    """`count` voting nodes on one fabric, each with a VXLAN underlay and `vl0` as its VLAN uplink
-    link; yields them once every API answers. Stops every node and removes every namespace."""
+def cluster_of_nodes(root: Path, count: int, *extra: str, readonly: int = 0) -> Iterator[list[Node]]:
+    """`count` nodes on one fabric, each with a VXLAN underlay and `vl0` as its VLAN uplink
+    link; yields them once every API answers. The last `readonly` of them join as read-only
+    members (never leaders), the others vote. Stops every node and removes every namespace."""
     fabric = Fabric()
     nodes = [Node(root, f"node-{i + 1}", f"198.19.0.{i + 1}", SECRET) for i in range(count)]
+    voters = nodes[: count - readonly]
     try:
         fabric.create()
         for index, node in enumerate(nodes):
             node.create_namespace()
             fabric.plug(node, index)
         for index, node in enumerate(nodes):
-            peers = ",".join(other.raft_address for other in nodes if other is not node)
-            node.start("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index), *extra)
+            peers = ",".join(other.raft_address for other in voters if other is not node)
+            member = () if node in voters else ("--readonly",)
+            node.start("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index), *member, *extra)
         for index, node in enumerate(nodes):
             wait_until(lambda n=node: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 60, f"{node.name}'s API", node)
             add_underlay(node, vtep_of(index))

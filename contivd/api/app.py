@@ -24,10 +24,12 @@ from raftstore import Store
 
 from .. import __version__
 from ..agent.service import Agent
+from ..bgp import bgp_oper
 from ..http import auth
 from ..http.control import HOPS_HEADER, REVISION_HEADER
 from ..http.errors import CONTIV_NO_ROUTE, TYPED_ERRORS_HEADER, BadRequestError, NoRouteError, UnauthorizedError, answer_for, wants_contiv_errors
 from ..http.forwarder import ForwardingClient
+from ..http.leadership import unless_leader_changes
 from ..k8s import KubeHealth
 from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
@@ -40,7 +42,11 @@ from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document
 
 log = logging.getLogger("contivd.api")
-FORWARD_TIMEOUT_SECONDS = 15.0
+# A forwarded write may wait on the leader for the store's request timeout (5 s) before the
+# leader answers 503 itself; a little more than that, not a value that outlasts every client.
+# A leader that is gone is noticed sooner: connections time out after 1 s, and a forward is
+# abandoned as soon as this member follows another leader (http/leadership.py).
+FORWARD_TIMEOUT_SECONDS = 6.0
 
 
 @dataclass
@@ -133,7 +139,31 @@ class Handlers:
             return await self.nm.inspect_endpoint(key)
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
             raise self._unsupported_missing(collection)
-        return await self.nm.inspect_object(collection, key)
+        answer = await self.nm.inspect_object(collection, key)
+        if collection == "Bgps":
+            answer["Oper"] = await self._bgp_oper(key)
+        return answer
+
+    async def _bgp_oper(self, hostname: str) -> dict[str, Any]:
+        """The Bgp object's Oper from its node's speaker (`/inspect/bgp` on the node agent), as
+        Contiv's netmaster filled it in; empty, and logged, when the node cannot answer."""
+        try:
+            called = await self._call_agent(hostname, "GET", "/inspect/bgp")
+        except (OSError, ConnectionError, trio.TooSlowError) as exc:
+            log.warning("Bgp %s: the node's /inspect/bgp did not answer: %s", hostname, exc)
+            return {}
+        if called is None or called[0] != 200:
+            return {}
+        return bgp_oper(json.loads(called[1]))
+
+    async def _call_agent(self, node_name: str, method: str, path: str) -> tuple[int, bytes] | None:
+        """A signed call to a node agent's API; None when the node is unknown or runs no agent."""
+        node = next((n for n in registered_nodes(self.ctx.store) if n.name == node_name), None)
+        if node is None or not node.agent_url:
+            return None
+        headers = {auth.SIGNATURE_HEADER: auth.sign(self.ctx.secret, method, path, b"")} if self.ctx.secret else {}
+        status, _, body = await self.ctx.http.request(method, node.agent_url, path, headers, b"")
+        return status, body
 
     async def _plugin(self, body: bytes, call: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
         payload = _parse_json(body)
@@ -219,18 +249,16 @@ class Handlers:
     async def _reclaim_on_node(self, ep: EndpointState) -> None:
         """Ask the endpoint's node agent to drop its OVS port (Contiv's reclaimEndpoint); a node
         that is down or runs no agent is only logged: its next sync drops the flows anyway."""
-        node = next((n for n in registered_nodes(self.ctx.store) if n.name == ep.homing_host), None)
-        if node is None or not node.agent_url:
-            return
-        path = f"/debug/reclaimEndpoint/{ep.id}"
-        headers = {auth.SIGNATURE_HEADER: auth.sign(self.ctx.secret, "DELETE", path, b"")} if self.ctx.secret else {}
         try:
-            status, _, body = await self.ctx.http.request("DELETE", node.agent_url, path, headers, b"")
+            called = await self._call_agent(ep.homing_host, "DELETE", f"/debug/reclaimEndpoint/{ep.id}")
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
-            log.warning("reclaiming endpoint %s on node %s failed: %s", ep.id, node.name, exc)
+            log.warning("reclaiming endpoint %s on node %s failed: %s", ep.id, ep.homing_host, exc)
             return
+        if called is None:
+            return
+        status, body = called
         if status != 200:
-            log.warning("reclaiming endpoint %s on node %s: HTTP %d %s", ep.id, node.name, status, body[:200].decode(errors="replace"))
+            log.warning("reclaiming endpoint %s on node %s: HTTP %d %s", ep.id, ep.homing_host, status, body[:200].decode(errors="replace"))
 
     async def openapi(self, body: bytes) -> Any:
         return openapi_document(__version__)
@@ -293,7 +321,9 @@ class Dispatcher:
         if self.ctx.secret:
             headers[auth.SIGNATURE_HEADER] = auth.sign(self.ctx.secret, route.method, req.path, req.body)
         try:
-            status, answer_headers, body = await self.ctx.http.request(route.method, url, req.path, headers, req.body)
+            status, answer_headers, body = await unless_leader_changes(
+                self.ctx.store, lambda: self.ctx.http.request(route.method, url, req.path, headers, req.body), f"forwarding to the leader at {url}"
+            )
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
             log.warning("forwarding %s %s to the leader at %s failed: %s", route.method, req.path, url, exc)
             return _error_answer(_no_leader(f"the leader at {url} did not answer: {exc}"), contiv)
@@ -314,7 +344,11 @@ class Dispatcher:
             self.authenticate(req)
             if route.write and not self.ctx.store.is_leader():
                 return await self.forward(route, req)
-            value = await getattr(self.handlers, route.name)(req.body, **params)
+            handler = getattr(self.handlers, route.name)
+            if route.write:  # on the leader: a write it can no longer commit ends when it steps down
+                value = await unless_leader_changes(self.ctx.store, lambda: handler(req.body, **params), f"{route.method} {req.path}")
+            else:
+                value = await handler(req.body, **params)
             if isinstance(value, AtRevision):
                 return _answer(value.value, headers={REVISION_HEADER.lower(): str(value.revision)})
             return _answer(value)

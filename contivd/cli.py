@@ -46,12 +46,16 @@ def run(config_file: Path | None, **flags: Any) -> None:
     """Run this node: embedded store member (and, as they land, netmaster, agent, CNI)."""
     config = _load(config_file, flags)
     logs.configure(config.log_level, config.log_format, secrets=[config.cluster_secret])
+    from raftstore import JournalDamagedError
+
     from .main import run as run_node  # after logs.configure: importing OVS libraries emits warnings
     from .ovs import OvsError
     from .tls.pki import PkiError
 
     try:
         trio.run(run_node, config, lambda: load(flags, config_file))
+    except JournalDamagedError as exc:
+        raise click.ClickException(f"cannot start the store member: {exc}") from None
     except (OvsError, PkiError, BaseExceptionGroup) as exc:
         pki = _startup_error(exc, PkiError)
         if pki is not None:

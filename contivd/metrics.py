@@ -144,6 +144,16 @@ class StateCollector(Collector):
             ("contivd_raft_leader_known", "1 when this member knows a leader", int(stats.leader is not None)),
             ("contivd_raft_voters", "Voting members", len(stats.voters)),
             ("contivd_raft_connected_voters", "Voting members this one is connected to", len(stats.connected_voters)),
+            (
+                "contivd_raft_can_commit",
+                "1 when a write through this member can commit now (see /readyz for why not)",
+                int(not stats.commit_blockers),
+            ),
+            (
+                "contivd_store_data_dir_full",
+                "1 while this member cannot write its data dir (writes are refused with 503)",
+                int(stats.disk_problem is not None),
+            ),
             ("contivd_store_keys", "Keys in the store", stats.keys),
             ("contivd_store_revision", "Store revision", stats.revision),
         ):

@@ -85,8 +85,8 @@ PATCHED_METHODS: dict[type, tuple[str, ...]] = {
 # Instance attributes read or replaced, by owner; each must be assigned by the class's __init__.
 INSTANCE_ATTRIBUTES: dict[type, tuple[str, ...]] = {
     SyncObj: ("_SyncObj__raftLog", "_SyncObj__properies", "_poller"),
-    FileJournal: ("_FileJournal__journalFile", "_FileJournal__metaStorer"),
-    ResizableFile: ("_ResizableFile__f", "_ResizableFile__mm"),
+    FileJournal: ("_FileJournal__journalFile", "_FileJournal__metaStorer", "_FileJournal__journal"),
+    ResizableFile: ("_ResizableFile__f", "_ResizableFile__mm", "_ResizableFile__fileName"),
 }
 
 
@@ -199,7 +199,6 @@ class JournalFile:
     `raw_*` are PySyncObj's originals; `install` puts the replacements in place."""
 
     journal: Any
-    raw_write: Callable[[int, bytes], None]
     raw_add: Callable[[bytes, int, int], None]
     raw_delete_entries_to: Callable[[int], None]
     meta_path: str
@@ -213,7 +212,11 @@ class JournalFile:
             raise _incompatible(f"the raft log is a {type(found).__name__}, not a FileJournal")
         resizable = _private(found, "_FileJournal__journalFile")
         meta_storer = _private(found, "_FileJournal__metaStorer")
-        return cls(found, resizable.write, found.add, found.deleteEntriesTo, meta_storer.getPath(), resizable, meta_storer)
+        return cls(found, found.add, found.deleteEntriesTo, meta_storer.getPath(), resizable, meta_storer)
+
+    @property
+    def path(self) -> str:
+        return str(_private(self._resizable, "_ResizableFile__fileName"))
 
     def fileno(self) -> int:
         """The journal file's descriptor (it changes when PySyncObj grows the file)."""
@@ -222,6 +225,14 @@ class JournalFile:
     def mapped_size(self) -> int:
         """Bytes of the journal file PySyncObj has mapped; writes past it must grow the file."""
         return int(_private(self._resizable, "_ResizableFile__mm").size())
+
+    def grow_mapping(self, size: int) -> None:
+        """Map `size` bytes of the journal file (already allocated to that size by the caller)."""
+        _private(self._resizable, "_ResizableFile__mm").resize(size)
+
+    def forget_entries_from(self, count: int) -> None:
+        """Drop in-memory entries past `count`: PySyncObj's add lists an entry before writing it."""
+        del _private(self.journal, "_FileJournal__journal")[count:]
 
     def install(
         self,

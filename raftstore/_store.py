@@ -25,7 +25,7 @@ from ._config import StoreConfig, parse_address
 from ._errors import StoreClosedError, StoreError, UnavailableError
 from ._fsm import StateMachine
 from ._node import FAIL_NAMES, RETRYABLE, SUCCESS, RaftNode
-from ._types import LeadershipChange, StoreStatistics
+from ._types import LeadershipChange, StoreStatistics, commit_blockers
 
 log = logging.getLogger("raftstore")
 T = TypeVar("T")
@@ -96,6 +96,7 @@ class Store(StateMachineStore):
         self._applied_writes = 0  # successful proposals and their summed propose-to-apply time, for metrics
         self._apply_seconds = 0.0
         self._last_entry_commands = 1
+        self._started = time.time()  # "unreachable since" for a voter never reached
 
     # ---- wiring from the tick thread ---------------------------------------------------------
 
@@ -203,6 +204,7 @@ class Store(StateMachineStore):
 
     async def _propose(self, command: dict[str, Any]) -> dict[str, Any]:
         """Propose until applied or the request timeout passes; raise on an error result."""
+        self.node.disk.check_writable()  # a full data dir: fail now, naming it, not after the timeout
         text = _commands.encode(command)
         pause, last_reason = RETRY_BACKOFF[0], None
         started = time.monotonic()
@@ -230,6 +232,7 @@ class Store(StateMachineStore):
                 "this member lost the Raft leadership (no majority answered it, or a newer term began) before the write committed; "
                 "it may still apply — retrying it is safe"
             )
+        self.node.disk.check_writable()  # the data dir filled up while this write waited
         why = FAIL_NAMES.get(last_reason, "no answer") if last_reason is not None else "no answer"
         raise UnavailableError(
             f"no leader with a quorum answered within {self.config.request_timeout:g}s ({why}); a write may still apply later — retrying it is safe"
@@ -366,11 +369,16 @@ class Store(StateMachineStore):
         members = sorted(node.member_lists(status))
         roles = {0: "follower", 1: "candidate", 2: "leader"}
         role = "readonly" if self.config.readonly else roles.get(int(status.get("state", 0)), "follower")
+        disk, leader = node.disk.problem, node.leader()
+        connected = tuple(a for a, up in members if up)
+        voters = tuple(sorted([a for a, _ in members] + ([self.config.listen] if self.config.listen else [])))
+        down_since = node.down_since()
+        started = self._started
         revision, keys, leases, cluster_id = node.read(lambda f: (f.revision, f.key_count(), f.lease_count(), f.cluster_id))
         return StoreStatistics(
             self_address=self.config.listen,
             role=role,  # type: ignore[arg-type]
-            leader=node.leader(),
+            leader=leader,
             term=int(status.get("raft_term", 0)),
             commit_index=int(status.get("commit_idx", 0)),
             last_applied=int(status.get("last_applied", 0)),
@@ -378,13 +386,24 @@ class Store(StateMachineStore):
             revision=revision,
             keys=keys,
             leases=leases,
-            voters=tuple(sorted([a for a, _ in members] + ([self.config.listen] if self.config.listen else []))),
-            connected_voters=tuple(a for a, connected in members if connected),
+            voters=voters,
+            connected_voters=connected,
             readonly_members=int(status.get("readonly_nodes_count", 0)),
             has_quorum=bool(status.get("has_quorum", False)),
             fsync=self.config.fsync and self.config.data_dir is not None,
             cluster_id=cluster_id,
             wire_formats=node.wire_formats(),
+            disk_problem=None if disk is None else disk.message,
+            disk_problem_since=None if disk is None else disk.since,
+            unreachable_voters=tuple((a, down_since.get(a, started)) for a, up in members if not up),
+            commit_blockers=commit_blockers(
+                self_address=self.config.listen,
+                voters=voters,
+                leader=leader,
+                connected_voters=connected,
+                has_quorum=bool(status.get("has_quorum", False)),
+                disk_problem=None if disk is None else disk.message,
+            ),
         )
 
 

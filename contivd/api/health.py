@@ -12,12 +12,14 @@ a node signature or a token of any role) because it names nodes and networks.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
-from raftstore import Store
+from raftstore import Store, StoreStatistics
 
 from ..agent.service import Agent
 from ..k8s import KubeHealth
@@ -34,6 +36,8 @@ def readiness_failures(store: Store, agent: Agent | None, kube: KubeHealth | Non
     stats = store.statistics()
     if stats.leader is None or not stats.has_quorum:
         failures["store_leader"] = "no Raft leader with a quorum is known (election in progress or too few members up)"
+    if stats.commit_blockers:
+        failures["store_commit"] = "this node cannot commit writes: " + "; ".join(stats.commit_blockers)
     if agent is not None:
         agent_stats = agent.statistics()
         if not agent_stats.switch_connected:
@@ -47,6 +51,19 @@ def readiness_failures(store: Store, agent: Agent | None, kube: KubeHealth | Non
         if problems:
             failures["kubernetes_api"] = "; ".join(f"{kind}: {why}" for kind, why in sorted(problems.items()))
     return failures
+
+
+def raft_view(stats: StoreStatistics, now: float) -> dict[str, Any]:
+    """What /readyz adds even when ready: whether this node can commit, and the voters it
+    has no link to, since when (an operator's first question when a member goes away)."""
+    return {
+        "can_commit": not stats.commit_blockers,
+        "commit_blockers": list(stats.commit_blockers),
+        "unreachable": [
+            {"address": address, "since": datetime.fromtimestamp(since, UTC).isoformat(timespec="seconds"), "seconds": round(now - since)}
+            for address, since in stats.unreachable_voters
+        ],
+    }
 
 
 class OpsEndpoints:
@@ -72,7 +89,7 @@ class OpsEndpoints:
             await _respond(send, 200, "application/json", b'{"status": "ok"}\n')
         elif path == "/readyz":
             failures = readiness_failures(self.store, self.agent, self.kube)
-            body = {"ready": not failures, "failing": failures}
+            body = {"ready": not failures, "failing": failures, "raft": raft_view(self.store.statistics(), time.time())}
             await _respond(send, 503 if failures else 200, "application/json", (json.dumps(body) + "\n").encode())
         elif path == "/metrics":
             refused = self.refusal(scope)

@@ -174,6 +174,8 @@ def cluster_model(
     """
     members: list[dict[str, Any]] = []
     registered = {n.raft_address for n in nodes if n.raft_address}
+    down_since = dict(local.unreachable_voters)
+    names = {n.raft_address: n.name for n in nodes if n.raft_address}
     leader_name = local.leader or ""
     for node in nodes:
         report = reports.get(node.name)
@@ -201,6 +203,7 @@ def cluster_model(
                 "health": health,
                 "reasons": reasons,
                 "agent": (report or {}).get("agent"),
+                "unreachableSince": down_since.get(node.raft_address or ""),  # no Raft link from this node since (unix time)
             }
         )
     for address in local.voters:
@@ -222,6 +225,7 @@ def cluster_model(
                     "health": "unknown" if connected else "down",
                     "reasons": ["not registered (no node record)"],
                     "agent": None,
+                    "unreachableSince": down_since.get(address),
                 }
             )
     datapath = {endpoint: state for report in reports.values() if report for endpoint, state in (report.get("datapath") or {}).items()}
@@ -238,6 +242,9 @@ def cluster_model(
         "leader": leader_name,
         "term": local.term,
         "hasQuorum": local.has_quorum,
+        "canCommit": not local.commit_blockers,
+        "commitBlockers": list(local.commit_blockers),  # why a write through this node cannot commit now
+        "unreachable": [{"name": names.get(a, a), "raftAddress": a, "since": since} for a, since in local.unreachable_voters],
         "revision": local.revision,
         "members": members,
         "tunnels": tunnels,

@@ -86,7 +86,11 @@ def generate(module: Any) -> str:
 def test_healthz_and_readyz(node: ContivdProcess) -> None:
     assert node.get("/healthz").json() == {"status": "ok"}
     ready = node.get("/readyz")
-    assert ready.status_code == 200 and ready.json() == {"ready": True, "failing": {}}
+    assert ready.status_code == 200 and ready.json() == {
+        "ready": True,
+        "failing": {},
+        "raft": {"can_commit": True, "commit_blockers": [], "unreachable": []},
+    }
 
 
 def test_readyz_is_503_with_the_failing_checks_when_the_store_has_no_leader(cluster3: Any) -> None:

@@ -304,6 +304,17 @@ class Config:
         return self._url(self.agent_listen)
 
     @property
+    def client_ca_file(self) -> Path:
+        """The CA a client on this node verifies its TLS listeners with: --tls-ca, else the
+        cluster CA the node keeps beside its issued certificate."""
+        return self.tls_ca or self.tls_dir / "ca.crt"
+
+    @property
+    def tls_dir(self) -> Path:
+        """Where the node keeps the certificate the cluster CA issued it (and that CA)."""
+        return self.data_dir / "tls"
+
+    @property
     def tls_hosts(self) -> tuple[str, ...]:
         """What this node's certificate must name: every address it is reached on, its name, loopback."""
         listened = [listen.rpartition(":")[0].strip("[]") for listen in (self.api_listen, self.agent_listen)]

@@ -87,7 +87,7 @@ async def _node_tls(store: Store, config: Config) -> TlsFiles | None:
     if config.tls_cert is not None and config.tls_key is not None and config.tls_ca is not None:
         return TlsFiles(config.tls_cert, config.tls_key, config.tls_ca)
     assert config.cluster_secret is not None  # config.load refuses TLS without files or a secret
-    return await issued_tls_files(store, config.data_dir / "tls", config.cluster_secret, config.node_name, config.tls_hosts)
+    return await issued_tls_files(store, config.tls_dir, config.cluster_secret, config.node_name, config.tls_hosts)
 
 
 def _hypercorn_config(listen: str, tls: TlsFiles | None) -> HypercornConfig:

@@ -94,7 +94,8 @@ class Node:
         """A token minted as root does on a node (`contivd auth bootstrap`, signed with the
         cluster secret); retried until the cluster has a leader to write it."""
         args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "auth", "bootstrap", name, "--role", role,
-                "--api-listen", f"{self.host}:{self.api}", "--control-ip", self.host, "--cluster-secret", SECRET]  # fmt: skip
+                "--api-listen", f"{self.host}:{self.api}", "--control-ip", self.host, "--cluster-secret", SECRET,
+                "--data-dir", str(self.data)]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
 
         def mint() -> str | None:

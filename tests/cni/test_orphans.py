@@ -126,7 +126,10 @@ def test_a_vanished_pod_is_reclaimed_and_live_or_moved_or_adding_pods_are_kept(n
     orphan.remove()  # the runtime removed the container and never called DEL
     # The view lags the namespace's removal by one link-event round: wait for the change, not the row.
     state = wait_until(
-        lambda: (s := datapath_of(node).get(endpoint_id(orphan))) and "veth gone" in s[0] and s, 20, "the orphan's veth gone in the datapath view", node
+        lambda: (s := datapath_of(node).get(endpoint_id(orphan))) and "veth gone" in s[0] and s,
+        20,
+        "the orphan's veth gone in the datapath view",
+        node,
     )
     assert state[1] is False, state
 

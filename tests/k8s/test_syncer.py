@@ -17,7 +17,7 @@ from raftstore import MemoryStore
 from tests.support.k8s_apiserver import KubeApiServer
 from tests.support.kube_objects import endpoint_slice, service
 
-CIDR = ipaddress.IPv4Network("10.96.0.0/12")
+CIDR = ipaddress.IPv4Network("198.19.112.0/20")
 TIMEOUT = 45  # generous: the machine is shared and loaded; backoff after a failure reaches seconds
 
 
@@ -50,10 +50,10 @@ class Running:
 @pytest.fixture
 async def running(api: KubeApiServer, tmp_path: Path) -> AsyncIterator[Running]:
     store = MemoryStore()
-    await store.put(keys.k8s_service("gone", "stale"), {"namespace": "gone", "name": "stale", "clusterIP": "10.96.0.99", "ports": []})
+    await store.put(keys.k8s_service("gone", "stale"), {"namespace": "gone", "name": "stale", "clusterIP": "198.19.112.99", "ports": []})
     health = KubeHealth()
     watch = KubernetesWatch(store, api.kubeconfig(tmp_path / "kubeconfig"), CIDR, health)  # a MemoryStore is always the leader
-    api.apply(service("shop", "web", "10.96.0.10"))
+    api.apply(service("shop", "web", "198.19.112.10"))
     api.apply(endpoint_slice("shop", "web-a", "web", ["198.18.0.5"], port=8080))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch.run)
@@ -72,7 +72,7 @@ async def test_watch_events_update_records_one_service_at_a_time(running: Runnin
     await until(lambda: "shop/web" in stored(running.store), "the first reconcile")
     api.apply(endpoint_slice("shop", "web-a", "web", ["198.18.0.5", "198.18.0.6"], port=8080, not_ready=["198.18.0.7"]))
     await until(lambda: backends(running.store, "shop/web") == [("198.18.0.5", 8080), ("198.18.0.6", 8080)], "the new backend")
-    api.apply(service("shop", "dns", "10.96.0.53", protocol="SCTP"))
+    api.apply(service("shop", "dns", "198.19.112.53", protocol="SCTP"))
     await until(lambda: running.health.skip_counts() == {("shop/dns", "sctp"): 1}, "the skip")
     await until(lambda: [e["involvedObject"]["name"] for e in api.posted_events] == ["dns"], "the skip Event")
     api.apply(service("shop", "headless", "None"))
@@ -84,7 +84,7 @@ async def test_a_restart_with_compacted_history_relists_and_drops_what_went_away
     await until(lambda: "shop/web" in stored(running.store), "the first reconcile")
     api.stop()
     api.delete("Service", "shop", "web")
-    api.apply(service("shop", "db", "10.96.0.11"))
+    api.apply(service("shop", "db", "198.19.112.11"))
     api.start(keep_history=False)
     await until(lambda: set(stored(running.store)) == {"shop/db"}, "the relist after the restart")
 

@@ -5,7 +5,8 @@ whenever the state snapshot changes, a port is attached or detached, a switch (r
 the periodic audit fires. A sync is *incremental* (only the objects that changed are converted
 and only their flows sent, in one bundle) unless it must be *full*: after a (re)connect, when
 the node registry changed (tunnels), and every RESYNC_SECONDS (ports attached by other tools
-show up). Every `audit_seconds` (--audit-interval) a full sync is also an audit: it compares what each bridge
+show up). Every `audit_seconds` (--audit-interval; the first at a random point, so that nodes started together
+do not audit together) a full sync is also an audit: it compares what each bridge
 holds with a from-scratch computation and with the switch's own flows, reports any drift in
 statistics() and /metrics, and repairs it under a new cookie round. Failures are logged and kept in statistics(); the next change retries. It never
 stops the daemon.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import logging
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,7 +226,10 @@ class Agent:
             self._changed.set()
 
     async def _resync_timer(self) -> None:
-        next_audit = trio.current_time() + self.settings.audit_seconds
+        # The first audit at a random point of the first 1.5 intervals: nodes started together
+        # (a cluster's boot, an upgrade) would otherwise audit together for ever, each one's
+        # seconds of CPU at once.
+        next_audit = trio.current_time() + self.settings.audit_seconds * random.uniform(0.5, 1.5)
         while True:
             await trio.sleep(RESYNC_SECONDS)
             self._full = True

@@ -6,12 +6,15 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
 
 from contivd.k8s import KubeApi, KubeHealth, KubernetesWatch
+from contivd.k8s.reflector import Listed, Relisting, Update
+from contivd.k8s.syncer import ServiceSync
+from contivd.k8s.view import ENDPOINT_SLICES, SERVICES
 from contivd.state import KubeServiceState, keys
 from raftstore import MemoryStore
 from tests.support.k8s_apiserver import KubeApiServer
@@ -116,3 +119,26 @@ async def test_the_leader_with_an_unusable_kubeconfig_says_why_and_keeps_running
         assert health.view().watching and "cannot be used" in health.view().problems["kubeconfig"]
         nursery.cancel_scope.cancel()
     assert "kubeconfig" in health.view().problems and not health.view().watching
+
+
+async def test_both_kinds_relisting_reconcile_once_when_both_are_in() -> None:
+    """An API server restart or compaction costs both watches their history: a reconcile as soon
+    as the first relist is in would run against the other kind's stale view and write every
+    Service twice."""
+    reconciled: list[tuple[int, int]] = []
+
+    class Counting(ServiceSync):
+        async def reconcile(self) -> None:
+            reconciled.append((len(self.view.services), len(self.view.slices)))
+
+    sync = Counting(MemoryStore(), cast(KubeApi, None), CIDR, KubeHealth())
+    web, slice_ = service("shop", "web", "198.19.112.10"), endpoint_slice("shop", "web-a", "web", ["198.18.0.5"], port=8080)
+    send, receive = trio.open_memory_channel[Update](10)
+    for update in (
+        Listed(SERVICES, []), Listed(ENDPOINT_SLICES, []),  # the first lists: one reconcile
+        Relisting(SERVICES), Relisting(ENDPOINT_SLICES), Listed(SERVICES, [web]), Listed(ENDPOINT_SLICES, [slice_]),
+    ):  # fmt: skip
+        send.send_nowait(update)
+    send.close()
+    await sync._consume(receive)
+    assert reconciled == [(0, 0), (1, 1)]

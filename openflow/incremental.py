@@ -28,10 +28,11 @@ from openflow.desired import desired
 from openflow.diff import diff
 from openflow.encode import record_match
 from openflow.fields import ROUND_MASK
-from openflow.flow import Flow
+from openflow.flow import Flow, Group
 from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
 from openflow.owners import (
     Built,
+    FlowKey,
     Ledger,
     Owner,
     all_owners,
@@ -231,23 +232,46 @@ class FlowState:
     def flows_per_table(self) -> dict[int, int]:
         return dict(Counter(flow.table for flow in self._ledger.flows.values()))
 
+    def held(self) -> Held:
+        """A copy of what is held now, to audit while this state moves on (a worker thread may)."""
+        return Held(dict(self._ledger.flows), dict(self._ledger.groups), self._tables)
+
     def audit(self, inputs: NodeInputs) -> Drift:
         """What is held against :func:`openflow.desired` of ``inputs`` computed from scratch."""
-        want = desired(inputs, self._tables)
-        flows = _count(self._ledger.flows, {f.key: f for f in want.flows})
-        groups = _count(self._ledger.groups, {g.group_id: g for g in want.groups})
+        return self.held().audit(inputs)
+
+    def switch_drift(self, records: Iterable[FlowRecord]) -> Drift:
+        """What is held against the switch's flows (see :meth:`Held.switch_drift`)."""
+        return self.held().switch_drift(records)
+
+
+@dataclass(frozen=True)
+class Held:
+    """The flows (by key) and groups (by id) a FlowState held at one moment.  Its audits are pure
+    and take about a second of CPU at thousands of flows: the agent runs them in a worker thread
+    while the bridge's state goes on changing."""
+
+    flows: Mapping[FlowKey, Flow]
+    groups: Mapping[int, Group]
+    tables: Tables
+
+    def audit(self, inputs: NodeInputs) -> Drift:
+        """What was held against :func:`openflow.desired` of ``inputs`` computed from scratch."""
+        want = desired(inputs, self.tables)
+        flows = _count(self.flows, {f.key: f for f in want.flows})
+        groups = _count(self.groups, {g.group_id: g for g in want.groups})
         return Drift(*flows, *groups)
 
     def switch_drift(self, records: Iterable[FlowRecord]) -> Drift:
-        """What is held against the switch's flows (``SwitchConnection.dump_flows()``).
+        """What was held against the switch's flows (``SwitchConnection.dump_flows()``).
 
         Flows are compared by table, priority and match (in os-ken's form, as the dump
         carries them) and then by cookie; a flow whose actions alone differ is not seen,
         because OVS prints actions in its own normal form.  Flows the switch learned (session
         affinity: round 0 in a learned table) are not the agent's and are left out.  Groups are not dumped: 0."""
-        learned = {table.id for table in self._tables.values() if table.spec.learned}
+        learned = {table.id for table in self.tables.values() if table.spec.learned}
         have = {(r.table, r.priority, r.match): r.cookie for r in records if r.table not in learned or r.cookie & ROUND_MASK}
-        return Drift(*_count(have, {_record_key(f): f.cookie for f in self._ledger.flows.values()}))
+        return Drift(*_count(have, {_record_key(f): f.cookie for f in self.flows.values()}))
 
 
 def _record_key(flow: Flow) -> tuple[int, int, tuple[tuple[str, object], ...]]:

@@ -33,13 +33,21 @@ class Listed:
 
 
 @dataclass(frozen=True)
+class Relisting:
+    """The kind's history is gone (410): a `Listed` follows. Until it does, what is known of the
+    kind is stale, so nothing should be reconciled against it."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
 class Changed:
     kind: str
     event: str  # ADDED, MODIFIED, DELETED
     object: dict[str, Any]
 
 
-Update = Listed | Changed
+Update = Listed | Relisting | Changed
 
 
 def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: KubeHealth, stopping: threading.Event) -> None:
@@ -74,6 +82,7 @@ def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: Kub
             if exc.status == 410:
                 log.info("watch of %s: resourceVersion %s is gone (%s): relisting", kind, resource_version, exc)
                 resource_version = ""
+                emit(Relisting(kind))
                 continue
             token = " (check the kubeconfig's token)" if exc.status in (401, 403) else ""
             problem = f"the API server refused the {kind} list/watch: {exc}{token}"

@@ -31,7 +31,7 @@ from ..state import KubeServiceState, keys
 from ..state.records import RecordError
 from .client import KubeApi, post_event_soon
 from .pods import EndpointRelabeller, PodSync
-from .reflector import Changed, Listed, Update, reflect_kinds
+from .reflector import Changed, Listed, Relisting, Update, reflect_kinds
 from .resolve import Skipped
 from .status import KubeHealth
 from .view import ENDPOINT_SLICES, SERVICES, ClusterView
@@ -58,7 +58,12 @@ class ServiceSync:
     async def _consume(self, receive: trio.MemoryReceiveChannel[Update]) -> None:
         listed: set[str] = set()
         async for update in receive:
-            if isinstance(update, Listed):
+            if isinstance(update, Relisting):
+                # Both watches usually lose their history together (an API server restarted or
+                # compacted): reconciling when the first relist is in, against the other kind's
+                # stale view, would write every Service twice (once with the old endpoints).
+                listed.discard(update.kind)
+            elif isinstance(update, Listed):
                 self.view.replace(update.kind, update.objects)
                 listed.add(update.kind)
                 if listed == {SERVICES, ENDPOINT_SLICES}:  # both kinds known: the store can follow

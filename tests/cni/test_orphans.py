@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from contivd.cni_server.resolve import Attachment
-from tests.cni.harness import ROOT, Pod, api_gets, create_network, holdings, netconf, run_plugin
+from tests.cni.harness import ROOT, Pod, api_gets, cni_node, create_network, holdings, netconf, new_pod, run_plugin
 from tests.nodes import Node, reaches, sh, wait_until
 from tests.support.contivd_nodes import CHROMIUM
 
@@ -36,30 +36,9 @@ NETWORKS = ("pods",)
 
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[Node]:
-    n = Node(tmp_path)
-    try:
-        n.create_namespace()
-        n.start(*GRACE)
-        wait_until(lambda: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 40, "the node's API", n)
+    with cni_node(Node(tmp_path), *GRACE) as n:
         create_network(n, "pods", "198.18.30.0/24", "198.18.30.254")
-        wait_until(lambda: run_plugin("STATUS", netconf(n, cniVersion="1.1.0")).status == 0, 40, "the CNI server", n)
         yield n
-    finally:
-        n.stop()
-
-
-@pytest.fixture
-def pods() -> Iterator[list[Pod]]:
-    made: list[Pod] = []
-    yield made
-    for pod in made:
-        pod.remove()
-
-
-def new_pod(pods: list[Pod]) -> Pod:
-    pod = Pod().create()
-    pods.append(pod)
-    return pod
 
 
 def endpoint_id(pod: Pod) -> str:

@@ -181,7 +181,7 @@ class FlowState:
             new = new if new is not None and new.network.encap == encap else None
             if old is None and new is None:
                 continue
-            rebuilt.append((("port", name), None if new is None else build_port(tables, new, round_, fabric.host_port)))
+            rebuilt.append((("port", name), None if new is None else build_port(tables, new, round_, fabric.host_port, fabric.routed)))
             if old is not None and new is not None and (old.network, old.ofport) == (new.network, new.ofport):
                 continue  # same network and flood bucket
             if old is not None:

@@ -15,11 +15,13 @@ in this event loop.
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import logging
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -71,9 +73,16 @@ def desired(snapshot: StateSnapshot, node: str) -> tuple[Peering | None, str, fr
         return None, str(exc), prefixes
 
 
+RoutesListener = Callable[[ipaddress.IPv4Interface | None, Mapping[str, str]], None]
+"""Told the router address of the running peering (None: none) and the learned routes
+(prefix → next hop) whenever either changes: routing mode's datapath installs them."""
+
+
 class BgpSpeaker:
-    def __init__(self, cache: StateCache, node: str, run_dir: Path, hold_time: int = 9):
+    def __init__(self, cache: StateCache, node: str, run_dir: Path, hold_time: int = 9, on_routes: RoutesListener | None = None):
         self.cache = cache
+        self.on_routes = on_routes
+        self._published: tuple[ipaddress.IPv4Interface | None, dict[str, str]] = (None, {})
         self.node = node
         self.run_dir = run_dir
         self.hold_time = hold_time
@@ -106,6 +115,7 @@ class BgpSpeaker:
                         session_scope = None
                     running = peering
                     self.state = SpeakerState(peering=peering, error=error)
+                    self._publish()
                     if peering is not None:
                         session_scope = await nursery.start(self._supervise, peering)
                 await self.cache.wait_changed()
@@ -130,6 +140,7 @@ class BgpSpeaker:
                 delay = RESTART_BACKOFF_SECONDS[min(failures, len(RESTART_BACKOFF_SECONDS) - 1)]
                 failures += 1
                 self.state.session, self.state.learned, self.state.advertised = "idle", {}, frozenset()
+                self._publish()
                 log.warning("BGP: ExaBGP stopped; restarting in %.0f s", delay)
                 await trio.sleep(delay)
 
@@ -179,9 +190,19 @@ class BgpSpeaker:
                     self.state.session = message.state
                     if message.state == "down":
                         self.state.learned = {}
+                        self._publish()
                 elif isinstance(message, RoutesLearned):
                     learned = {p: hop for p, hop in self.state.learned.items() if p not in message.withdrawn}
                     self.state.learned = {**learned, **message.announced}
+                    self._publish()
+
+    def _publish(self) -> None:
+        """Tell the listener the router address and learned routes, when they changed."""
+        peering = self.state.peering
+        current = (None if peering is None else peering.router_ip, dict(self.state.learned))
+        if self.on_routes is not None and current != self._published:
+            self._published = current
+            self.on_routes(*current)
 
 
 async def _run_exabgp(config: Path, *, task_status: trio.TaskStatus[trio.Process]) -> None:

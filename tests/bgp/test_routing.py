@@ -119,6 +119,13 @@ def learned(node: Node) -> list[str]:
     return list(oper.get("routes") or [])
 
 
+def route_flow(node: Node, ip: str) -> bool:
+    """Whether the node's switch holds the route flow sending pods' packets for `ip`/32 to the router."""
+    mgmt = f"unix:{node.data / 'ovs' / 'contivVlanBridge.mgmt'}"
+    dump = sh("ip", "netns", "exec", node.ns, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", mgmt, check=False).stdout
+    return f"dl_dst=00:00:11:11:11:11,nw_dst={ip} " in dump
+
+
 def tcp_answer(client_pod: str, server_pod: str, address: str) -> str:
     """Start a one-shot TCP server in `server_pod`, connect from `client_pod`, return what it read."""
     serve = f"import socket;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('0.0.0.0',{TCP_PORT}));s.listen();s.settimeout(30);c,_=s.accept();c.sendall(b'routed');c.close()"
@@ -143,6 +150,7 @@ def test_pods_on_different_nodes_reach_each_other_through_the_router(routed: tup
     for r in (two, three):
         wait_until(lambda r=r: reaches(one.node.pods[0], r.pod_ip), 60, f"node1's pod pinging {r.node.name}'s through the router", one.node)
     assert reaches(three.node.pods[0], two.pod_ip)
+    assert route_flow(one.node, two.pod_ip) and route_flow(one.node, three.pod_ip)
     assert tcp_answer(one.node.pods[0], two.node.pods[0], two.pod_ip) == "routed"
 
     # A node stopped: its session closes, its routes are withdrawn, the others go on.
@@ -156,4 +164,5 @@ def test_pods_on_different_nodes_reach_each_other_through_the_router(routed: tup
     _call(two.node, "POST", "/plugin/deleteEndpoint", {"TenantName": "default", "NetworkName": "pods", "EndpointID": "pod"})
     wait_until(lambda: not kernel_route(tor, two.pod_ip), 60, "the deleted endpoint's route withdrawn from the router", two.node)
     wait_until(lambda: f"{two.pod_ip}/32" not in learned(one.node), 30, "the deleted endpoint's route gone on node1", one.node)
+    wait_until(lambda: not route_flow(one.node, two.pod_ip), 30, "the deleted endpoint's route flow gone from node1's switch", one.node)
     wait_until(lambda: not reaches(one.node.pods[0], two.pod_ip), 30, "traffic to the deleted endpoint stopped", one.node)

@@ -11,7 +11,8 @@ driver in the node's namespace timestamps each API call (both wall clock, one ma
   (the session's set-up, ExaBGP's start and the whole advertisement);
 * endpoint → route: with the session up, `--eps` more endpoints (default 200; `--quick`: 30) are
   created one at a time, `--gap` seconds apart; per endpoint, ms from the start of the
-  createEndpoint call to the route in the router's kernel: p50, p99.
+  createEndpoint call to the route in the router's kernel: p50, p99; also split into the API
+  call itself (api_create_*) and from its answer to the route (api_answer_to_route_*).
 
 Prints a summary; the last line is one JSON object: ep_to_route_p50_ms, ep_to_route_p99_ms,
 cold_1000_routes_s (null unless --cold is 1 000: then cold_routes_s and cold_routes say what
@@ -74,7 +75,7 @@ with httpx.Client(timeout=30) as client:
         started = time.time()
         r = client.post(url + "/plugin/createEndpoint", json=body, headers=h)
         r.raise_for_status()
-        print(r.json()["EndpointConfig"]["ipAddress"], repr(started), flush=True)
+        print(r.json()["EndpointConfig"]["ipAddress"], repr(started), repr(time.time()), flush=True)
         if gap:
             time.sleep(gap)
 """
@@ -117,13 +118,13 @@ class RouteMonitor:
         self.proc.wait()
 
 
-def create_endpoints(node: Node, count: int, gap: float, prefix: str) -> dict[str, float]:
-    """Create `count` endpoints from inside the node's namespace; address → wall time the call started."""
+def create_endpoints(node: Node, count: int, gap: float, prefix: str) -> dict[str, tuple[float, float]]:
+    """Create `count` endpoints from inside the node's namespace; address → wall times the call started and returned."""
     argv = ["ip", "netns", "exec", node.ns, sys.executable, "-c", DRIVER, f"http://{node.host}:{node.api}", str(count), str(gap), node.name, prefix]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=max(600, count * (gap + 1)), check=False)
     if done.returncode:
         raise RuntimeError(f"creating endpoints failed: {done.stderr[-500:]}")
-    return {ip: float(stamp) for ip, stamp in (line.split() for line in done.stdout.splitlines())}
+    return {ip: (float(started), float(ended)) for ip, started, ended in (line.split() for line in done.stdout.splitlines())}
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -161,7 +162,9 @@ def run(cold: int, eps: int, gap: float) -> dict[str, object]:
 
         warm = create_endpoints(node, eps, gap, "warm")
         monitor.wait_for(set(warm), 120)
-        latencies = [(monitor.added[ip] - stamp) * 1000 for ip, stamp in warm.items()]
+        latencies = [(monitor.added[ip] - started) * 1000 for ip, (started, _) in warm.items()]
+        after_api = [(monitor.added[ip] - ended) * 1000 for ip, (_, ended) in warm.items()]
+        api = [(ended - started) * 1000 for started, ended in warm.values()]
         return {
             "ep_to_route_p50_ms": round(statistics.median(latencies), 1),
             "ep_to_route_p99_ms": round(percentile(latencies, 0.99), 1),
@@ -169,6 +172,11 @@ def run(cold: int, eps: int, gap: float) -> dict[str, object]:
             "cold_routes": cold,
             "cold_routes_s": round(cold_s, 2),
             "endpoints_timed": len(latencies),
+            "ep_to_route_over_1s": sum(1 for ms in latencies if ms > 1000),
+            "api_create_p50_ms": round(statistics.median(api), 1),
+            "api_create_p99_ms": round(percentile(api, 0.99), 1),
+            "api_answer_to_route_p50_ms": round(statistics.median(after_api), 1),
+            "api_answer_to_route_p99_ms": round(percentile(after_api, 0.99), 1),
         }
     finally:
         if monitor is not None:

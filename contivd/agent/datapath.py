@@ -162,7 +162,7 @@ class BridgeDatapath:
             snapshot,
             {endpoint: port.ofport for endpoint, port in ports.items()},
             self._tunnels,
-            self._uplinks,
+            () if self.routed else self._uplinks,  # routing mode bridges nothing to the uplink, with or without a Bgp object
             self.pusher.round,
             self._host_port,
             self._router,
@@ -211,12 +211,14 @@ class BridgeDatapath:
         """Routing mode's router port with the node's router IP, and the learned routes whose next
         hop's MAC the kernel knows; None (and a problem line) until the node has a Bgp object."""
         bgp, name = self.bgp, router.ROUTER_PORT_NAME
+        port = next((p for p in listed if p.name == name and p.ofport > 0), None)
         if bgp.router_ip is None or not self._uplinks:
             self._router_problems = [
                 f"routing mode: {'no Bgp object names this node' if bgp.router_ip is None else 'no uplink'}; nothing is routed yet"
             ]
+            if port is not None:  # a Bgp object deleted: its router IP leaves the port
+                await trio.to_thread.run_sync(router.ensure_router_address, name, None)
             return None
-        port = next((p for p in listed if p.name == name and p.ofport > 0), None)
         ofport = (
             port.ofport
             if port is not None

@@ -64,8 +64,8 @@ def learned_routes(learned: Mapping[str, str], neighbours: Mapping[str, str]) ->
 # ---- blocking netlink and sockets ------------------------------------------------------------
 
 
-def ensure_router_address(ifname: str, router_ip: ipaddress.IPv4Interface) -> str | None:
-    """The router port up with exactly `router_ip` on it; its MAC (None while OVS has not made it)."""
+def ensure_router_address(ifname: str, router_ip: ipaddress.IPv4Interface | None) -> str | None:
+    """The router port up with exactly `router_ip` on it (None: no address); its MAC (None while OVS has not made it)."""
     with IPRoute() as ipr:
         found = ipr.link_lookup(ifname=ifname)
         if not found:
@@ -73,11 +73,11 @@ def ensure_router_address(ifname: str, router_ip: ipaddress.IPv4Interface) -> st
         index = found[0]
         ipr.link("set", index=index, state="up")
         present = {(str(a.get_attr("IFA_ADDRESS")), a["prefixlen"]) for a in ipr.get_addr(index=index, family=socket.AF_INET)}
-        wanted = (str(router_ip.ip), router_ip.network.prefixlen)
-        for address, length in present - {wanted}:
+        wanted = set() if router_ip is None else {(str(router_ip.ip), router_ip.network.prefixlen)}
+        for address, length in present - wanted:
             ipr.addr("del", index=index, address=address, prefixlen=length)
-        if wanted not in present:
-            ipr.addr("add", index=index, address=wanted[0], prefixlen=wanted[1])
+        for address, length in wanted - present:
+            ipr.addr("add", index=index, address=address, prefixlen=length)
         return str(ipr.get_links(index)[0].get_attr("IFLA_ADDRESS"))
 
 

@@ -3,7 +3,8 @@ namespace, `--fwd-mode routing`) peer with one FRR router namespace running zebr
 installs the /32s it learns into its kernel and forwards between the nodes' uplinks. A pod on
 node 1 pings and reaches TCP on pods of the other nodes through the router; a stopped node's
 routes are withdrawn and traffic between the others goes on; a deleted endpoint's route goes
-from the router and from the other nodes' switches and its traffic stops."""
+from the router and from the other nodes' switches and its traffic stops; a deleted Bgp object takes
+the node's routes and its router IP away."""
 
 from __future__ import annotations
 
@@ -119,11 +120,18 @@ def learned(node: Node) -> list[str]:
     return list(oper.get("routes") or [])
 
 
+def flows(node: Node) -> str:
+    mgmt = f"unix:{node.data / 'ovs' / 'contivVlanBridge.mgmt'}"
+    return sh("ip", "netns", "exec", node.ns, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", mgmt, check=False).stdout
+
+
 def route_flow(node: Node, ip: str) -> bool:
     """Whether the node's switch holds the route flow sending pods' packets for `ip`/32 to the router."""
-    mgmt = f"unix:{node.data / 'ovs' / 'contivVlanBridge.mgmt'}"
-    dump = sh("ip", "netns", "exec", node.ns, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", mgmt, check=False).stdout
-    return f"dl_dst=00:00:11:11:11:11,nw_dst={ip} " in dump
+    return f"dl_dst=00:00:11:11:11:11,nw_dst={ip} " in flows(node)
+
+
+def router_port_addresses(node: Node) -> str:
+    return sh("ip", "-n", node.ns, "-4", "addr", "show", "dev", "cvrouter", check=False).stdout
 
 
 def tcp_answer(client_pod: str, server_pod: str, address: str) -> str:
@@ -166,3 +174,10 @@ def test_pods_on_different_nodes_reach_each_other_through_the_router(routed: tup
     wait_until(lambda: f"{two.pod_ip}/32" not in learned(one.node), 30, "the deleted endpoint's route gone on node1", one.node)
     wait_until(lambda: not route_flow(one.node, two.pod_ip), 30, "the deleted endpoint's route flow gone from node1's switch", one.node)
     wait_until(lambda: not reaches(one.node.pods[0], two.pod_ip), 30, "traffic to the deleted endpoint stopped", one.node)
+
+    # node1's Bgp object deleted: the session ends, node1's pod route leaves the router and the
+    # router IP leaves node1's router port; nothing is bridged to the uplink instead.
+    _call(one.node, "DELETE", f"/api/v1/Bgps/{one.node.name}/")
+    wait_until(lambda: not kernel_route(tor, one.pod_ip), 60, "node1's route withdrawn with its Bgp object", one.node)
+    wait_until(lambda: router_ip(1) not in router_port_addresses(one.node), 30, "the router IP gone from cvrouter", one.node)
+    assert "push_vlan" not in flows(one.node)

@@ -160,6 +160,7 @@ def run(cold: int, eps: int, gap: float) -> dict[str, object]:
         assert status == 200, answer
         cold_s = monitor.wait_for(set(created), 600) - started
 
+        warm_started = time.time()
         warm = create_endpoints(node, eps, gap, "warm")
         monitor.wait_for(set(warm), 120)
         latencies = [(monitor.added[ip] - started) * 1000 for ip, (started, _) in warm.items()]
@@ -173,6 +174,7 @@ def run(cold: int, eps: int, gap: float) -> dict[str, object]:
             "cold_routes_s": round(cold_s, 2),
             "endpoints_timed": len(latencies),
             "ep_to_route_over_1s": sum(1 for ms in latencies if ms > 1000),
+            "routes_withdrawn_meanwhile": sum(1 for stamp in monitor.removed.values() if stamp >= warm_started),  # 0 unless the session flapped
             "api_create_p50_ms": round(statistics.median(api), 1),
             "api_create_p99_ms": round(percentile(api, 0.99), 1),
             "api_answer_to_route_p50_ms": round(statistics.median(after_api), 1),

@@ -220,6 +220,11 @@ class Route:
     def mask(self) -> int:
         return (0xFFFFFFFF << (32 - self.length)) & 0xFFFFFFFF
 
+    @property
+    def key(self) -> str:
+        """``a.b.c.d/len`` of the network (host bits cleared): the route's owner id."""
+        return f"{ipaddress.IPv4Address(self.prefix & self.mask)}/{self.length}"
+
 
 @dataclass(frozen=True)
 class Router:
@@ -229,13 +234,13 @@ class Router:
     the Bgp object's routerip, as Contiv's inb01 did): the ToR peers with it and sends the
     routed traffic for the node's pods to its ``mac``. ``uplink`` is the ofport of the link to
     the ToR, which then carries untagged routed traffic only (no VLAN is bridged to it).
+    The learned routes are NodeInputs.routes (each its own owner, so a route change is cheap).
     """
 
     ofport: int
     mac: int
     address: int
     uplink: int
-    routes: tuple[Route, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -252,7 +257,7 @@ class Fabric:
     round: int = 0
     host_port: HostPort | None = None
     router: Router | None = None
-    """Routing mode (learned routes included: a route change rebuilds and diffs the bridge)."""
+    """Routing mode: the router port and the uplink (the learned routes are not bridge-wide)."""
 
     @property
     def routed(self) -> bool:
@@ -288,6 +293,8 @@ class NodeInputs:
     host_port: HostPort | None = None
     router: Router | None = None
     """Set in routing mode (VLAN bridge only): see :class:`Router`."""
+    routes: tuple[Route, ...] = ()
+    """Routes learned over BGP, one per prefix (installed in routing mode only)."""
 
     @cached_property
     def fabric(self) -> Fabric:

@@ -9,8 +9,9 @@ alone (plus the round or the bridge's :class:`Fabric`), never from the whole Nod
 * a network with local ports on this bridge: tunnel/uplink classifier flows, gateway ARP,
   flood flows and the two flood groups, whose buckets list the network's local ports;
 * a policy rule: its one flow;
-* the router (routing mode): the uplink's and the router port's flows and the learned routes,
-  rebuilt with the Fabric that carries them;
+* the router (routing mode): the uplink's and the router port's flows, rebuilt with the Fabric
+  that carries it;
+* a learned route (routing mode): its one flow;
 * a service: VIP ARP reply, VIP flows, one select group per service port, and the host port's
   classifier flow to the VIP when the node enters it (NodePort; the Fabric carries the host port).
 
@@ -30,13 +31,25 @@ from typing import TypeVar
 
 from openflow.flow import Flow, Group, PipelineError, key_order, sort_flows
 from openflow.flows import arp, base, classifier, dstepg, forward, policy, qos, routing, service, spoofguard
-from openflow.inputs import ANYCAST_MAC, Fabric, HostPort, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
+from openflow.inputs import (
+    ANYCAST_MAC,
+    Fabric,
+    HostPort,
+    LocalPort,
+    NetworkRef,
+    NodeInputs,
+    PolicyRuleSpec,
+    RemoteEndpoint,
+    Route,
+    Router,
+    ServiceSpec,
+)
 from openflow.pipeline import Tables
 from openflow.plan import Desired, Plan
 
 Owner = tuple[str, str | NetworkRef]
 """("pipeline", ""), ("port", endpoint id), ("remote", endpoint id), ("network", NetworkRef),
-("rule", rule id), ("service", service id) or ("router", "") (routing mode)."""
+("rule", rule id), ("service", service id), ("router", "") or ("route", prefix) (routing mode)."""
 FlowKey = tuple[int, int, tuple[tuple[str, int, int | None], ...]]
 
 PIPELINE: Owner = ("pipeline", "")
@@ -92,6 +105,11 @@ def build_network(tables: Tables, net: NetworkRef, ofports: Iterable[int], fabri
     return Built(flows, tuple(forward.network_groups(tables, net, ofports, fabric)))
 
 
+def build_route(tables: Tables, route: Route, router: Router, round_: int) -> Built:
+    """A learned route's flow (routing mode only)."""
+    return Built((routing.route_flow(tables, route, router, round_),))
+
+
 def build_rule(tables: Tables, rule: PolicyRuleSpec, round_: int) -> Built:
     return Built((policy.rule_flow(tables["policy"], rule, round_),))
 
@@ -120,8 +138,11 @@ def all_owners(tables: Tables, inputs: NodeInputs) -> Iterator[tuple[Owner, Buil
     unique_ids("policy rule", (r.rule_id for r in inputs.rules))
     unique_ids("service", (s.service_id for s in inputs.services))
     yield PIPELINE, build_pipeline(tables, inputs.round)
+    unique_ids("route", (r.key for r in inputs.routes))
     if fabric.router is not None and fabric.routed:
-        yield ROUTER, Built(tuple(routing.build_router(tables, fabric.router, inputs.round)))
+        yield ROUTER, Built(tuple(routing.router_flows(tables, fabric.router, inputs.round)))
+        for route in inputs.routes:
+            yield ("route", route.key), build_route(tables, route, fabric.router, inputs.round)
     members: dict[NetworkRef, list[int]] = {}
     for port in ports:
         members.setdefault(port.network, []).append(port.ofport)

@@ -17,7 +17,7 @@ import trio
 from pyroute2 import NetlinkError
 
 from openflow import HostPort, NodeInputs
-from openflow.inputs import Encap, Router, mac
+from openflow.inputs import Encap, Route, Router, mac
 
 from ..ovs import VLAN_BRIDGE, VXLAN_BRIDGE, BridgeSpec, OvsBridge, PortInfo, PortKind, PortSpec
 from ..state import StateSnapshot
@@ -76,6 +76,7 @@ class BridgeDatapath:
         """Routing mode: the bridge routes through its router port (see router.py)."""
         self.bgp = router.BgpRouting()  # the speaker's router address and learned routes (Agent.set_bgp_routing)
         self._router: Router | None = None
+        self._routes: tuple[Route, ...] = ()  # learned, with their next hops' MACs, as the last full sync resolved them
         self._router_problems: list[str] = []
         self.bridge = bridge
         self.uplink_names = tuple(uplinks)
@@ -149,7 +150,7 @@ class BridgeDatapath:
                 self._uplinks = await self._ensure_uplinks(listed)
             self._host_port = await self._ensure_host_port(listed, snapshot)
             if self.routed:
-                self._router = await self._ensure_router(listed)
+                self._router, self._routes = await self._ensure_router(listed)
             self._routed = None
             self.ports = {
                 p.external_ids[ENDPOINT_ID]: AttachedPort(p.name, p.ofport, (p.ingress_policing_rate_kbps, p.ingress_policing_burst_kb))
@@ -166,6 +167,7 @@ class BridgeDatapath:
             self.pusher.round,
             self._host_port,
             self._router,
+            self._routes,
         )
         await self.pusher.push(built.inputs)
         self.last_inputs = built.inputs
@@ -207,7 +209,7 @@ class BridgeDatapath:
         source = int(ipaddress.IPv4Address(own.vtep_ip)) if self.encap == "vxlan" and own is not None and own.vtep_ip else 0
         return HostPort(ofport, mac(port_mac, f"host port {name}"), int(address), source)
 
-    async def _ensure_router(self, listed: list[PortInfo]) -> Router | None:
+    async def _ensure_router(self, listed: list[PortInfo]) -> tuple[Router | None, tuple[Route, ...]]:
         """Routing mode's router port with the node's router IP, and the learned routes whose next
         hop's MAC the kernel knows; None (and a problem line) until the node has a Bgp object."""
         bgp, name = self.bgp, router.ROUTER_PORT_NAME
@@ -218,7 +220,7 @@ class BridgeDatapath:
             ]
             if port is not None:  # a Bgp object deleted: its router IP leaves the port
                 await trio.to_thread.run_sync(router.ensure_router_address, name, None)
-            return None
+            return None, ()
         ofport = (
             port.ofport
             if port is not None
@@ -229,14 +231,14 @@ class BridgeDatapath:
             neighbours = await trio.to_thread.run_sync(router.neighbour_macs, name)
         except (NetlinkError, OSError) as exc:
             self._router_problems = [f"router port {name}: {exc}"]
-            return None
+            return None, ()
         if port_mac is None:
             self._router_problems = [f"router port {name}: OVS has not created its interface yet"]
-            return None
+            return None, ()
         routes, self._router_problems, unresolved = router.learned_routes(bgp.learned, neighbours)
         if unresolved:
             await trio.to_thread.run_sync(router.probe, name, sorted(unresolved))
-        return Router(ofport, mac(port_mac, f"router port {name}"), int(bgp.router_ip.ip), min(self._uplinks), routes)
+        return Router(ofport, mac(port_mac, f"router port {name}"), int(bgp.router_ip.ip), min(self._uplinks)), routes
 
     async def _route_pods(self, inputs: NodeInputs) -> None:
         """The node's routes to its pods (and entered VIPs) through the host port, when they changed."""

@@ -42,7 +42,7 @@ class BgpRouting:
 def learned_routes(learned: Mapping[str, str], neighbours: Mapping[str, str]) -> tuple[tuple[Route, ...], list[str], set[str]]:
     """Routes for the switch from the learned ones and the neighbour table (address → MAC):
     (routes, problems, next hops to probe). IPv6 and unreadable routes are problems."""
-    routes: list[Route] = []
+    routes: dict[str, Route] = {}  # by network: one route per prefix, whatever its spelling
     problems: list[str] = []
     unresolved: set[str] = set()
     for prefix, hop in sorted(learned.items()):
@@ -57,8 +57,9 @@ def learned_routes(learned: Mapping[str, str], neighbours: Mapping[str, str]) ->
             unresolved.add(hop)
             problems.append(f"learned route {prefix} via {hop}: the next hop's MAC is not known yet (ARP sent); not installed")
             continue
-        routes.append(Route(int(network.network_address), network.prefixlen, mac(hop_mac, f"next hop {hop}")))
-    return tuple(routes), problems, unresolved
+        route = Route(int(network.network_address), network.prefixlen, mac(hop_mac, f"next hop {hop}"))
+        routes.setdefault(route.key, route)
+    return tuple(routes.values()), problems, unresolved
 
 
 # ---- blocking netlink and sockets ------------------------------------------------------------

@@ -55,7 +55,7 @@ def route_flow(tables: Tables, route: Route, router: Router, round_: int) -> Flo
     return tables["forward"].flow(
         ROUTE_BASE + route.length,
         {"eth_dst": ANYCAST_MAC, "eth_type": ETH_IPV4, "ipv4_dst": (route.prefix & route.mask, route.mask)},
-        cookie=cookie(Category.ROUTING, f"route:{route.prefix}/{route.length}", round_),
+        cookie=cookie(Category.ROUTING, f"route:{route.key}", round_),
         actions=(SetField("eth_src", router.mac), SetField("eth_dst", route.next_hop_mac), Output(router.uplink)),
     )
 
@@ -72,17 +72,9 @@ def port_flows(tables: Tables, port: LocalPort, round_: int) -> list[Flow]:
     ]
 
 
-def build_router(tables: Tables, router: Router, round_: int) -> list[Flow]:
-    """Everything the router owns: its port's flows and one flow per learned route (a prefix
-    learned twice keeps its first next hop, so one match is never claimed twice)."""
-    routes: dict[tuple[int, int], Route] = {}
-    for route in sorted(router.routes):
-        routes.setdefault((route.prefix & route.mask, route.length), route)
-    return [*router_flows(tables, router, round_), *(route_flow(tables, r, router, round_) for r in routes.values())]
-
-
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
     router = inputs.router
     if router is None or inputs.encap != "vlan":
         return []
-    return sorted([*build_router(tables, router, inputs.round), *(f for p in inputs.ports() for f in port_flows(tables, p, inputs.round))])
+    out = [*router_flows(tables, router, inputs.round), *(route_flow(tables, r, router, inputs.round) for r in inputs.routes)]
+    return sorted(out + [f for p in inputs.ports() for f in port_flows(tables, p, inputs.round)])

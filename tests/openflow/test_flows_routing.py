@@ -8,8 +8,10 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 
+import pytest
+
 from openflow import desired
-from openflow.flow import ETH_ARP, ETH_IPV4
+from openflow.flow import ETH_ARP, ETH_IPV4, PipelineError
 from openflow.flows import arp, classifier, forward, routing
 from openflow.inputs import ANYCAST_MAC, NodeInputs, Route, Router, ipv4
 from openflow.pipeline import TABLES
@@ -32,7 +34,8 @@ def routed_node(routes: tuple[Route, ...] = LEARNED) -> NodeInputs:
         remote_endpoints=(remote_of(OTHER_NODE_POD, RED_GW),),
         uplinks=(UPLINK,),
         round=1,
-        router=Router(ROUTER_PORT, ROUTER_MAC, ROUTER_IP, UPLINK, routes),
+        router=Router(ROUTER_PORT, ROUTER_MAC, ROUTER_IP, UPLINK),
+        routes=routes,
     )
 
 
@@ -64,9 +67,10 @@ def test_nothing_is_bridged_to_the_uplink() -> None:
     assert not routing.flows(TABLES, dataclasses.replace(inputs, router=None))
 
 
-def test_a_prefix_learned_twice_is_one_flow() -> None:
+def test_a_prefix_listed_twice_is_refused_naming_it() -> None:
     twice = (*LEARNED, dataclasses.replace(LEARNED[0], next_hop_mac=TOR_MAC + 5))
-    assert len(desired(routed_node(twice)).flows) == len(desired(routed_node()).flows)
+    with pytest.raises(PipelineError, match="route 10.2.0.7/32 is listed twice"):
+        desired(routed_node(twice))
 
 
 def _switch(inputs: NodeInputs) -> FakeSwitch:
@@ -122,11 +126,14 @@ def test_incremental_updates_in_routing_mode_match_a_full_build() -> None:
     steps = [
         dataclasses.replace(inputs, local_ports=()),  # the pod leaves: its /32 flow goes
         inputs,
-        dataclasses.replace(inputs, router=dataclasses.replace(inputs.router, routes=LEARNED[1:])),  # a route withdrawn
+        dataclasses.replace(inputs, routes=LEARNED[1:]),  # a route withdrawn
         dataclasses.replace(inputs, router=None),  # back to bridging
     ]
     for step in steps:
         state.update(step)
         assert state.audit(step).clean
+    state.update(inputs)
+    plan = state.update(steps[2])
+    assert not state.last_update_full and len(plan.delete_flows) == 1 and not plan.add_flows, "a withdrawn route costs its one flow"
     withdrawn = steps[2]
     assert len(desired(withdrawn).flows) == len(desired(inputs).flows) - 1

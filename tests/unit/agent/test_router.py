@@ -21,5 +21,10 @@ def test_resolved_next_hops_become_routes_and_the_others_wait() -> None:
     ]
 
 
+def test_one_route_per_prefix_whatever_its_spelling() -> None:
+    routes, _, _ = learned_routes({"198.18.30.0/24": "198.18.1.1", "198.18.30.7/24": "198.18.1.1"}, {"198.18.1.1": "02:bb:00:00:00:01"})
+    assert [r.key for r in routes] == ["198.18.30.0/24"]
+
+
 def test_nothing_learned_nothing_routed() -> None:
     assert learned_routes({}, {"198.18.1.1": "02:bb:00:00:00:01"}) == ((), [], set())

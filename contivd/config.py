@@ -81,13 +81,6 @@ def _choice(*allowed: str) -> Callable[[Any], str]:
     return parse
 
 
-def _fwd_mode(value: Any) -> str:
-    text = _choice("bridge", "routing")(value)
-    if text == "routing":
-        raise ValueError("is not supported: contivd forwards in bridge mode only (routing mode needs BGP peering, not implemented)")
-    return text
-
-
 def _interface_names(value: Any) -> tuple[str, ...]:
     names = _address_list(value)
     for name in names:
@@ -181,7 +174,13 @@ OPTIONS: tuple[Option, ...] = (
         "vxlan (VXLAN bridge, plus the VLAN bridge when uplinks are given) or vlan (VLAN bridge only).",
     ),
     Option("vlan_uplinks", _interface_names, tuple, "Comma-separated interfaces trunking VLAN networks to other nodes (ports of contivVlanBridge)."),
-    Option("fwd_mode", _fwd_mode, lambda: "bridge", "Forwarding mode; bridge (L2 within a network, Contiv's default) is the one supported."),
+    Option(
+        "fwd_mode",
+        _choice("bridge", "routing"),
+        lambda: "bridge",
+        "bridge (L2 within a network, Contiv's default) or routing (the VLAN bridge routes pods' traffic; needs one --vlan-uplink to the "
+        "BGP top-of-rack router and the node's Bgp object, see docs/bgp.md).",
+    ),
     Option("agent_listen", _listen_address, lambda: "127.0.0.1:9090", "The node agent's REST API (netplugin's /inspect/driver, /svcstats, ...)."),
     Option(
         "audit_interval",
@@ -390,6 +389,10 @@ def load(flags: Mapping[str, Any], config_file: Path | None = None, environ: Map
             raise ConfigError(f"{source}: {raw!r} {exc}") from None
     config = Config(**values)
     config.store_config()  # surface unsafe raft settings now, not at start-up
+    if config.fwd_mode == "routing" and (config.datapath != "ovs" or len(config.vlan_uplinks) != 1):
+        raise ConfigError(
+            f"--fwd-mode routing: needs --datapath ovs and exactly one --vlan-uplinks interface (the link to the BGP router), got {list(config.vlan_uplinks)}"
+        )
     for flag, listen in (("--api-listen", config.api_listen), ("--agent-listen", config.agent_listen)):
         if not config.cluster_secret and not is_loopback(listen.rpartition(":")[0].strip("[]")):
             raise ConfigError(f"{flag} {listen}: refusing a non-loopback API without a cluster secret (node-to-node calls are authenticated with it)")

@@ -22,6 +22,7 @@ from hypercorn.trio import serve
 from raftstore import Store, StoreError, StoreStatistics, open_store
 
 from . import __version__
+from .agent.router import BgpRouting
 from .agent.service import Agent, AgentSettings, AgentStatistics
 from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
@@ -144,11 +145,14 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     (host, int(port)),
                     net_mode="vlan" if config.net_mode == "vlan" else "vxlan",
                     vlan_uplinks=config.vlan_uplinks,
+                    routing=config.fwd_mode == "routing",
                     audit_seconds=config.audit_interval,
                 )
                 agent = Agent(cache, settings)
                 await nursery.start(agent.run)
-                bgp = BgpSpeaker(cache, config.node_name, config.data_dir / "bgp")  # idle until a Bgp object names this node
+                routed = agent.set_bgp_routing if config.fwd_mode == "routing" else None
+                on_routes = None if routed is None else (lambda router_ip, learned: routed(BgpRouting(router_ip, learned)))
+                bgp = BgpSpeaker(cache, config.node_name, config.data_dir / "bgp", on_routes=on_routes)  # idle until a Bgp object names this node
                 await nursery.start(bgp.run)
                 agent_app = create_agent_app(agent, auth.Authenticator(config.cluster_secret, auth.store_lookup(store)), bgp)
                 agent_bound = await nursery.start(

@@ -83,6 +83,7 @@ class Category(IntEnum):
     QOS = 8
     FORWARD = 9
     FLOOD = 10
+    ROUTING = 11  # routing mode: the router port, the uplink, learned routes
 
 
 ROUND_BITS = 16

@@ -29,7 +29,7 @@ from openflow.diff import diff
 from openflow.encode import record_match
 from openflow.fields import ROUND_MASK
 from openflow.flow import Flow, Group
-from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
+from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, Route, ServiceSpec
 from openflow.owners import (
     Built,
     FlowKey,
@@ -39,6 +39,7 @@ from openflow.owners import (
     build_network,
     build_port,
     build_remote,
+    build_route,
     build_rule,
     build_service,
     unique_ids,
@@ -82,6 +83,7 @@ class _Snapshot:
     remotes: _Index[RemoteEndpoint]
     rules: _Index[PolicyRuleSpec]
     services: _Index[ServiceSpec]
+    routes: _Index[Route]
     members: dict[NetworkRef, dict[str, int]]
     """Networks with local ports on this bridge -> endpoint id -> ofport (their flood buckets)."""
 
@@ -97,6 +99,7 @@ class _Snapshot:
             _Index(inputs.remote_endpoints, _ENDPOINT_ID, "remote endpoint"),
             _Index(inputs.rules, _RULE_ID, "policy rule"),
             _Index(inputs.services, _SERVICE_ID, "service"),
+            _Index(inputs.routes, _ROUTE_ID, "route"),
             members,
         )
 
@@ -105,6 +108,7 @@ _PORT_ID: Callable[[LocalPort], str] = attrgetter("endpoint_id")
 _ENDPOINT_ID: Callable[[RemoteEndpoint], str] = attrgetter("endpoint_id")
 _RULE_ID: Callable[[PolicyRuleSpec], str] = attrgetter("rule_id")
 _SERVICE_ID: Callable[[ServiceSpec], str] = attrgetter("service_id")
+_ROUTE_ID: Callable[[Route], str] = attrgetter("key")
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,7 @@ class FlowState:
         remotes, changed_remotes = last.remotes.following(inputs.remote_endpoints)
         rules, changed_rules = last.rules.following(inputs.rules)
         services, changed_services = last.services.following(inputs.services)
+        routes, changed_routes = last.routes.following(inputs.routes)
         tables, round_, encap = self._tables, fabric.round, fabric.encap
         rebuilt: list[tuple[Owner, Built | None]] = []
         members = dict(last.members)  # copied per network before it changes
@@ -182,7 +187,7 @@ class FlowState:
             new = new if new is not None and new.network.encap == encap else None
             if old is None and new is None:
                 continue
-            rebuilt.append((("port", name), None if new is None else build_port(tables, new, round_, fabric.host_port)))
+            rebuilt.append((("port", name), None if new is None else build_port(tables, new, round_, fabric.host_port, fabric.routed)))
             if old is not None and new is not None and (old.network, old.ofport) == (new.network, new.ofport):
                 continue  # same network and flood bucket
             if old is not None:
@@ -204,8 +209,12 @@ class FlowState:
         for name in changed_services:
             spec = services.by_id.get(name)
             rebuilt.append((("service", name), None if spec is None else build_service(tables, spec, round_, fabric.host_port)))
+        router = fabric.router if fabric.routed else None
+        for name in changed_routes:
+            route = routes.by_id.get(name)
+            rebuilt.append((("route", name), None if route is None or router is None else build_route(tables, route, router, round_)))
         plan = self._ledger.change(rebuilt)
-        self._last = _Snapshot(fabric, ports, remotes, rules, services, members)
+        self._last = _Snapshot(fabric, ports, remotes, rules, services, routes, members)
         self.last_update_full = False
         return plan
 

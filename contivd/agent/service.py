@@ -34,6 +34,7 @@ from . import hostnet, noderules
 from .datapath import BridgeDatapath, bridge_spec
 from .inputs import KUBE_SERVICE_PREFIX
 from .push import AuditJob
+from .router import BgpRouting
 
 log = logging.getLogger("contivd.agent")
 
@@ -52,6 +53,7 @@ class AgentSettings:
     openflow_listen: tuple[str, int] = ("127.0.0.1", 6653)
     net_mode: Encap = "vxlan"
     vlan_uplinks: tuple[str, ...] = field(default=())
+    routing: bool = False  # --fwd-mode routing: the VLAN bridge routes (its one uplink leads to the BGP router)
     audit_seconds: float = 60.0  # an audit parses every flow the switch dumps: ~0.1 s of CPU per 1,000 flows
 
     @property
@@ -114,6 +116,18 @@ class Agent:
         self._node_rules_problem = ""
         self.db_socket = ""
         self._background: trio.Nursery | None = None  # where audits are judged, beside the syncs
+        self._bgp = BgpRouting()
+
+    def set_bgp_routing(self, routing: BgpRouting) -> None:
+        """The BGP speaker's router address and learned routes changed: the routing bridge's next
+        full sync installs them (a route change is a Fabric change, see openflow.incremental)."""
+        if routing == self._bgp:
+            return
+        self._bgp = routing
+        for datapath in self.datapaths.values():
+            datapath.bgp = routing
+        self._full = True
+        self._changed.set()
 
     async def wait_synced(self) -> None:
         """Wait for the next completed sync (tests, readiness)."""
@@ -194,7 +208,8 @@ class Agent:
                     bridge = ovsdb.bridge(bridge_spec(encap, datapath_type, f"tcp:{host}:{port}"))
                     await bridge.ensure_bridge()
                     uplinks = self.settings.vlan_uplinks if encap == "vlan" else ()
-                    self.datapaths[encap] = BridgeDatapath(encap, bridge, self.settings.node_name, uplinks)
+                    self.datapaths[encap] = BridgeDatapath(encap, bridge, self.settings.node_name, uplinks, self.settings.routing)
+                    self.datapaths[encap].bgp = self._bgp
                 nursery.start_soon(self._follow_state)
                 nursery.start_soon(self._watch_switch, controller)
                 nursery.start_soon(self._resync_timer)

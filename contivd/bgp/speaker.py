@@ -15,13 +15,15 @@ in this event loop.
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import logging
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 import trio
@@ -71,9 +73,16 @@ def desired(snapshot: StateSnapshot, node: str) -> tuple[Peering | None, str, fr
         return None, str(exc), prefixes
 
 
+RoutesListener = Callable[[ipaddress.IPv4Interface | None, Mapping[str, str]], None]
+"""Told the router address of the running peering (None: none) and the learned routes
+(prefix → next hop) whenever either changes: routing mode's datapath installs them."""
+
+
 class BgpSpeaker:
-    def __init__(self, cache: StateCache, node: str, run_dir: Path, hold_time: int = 9):
+    def __init__(self, cache: StateCache, node: str, run_dir: Path, hold_time: int = 9, on_routes: RoutesListener | None = None):
         self.cache = cache
+        self.on_routes = on_routes
+        self._published: tuple[ipaddress.IPv4Interface | None, dict[str, str]] = (None, {})
         self.node = node
         self.run_dir = run_dir
         self.hold_time = hold_time
@@ -106,6 +115,7 @@ class BgpSpeaker:
                         session_scope = None
                     running = peering
                     self.state = SpeakerState(peering=peering, error=error)
+                    self._publish()
                     if peering is not None:
                         session_scope = await nursery.start(self._supervise, peering)
                 await self.cache.wait_changed()
@@ -130,6 +140,7 @@ class BgpSpeaker:
                 delay = RESTART_BACKOFF_SECONDS[min(failures, len(RESTART_BACKOFF_SECONDS) - 1)]
                 failures += 1
                 self.state.session, self.state.learned, self.state.advertised = "idle", {}, frozenset()
+                self._publish()
                 log.warning("BGP: ExaBGP stopped; restarting in %.0f s", delay)
                 await trio.sleep(delay)
 
@@ -162,6 +173,7 @@ class BgpSpeaker:
             if commands:
                 await stream.send_all("".join(f"{c}\n" for c in commands).encode())
                 self.state.advertised = wanted
+                log.debug("BGP: %d announcements and withdrawals sent to ExaBGP", len(commands))
             if self._wanted is wanted:
                 self._wanted_changed = trio.Event()
                 await self._wanted_changed.wait()
@@ -179,15 +191,25 @@ class BgpSpeaker:
                     self.state.session = message.state
                     if message.state == "down":
                         self.state.learned = {}
+                        self._publish()
                 elif isinstance(message, RoutesLearned):
                     learned = {p: hop for p, hop in self.state.learned.items() if p not in message.withdrawn}
                     self.state.learned = {**learned, **message.announced}
+                    self._publish()
+
+    def _publish(self) -> None:
+        """Tell the listener the router address and learned routes, when they changed."""
+        peering = self.state.peering
+        current = (None if peering is None else peering.router_ip, dict(self.state.learned))
+        if self.on_routes is not None and current != self._published:
+            self._published = current
+            self.on_routes(*current)
 
 
-async def _run_exabgp(config: Path, *, task_status: trio.TaskStatus[trio.Process]) -> None:
+async def _run_exabgp(config: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """ExaBGP on `config` as root (contivd runs as root; ExaBGP gains nothing by switching user)
     with its log on stderr, which goes to contivd's log; its built-in CLI pipes are off.
-    Cancelling this task terminates ExaBGP (trio.run_process)."""
+    Cancelling this task terminates ExaBGP (SIGTERM, SIGKILL after 5 s)."""
     import exabgp
 
     env = {
@@ -199,22 +221,57 @@ async def _run_exabgp(config: Path, *, task_status: trio.TaskStatus[trio.Process
         "exabgp.log.destination": "stderr",
         "exabgp.log.level": "WARNING",
     }
-    argv = [sys.executable, "-m", "exabgp", str(config)]
-    async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            partial(
-                trio.run_process,
-                argv,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                check=False,
-                preexec_fn=_die_with_parent,
-            )  # fmt: skip
-        )
-        task_status.started(process)
-        await _log_lines(process)
+    popen = await spawn_tied([sys.executable, "-m", "exabgp", str(config)], env)
+    try:
+        assert popen.stderr is not None
+        stderr = trio.lowlevel.FdStream(os.dup(popen.stderr.fileno()))
+        popen.stderr.close()
+        task_status.started()
+        async with stderr:
+            await _log_lines(stderr)
+        await _exited(popen)
+    finally:
+        with trio.CancelScope(shield=True):
+            await _stop(popen)
+
+
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contivd-spawner")
+"""The thread that forks ExaBGP. PR_SET_PDEATHSIG fires when the *thread* that forked the child
+ends, not the process: trio forks in its worker threads, which end after 10 s idle, and ExaBGP
+then got SIGTERM ~10 s into a session (the router withdrew the node's routes until the restart).
+This executor's one thread lives as long as contivd."""
+
+
+async def spawn_tied(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start `argv` (stdin and stdout to /dev/null, stderr piped) so that it dies with contivd,
+    even by SIGKILL (_die_with_parent), forked from the long-lived spawner thread."""
+    return await trio.to_thread.run_sync(lambda: _SPAWNER.submit(_spawn, argv, env).result())
+
+
+def _spawn(argv: list[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
+
+
+async def _exited(popen: subprocess.Popen[bytes]) -> None:
+    """Wait (without blocking the event loop: a pidfd) until `popen` has exited, and reap it."""
+    if popen.returncode is None:
+        pidfd = os.pidfd_open(popen.pid)  # a zombie is not reaped before popen.wait(): the pid is still ours
+        try:
+            await trio.lowlevel.wait_readable(pidfd)
+        finally:
+            os.close(pidfd)
+    popen.wait()
+
+
+async def _stop(popen: subprocess.Popen[bytes]) -> None:
+    if popen.returncode is not None:
+        return
+    popen.terminate()
+    with trio.move_on_after(5):
+        await _exited(popen)
+    if popen.returncode is None:
+        popen.kill()
+        await _exited(popen)
 
 
 def _die_with_parent() -> None:
@@ -224,10 +281,9 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-async def _log_lines(process: trio.Process) -> None:
-    assert process.stderr is not None
+async def _log_lines(stderr: trio.abc.ReceiveStream) -> None:
     buffered = b""
-    async for chunk in process.stderr:
+    async for chunk in stderr:
         buffered += chunk
         *lines, buffered = buffered.split(b"\n")
         for line in lines:

@@ -53,7 +53,7 @@ from openflow.flows.policy import rule_flow  # noqa: E402
 from openflow.inputs import PolicyRuleSpec  # noqa: E402
 from openflow.pipeline import TABLES  # noqa: E402
 from tests.cni.harness import Pod, netconf, socket_of  # noqa: E402
-from tests.nodes import SECRET, Node, cluster_of_nodes, sh  # noqa: E402
+from tests.nodes import Node, cluster_of_nodes, sh  # noqa: E402
 
 POD_SUBNET, POD_GATEWAY = "198.19.128.0/20", "198.19.143.254"  # clear of the fabric (198.19.0.0/24) and the VTEPs
 
@@ -188,11 +188,11 @@ def measure_rule_latency(changes: int, endpoints_per_node: int) -> dict[str, flo
 
 
 def _client_in(fabric: str, node: Node) -> httpx.Client:
-    """A client of `node`'s API (https, verified with the cluster CA) from the fabric namespace."""
+    """A client of `node`'s API (https, verified with the cluster CA, with the node's token) from the fabric namespace."""
     from pyroute2 import netns as pyroute_netns
 
     pyroute_netns.setns(fabric)  # this thread's new sockets live in the fabric namespace
-    headers = {"Authorization": f"Bearer {SECRET}"}
+    headers = {"Authorization": f"Bearer {node.token}"}
     return httpx.Client(base_url=node.url() + "/api/v1", headers=headers, timeout=10, verify=ssl.create_default_context(cafile=node.ca_file))
 
 

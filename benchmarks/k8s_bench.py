@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from benchmarks.datapath_bench import _client_in  # noqa: E402
-from tests.nodes import SECRET, Node, cluster_of_nodes, sh  # noqa: E402
+from tests.nodes import Node, cluster_of_nodes, sh  # noqa: E402
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text  # noqa: E402
 from tests.support.kube_objects import endpoint_slice, service  # noqa: E402
 from tests.support.service_pods import processes  # noqa: E402
@@ -143,7 +143,7 @@ def run(count: int, changes: int) -> dict[str, Any]:
             agents = [
                 httpx.Client(
                     base_url=n.url(n.agent),
-                    headers={"Authorization": f"Bearer {SECRET}"},
+                    headers={"Authorization": f"Bearer {n.token}"},
                     timeout=10,
                     verify=ssl.create_default_context(cafile=n.ca_file),
                 )

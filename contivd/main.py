@@ -30,6 +30,7 @@ from .bgp import BgpSpeaker
 from .cni_server import CniServer, SocketInUseError
 from .cni_server.orphans import OrphanReaper
 from .config import Config, ConfigError
+from .http import auth
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
@@ -149,7 +150,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 await nursery.start(agent.run)
                 bgp = BgpSpeaker(cache, config.node_name, config.data_dir / "bgp")  # idle until a Bgp object names this node
                 await nursery.start(bgp.run)
-                agent_app = create_agent_app(agent, config.cluster_secret, bgp)
+                agent_app = create_agent_app(agent, auth.Authenticator(config.cluster_secret, auth.store_lookup(store)), bgp)
                 agent_bound = await nursery.start(
                     partial(
                         serve,
@@ -174,7 +175,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             )
             endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None  # the orphan scan's view, with a CNI server
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
-                control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
+                control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret, config.node_name))
                 cni_server = CniServer(
                     control,
                     cache,
@@ -193,12 +194,12 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     reaper = OrphanReaper(cni_server, config.orphan_grace, on_reclaimed=observe_orphan)
                     await nursery.start(reaper.run)
                     endpoint_datapath = reaper.view
+            await nursery.start(context.audit.run)
             api = create_app(context)
-            register_status_routes(
-                api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent, endpoint_datapath, http.ssl_context)
-            )
-            register_import_route(api.quart, ImportContext(store, config.cluster_secret))
-            register_snapshot_route(api.quart, SnapshotContext(store, config.cluster_secret))
+            status = StatusContext(store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath, http.ssl_context)
+            register_status_routes(api.quart, status)
+            register_import_route(api.quart, ImportContext(store, context.access, context.audit))
+            register_snapshot_route(api.quart, SnapshotContext(store, context.access))
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:

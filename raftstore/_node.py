@@ -23,6 +23,7 @@ from pysyncobj.pickle import load as pickle_load
 from pysyncobj.syncobj import SyncObjException
 
 from . import _pysyncobj_compat as compat
+from ._append_guard import install_append_guard
 from ._config import StoreConfig
 from ._crypto import AeadSealer
 from ._errors import StoreConfigError
@@ -348,6 +349,7 @@ class RaftNode:
             self._syncobj = SyncObj(config.listen, list(config.peers), conf, consumers=[self._replicated], transportClass=make_transport)
         except SyncObjException as exc:
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
+        install_append_guard(self._syncobj, self._transport)  # the transport make_transport made
         if dump is not None:
             _align_journal_with_snapshot(self._syncobj, dump)
         self._flush: Callable[[], None] = lambda: None

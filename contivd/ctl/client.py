@@ -1,7 +1,7 @@
 """The HTTP side of `contivd ctl`: a small synchronous client with one error type.
 
 It owns one httpx.Client for the duration of a command (close it, or use it as a context
-manager), sends the cluster secret as a bearer token when one is given (needed only from
+manager), sends an operator token as a bearer token when one is given (needed only from
 other hosts: contivd trusts loopback callers), and turns every failure — unreachable
 server, timeout, non-2xx answer, unreadable body — into `CtlError` carrying the text to
 show the user: the server's own `{"error": ...}` message when there is one. It does not

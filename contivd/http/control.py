@@ -50,17 +50,18 @@ def error_from_answer(status: int, message: str) -> Exception:
 class RemoteControlPlane:
     """Forwards to whichever node the registry names as the Raft leader (signed with the secret)."""
 
-    def __init__(self, store: Store, http: ForwardingClient, secret: str | None):
+    def __init__(self, store: Store, http: ForwardingClient, secret: str | None, node_name: str = ""):
         self.store = store
         self.http = http
         self.secret = secret
+        self.principal = f"node:{node_name}" if node_name else "node"  # the leader's audit trail names this node
 
     async def _post(self, path: str, body: dict[str, Any]) -> tuple[Any, int]:
         url = leader_api_url(self.store)
         if url is None:
             raise UnavailableError("no leader is known yet (election in progress or no quorum)")
         data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", TYPED_ERRORS_HEADER: "typed", HOPS_HEADER: "1"}
+        headers = {"Content-Type": "application/json", TYPED_ERRORS_HEADER: "typed", HOPS_HEADER: "1", auth.PRINCIPAL_HEADER: self.principal}
         if self.secret:
             headers[auth.SIGNATURE_HEADER] = auth.sign(self.secret, "POST", path, data)
         try:

@@ -18,7 +18,7 @@ import pytest
 
 from contivd.tls.fingerprint import fingerprint_pem
 from contivd.tls.pki import create_ca
-from tests.nodes import SECRET, Node, cluster_of_nodes, sh, wait_until
+from tests.nodes import Node, cluster_of_nodes, sh, wait_until
 
 pytestmark = [
     pytest.mark.ovs,
@@ -39,13 +39,13 @@ PROBE = (
 
 def probe(client: Node, url: str, verify: str = "", method: str = "GET") -> tuple[int, str]:
     """One request from `client`'s namespace: (status, body) or (0, the error)."""
-    out = sh("ip", "netns", "exec", client.ns, sys.executable, "-c", PROBE, method, url, verify, SECRET)
+    out = sh("ip", "netns", "exec", client.ns, sys.executable, "-c", PROBE, method, url, verify, client.token)
     status, text = json.loads(out.stdout)
     return status, text
 
 
 def ctl(client: Node, *args: str) -> tuple[int, str]:
-    out = sh("ip", "netns", "exec", client.ns, sys.executable, "-m", "contivd", "ctl", "--token", SECRET, *args, check=False)
+    out = sh("ip", "netns", "exec", client.ns, sys.executable, "-m", "contivd", "ctl", "--token", client.token, *args, check=False)
     return out.returncode, out.stdout + out.stderr
 
 

@@ -186,11 +186,12 @@ def bootstrap(name: str, role: str, ttl: float | None, login: bool, config_file:
         raise click.ClickException("contivd auth bootstrap is for root on a node (it reads the cluster secret); others ask an admin for a token")
     config = _load(config_file, flags)
     try:
-        answer = mint_token(config.api_url, config.cluster_secret, name, role, ttl, who=f"bootstrap:{config.node_name}")
+        answer = mint_token(config.api_url, config.cluster_secret, name, role, ttl, who=f"bootstrap:{config.node_name}", ca_file=config.api_ca_file)
     except BootstrapError as exc:
         raise click.ClickException(str(exc)) from None
     if login:
-        path = save_login(config.api_url, answer["token"])
+        ca_file = config.api_ca_file
+        path = save_login(config.api_url, answer["token"], str(ca_file) if ca_file is not None else None)
         click.echo(f"stored in {path}", err=True)
     click.echo(answer["token"])
 

@@ -304,6 +304,14 @@ class Config:
         return self._url(self.agent_listen)
 
     @property
+    def api_ca_file(self) -> Path | None:
+        """The CA the API's TLS certificate chains to (the operator's, else the one the node
+        writes from the store); None when the API is plain HTTP."""
+        if not self.listener_tls(self.api_listen):
+            return None
+        return self.tls_ca or self.data_dir / "tls" / "ca.crt"
+
+    @property
     def tls_hosts(self) -> tuple[str, ...]:
         """What this node's certificate must name: every address it is reached on, its name, loopback."""
         listened = [listen.rpartition(":")[0].strip("[]") for listen in (self.api_listen, self.agent_listen)]

@@ -10,6 +10,8 @@ get tokens for their clients.
 from __future__ import annotations
 
 import json
+import ssl
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,18 +28,22 @@ def tokens_path(name: str) -> str:
     return f"/api/v1/auth/tokens/{name}/"
 
 
-def mint_token(api_url: str, secret: str | None, name: str, role: str, ttl: float | None = None, who: str = "bootstrap") -> dict[str, Any]:
+def mint_token(
+    api_url: str, secret: str | None, name: str, role: str, ttl: float | None = None, who: str = "bootstrap", ca_file: Path | None = None
+) -> dict[str, Any]:
     """Create token `name` with `role` through the node at `api_url`, signed with `secret` (without
     one, the node must be reached on loopback, where callers are the local administrator). The
-    answer holds the token (`token`), shown this once."""
+    answer holds the token (`token`), shown this once. `ca_file` verifies an https:// node (its
+    cluster CA)."""
     path = tokens_path(name)
     body = json.dumps({"role": role, "ttl": ttl}).encode()
     headers = {"Content-Type": "application/json", "Accept": "application/json", TYPED_ERRORS_HEADER: "typed", auth.PRINCIPAL_HEADER: who}
     if secret:
         headers[auth.SIGNATURE_HEADER] = auth.sign(secret, "POST", path, body)
     try:
-        answer = httpx.post(api_url.rstrip("/") + path, content=body, headers=headers, timeout=30.0)
-    except httpx.HTTPError as exc:
+        verify = ssl.create_default_context(cafile=ca_file) if ca_file is not None else True
+        answer = httpx.post(api_url.rstrip("/") + path, content=body, headers=headers, timeout=30.0, verify=verify)
+    except (httpx.HTTPError, OSError) as exc:  # OSError: the CA file is not there (yet)
         raise BootstrapError(f"cannot reach contivd at {api_url}: {exc}") from None
     try:
         value = answer.json()

@@ -189,13 +189,13 @@ def bootstrap(name: str, role: str, ttl: float | None, login: bool, config_file:
     if os.geteuid() != 0:
         raise click.ClickException("contivd auth bootstrap is for root on a node (it reads the cluster secret); others ask an admin for a token")
     config = _load(config_file, flags)
-    ca_file = config.client_ca_file if config.listener_tls(config.api_listen) else None
     try:
-        answer = mint_token(config.api_url, config.cluster_secret, name, role, ttl, who=f"bootstrap:{config.node_name}", ca_file=ca_file)
+        answer = mint_token(config.api_url, config.cluster_secret, name, role, ttl, who=f"bootstrap:{config.node_name}", ca_file=config.api_ca_file)
     except BootstrapError as exc:
         raise click.ClickException(str(exc)) from None
     if login:
-        path = save_login(config.api_url, answer["token"], str(ca_file) if ca_file else None)
+        ca_file = config.api_ca_file
+        path = save_login(config.api_url, answer["token"], str(ca_file) if ca_file is not None else None)
         click.echo(f"stored in {path}", err=True)
     click.echo(answer["token"])
 

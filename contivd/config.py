@@ -303,9 +303,11 @@ class Config:
         return self._url(self.agent_listen)
 
     @property
-    def client_ca_file(self) -> Path:
-        """The CA a client on this node verifies its TLS listeners with: --tls-ca, else the
-        cluster CA the node keeps beside its issued certificate."""
+    def api_ca_file(self) -> Path | None:
+        """The CA the API's TLS certificate chains to (the operator's, else the one the node
+        writes from the store); None when the API is plain HTTP."""
+        if not self.listener_tls(self.api_listen):
+            return None
         return self.tls_ca or self.tls_dir / "ca.crt"
 
     @property

@@ -93,6 +93,7 @@ class Node:
     def bootstrap_token(self, name: str, role: str = "admin") -> str:
         """A token minted as root does on a node (`contivd auth bootstrap`, signed with the
         cluster secret); retried until the cluster has a leader to write it."""
+        # The node's data dir: the bootstrap verifies the node's https API with the CA kept there.
         args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "auth", "bootstrap", name, "--role", role,
                 "--api-listen", f"{self.host}:{self.api}", "--control-ip", self.host, "--cluster-secret", SECRET,
                 "--data-dir", str(self.data)]  # fmt: skip

@@ -32,18 +32,18 @@ def mint_token(
     api_url: str, secret: str | None, name: str, role: str, ttl: float | None = None, who: str = "bootstrap", ca_file: Path | None = None
 ) -> dict[str, Any]:
     """Create token `name` with `role` through the node at `api_url`, signed with `secret` (without
-    one, the node must be reached on loopback, where callers are the local administrator). An
-    https:// node is verified against `ca_file` (the cluster CA the node's certificate chains to).
-    The answer holds the token (`token`), shown this once."""
+    one, the node must be reached on loopback, where callers are the local administrator). The
+    answer holds the token (`token`), shown this once. `ca_file` verifies an https:// node (its
+    cluster CA)."""
     path = tokens_path(name)
     body = json.dumps({"role": role, "ttl": ttl}).encode()
     headers = {"Content-Type": "application/json", "Accept": "application/json", TYPED_ERRORS_HEADER: "typed", auth.PRINCIPAL_HEADER: who}
     if secret:
         headers[auth.SIGNATURE_HEADER] = auth.sign(secret, "POST", path, body)
     try:
-        verify = ssl.create_default_context(cafile=str(ca_file)) if ca_file is not None else True
+        verify = ssl.create_default_context(cafile=ca_file) if ca_file is not None else True
         answer = httpx.post(api_url.rstrip("/") + path, content=body, headers=headers, timeout=30.0, verify=verify)
-    except (httpx.HTTPError, OSError, ssl.SSLError) as exc:
+    except (httpx.HTTPError, OSError) as exc:  # OSError: the CA file is not there (yet)
         raise BootstrapError(f"cannot reach contivd at {api_url}: {exc}") from None
     try:
         value = answer.json()

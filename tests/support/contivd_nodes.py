@@ -72,7 +72,8 @@ class ContivdProcess:
         """A token as `contivd auth bootstrap` mints it (a request signed with the cluster secret)."""
         from contivd.http.bootstrap import mint_token
 
-        return str(mint_token(self.url, self.secret, name, role, ttl, who=f"tests:{self.name}")["token"])
+        ca_file = self.ca_file if self.url.startswith("https") else None
+        return str(mint_token(self.url, self.secret, name, role, ttl, who=f"tests:{self.name}", ca_file=ca_file)["token"])
 
     # get/post/delete ask for contivd's typed errors (4xx + JSON), as `contivd ctl` does; pass
     # headers={"Accept": "*/*"} to be served Contiv's contract (500 + text) instead.

@@ -105,7 +105,7 @@ class NetnsCluster:
             "clients": clients,
             "client_timeout": client_timeout,
             "settle": settle,
-            "token": SECRET,
+            "secret": SECRET,
             "ca_files": [str(n.ca_file) for n in self.nodes],
         }
         budget = 300 + sum(seconds + settle + 60 for _, seconds in rounds)

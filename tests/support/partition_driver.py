@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,12 +29,13 @@ from typing import Any
 
 import httpx
 
+from contivd.http.bootstrap import BootstrapError, mint_token
 from tests.support.netns_cluster import RAFT_PORT
 from tests.support.partition_figures import Ack, Window, integrity, isolated_acks, recovery_seconds, unavailable_seconds
 
 NETWORK = {"tenantName": "default", "networkName": "faults", "encap": "vxlan", "subnet": "198.19.0.0/16", "gateway": "198.19.255.254"}
 # contivd's typed errors (503 + Retry-After while there is no leader); the API wants the
-# cluster secret as a bearer token from any non-loopback caller. main() adds the token.
+# operator token from any non-loopback caller. main() mints one with the cluster secret.
 JSON = {"Accept": "application/json"}
 # The nodes serve TLS (their listeners are off loopback): main() adds the cluster CA to verify them with.
 TLS: dict[str, Any] = {}
@@ -214,11 +216,20 @@ def stored_endpoints(node: dict[str, str]) -> tuple[dict[str, str], int]:
     return {e["endpointID"]: e["ipAddress"][0] for e in oper.get("endpoints", [])}, int(oper.get("allocatedAddressesCount", 0))
 
 
+def admin_token(url: str, secret: str, ca_file: Path) -> str | None:
+    """An admin token minted as `contivd auth bootstrap` does; None until a leader can write it."""
+    try:
+        return str(mint_token(url, secret, f"faults-{uuid.uuid4().hex[:6]}", "admin", who="tests:faults", ca_file=ca_file)["token"])
+    except BootstrapError:
+        return None
+
+
 def main(config: dict[str, Any]) -> dict[str, Any]:
     nodes: list[dict[str, str]] = config["nodes"]
-    JSON["Authorization"] = f"Bearer {config['token']}"
     ca_file = wait(lambda: next((Path(f) for f in config["ca_files"] if Path(f).is_file()), None), 90, "a node's cluster CA")
     TLS["verify"] = ssl.create_default_context(cafile=ca_file)
+    token = wait(lambda: admin_token(nodes[0]["url"], config["secret"], ca_file), 90, "an admin token (the cluster secret is for nodes only)")
+    JSON["Authorization"] = f"Bearer {token}"
     wait(lambda: the_leader(nodes), 90, "the cluster to elect a leader and register every node")
     wait(lambda: get_json(nodes[0]["url"] + "/api/v1/tenants/default/")[0] == 200, 60, "the default tenant")
     network = lambda: httpx.post(nodes[0]["url"] + "/api/v1/networks/default:faults/", json=NETWORK, headers=JSON, timeout=10, **TLS)  # noqa: E731

@@ -73,6 +73,17 @@ def bgp_oper(node: Node) -> dict[str, Any]:
     return oper
 
 
+def status_bgp(node: Node) -> Any:
+    """The node's BGP row in the status page's model (its member in the snapshot's cluster part),
+    checked against the node's own report."""
+    status, snapshot = node.api_call("GET", "/status/api/snapshot")
+    assert status == 200, snapshot
+    (member,) = [m for m in snapshot["cluster"]["members"] if m["name"] == "node1"]
+    status, report = node.api_call("GET", "/status/api/node")
+    assert status == 200 and report["bgp"]["neighbor"] == member["bgp"]["neighbor"], (report, member)
+    return member["bgp"]
+
+
 def create_endpoint(node: Node, name: str) -> dict[str, Any]:
     request = {"TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node1"}}
     status, answer = node.api_call("POST", "/plugin/createEndpoint", request)
@@ -88,6 +99,8 @@ def test_the_node_peers_with_its_router_and_advertises_its_endpoints(fabric: tup
     wait_until(lambda: tor.peer_state(NODE_IP) == "Established", 40, "the BGP session on the router", node)
     oper = wait_until(lambda: (o := bgp_oper(node)).get("numRoutes") and o, 20, "the router's route in Bgp inspect", node)
     assert oper == {"neighborStatus": "established", "adminStatus": "up", "routes": [TOR_NETWORK], "numRoutes": 1}
+    peering = {"neighbor": TOR_IP, "neighborAs": TOR_AS, "localAs": NODE_AS, "neighborStatus": "established", "adminStatus": "up"}
+    assert status_bgp(node) == {**peering, "numRoutes": 1, "routes": [TOR_NETWORK], "error": ""}
 
     network = {"tenantName": "default", "networkName": "pods", "encap": "vlan", "subnet": "198.18.40.0/24", "gateway": "198.18.40.254"}
     status, answer = node.api_call("POST", "/api/v1/networks/default:pods/", network)
@@ -108,6 +121,13 @@ def test_the_node_peers_with_its_router_and_advertises_its_endpoints(fabric: tup
     assert 400 <= status < 500 and "AS number" in str(answer), answer
     assert tor.peer_state(NODE_IP) == "Established"
     assert f"{second['ipAddress']}/32" in tor.routes()
+
+    # An AS the API accepts but BGP cannot use: the status page shows the Error beside the session left running.
+    status, answer = node.api_call("POST", "/api/v1/Bgps/node1/", {**BGP_OBJECT, "neighbor-as": "4294967296"})
+    assert status == 200, answer
+    shown = wait_until(lambda: (b := status_bgp(node)) and b["error"] and b, 20, "the unusable Bgp object's error on the status page", node)
+    assert "neighbor-as '4294967296' is not an AS number" in shown["error"] and shown["neighborStatus"] == "established", shown
+    assert tor.peer_state(NODE_IP) == "Established"
 
     # Deleting the Bgp object ends the session: the router withdraws the node's routes.
     status, answer = node.api_call("DELETE", "/api/v1/Bgps/node1/")

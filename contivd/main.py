@@ -135,6 +135,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             cache = StateCache(store)  # the typed state every node reader uses
             await nursery.start(cache.run)
             agent = None
+            bgp_inspect: Callable[[], Mapping[str, Any]] | None = None  # the node's BGP speaker, which runs with the agent
             if config.datapath == "ovs":
                 host, _, port = config.openflow_listen.rpartition(":")
                 settings = AgentSettings(
@@ -154,6 +155,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 on_routes = None if routed is None else (lambda router_ip, learned: routed(BgpRouting(router_ip, learned)))
                 bgp = BgpSpeaker(cache, config.node_name, config.data_dir / "bgp", on_routes=on_routes)  # idle until a Bgp object names this node
                 await nursery.start(bgp.run)
+                bgp_inspect = bgp.inspect
                 agent_app = create_agent_app(agent, auth.Authenticator(config.cluster_secret, auth.store_lookup(store)), bgp)
                 agent_bound = await nursery.start(
                     partial(
@@ -200,7 +202,9 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     endpoint_datapath = reaper.view
             await nursery.start(context.audit.run)
             api = create_app(context)
-            status = StatusContext(store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath, http.ssl_context)
+            status = StatusContext(
+                store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath, http.ssl_context, bgp_inspect
+            )
             register_status_routes(api.quart, status)
             register_import_route(api.quart, ImportContext(store, context.access, context.audit))
             register_snapshot_route(api.quart, SnapshotContext(store, context.access))

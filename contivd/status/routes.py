@@ -4,7 +4,7 @@ the live event stream, on the API listener.
 Read-only, and authenticated like every other read (contivd.http.auth: loopback needs
 nothing, other hosts a node signature or an operator token of any role). The store part
 of the snapshot is built from the node's StateCache and cached per snapshot revision, the
-cluster part (peer reports fetched over HTTP, signed like forwarded requests) for
+cluster part (peer reports, with each node's BGP peering, fetched over HTTP, signed like forwarded requests) for
 CLUSTER_TTL_SECONDS, so many open pages cost one build. The event stream waits on the cache
 and sends at most one `store` event per BATCH_SECONDS: the first change is announced at once,
 what follows within the interval goes into the next event (a burst of 10,000 endpoint writes
@@ -75,6 +75,8 @@ class StatusContext:
     # Local endpoint id → [datapath state, healthy], from the CNI server's orphan scan (None: no CNI server here).
     endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None
     peer_tls: ssl.SSLContext | None = None  # verifies peers' https:// API certificates (the cluster CA)
+    # The node's BGP speaker's `/inspect/bgp` answer (BgpSpeaker.inspect; None: no speaker, i.e. no datapath).
+    bgp_inspect: Callable[[], Mapping[str, Any]] | None = None
 
 
 class StatusService:
@@ -90,7 +92,8 @@ class StatusService:
     def local_report(self) -> dict[str, Any]:
         agent = self.ctx.agent.statistics() if self.ctx.agent is not None else None
         datapath = self.ctx.endpoint_datapath() if self.ctx.endpoint_datapath is not None else None
-        return node_report(self.ctx.node_name, self.ctx.store.statistics(), agent, time.time(), datapath)
+        bgp = self.ctx.bgp_inspect() if self.ctx.bgp_inspect is not None else None
+        return node_report(self.ctx.node_name, self.ctx.store.statistics(), agent, time.time(), datapath, bgp)
 
     async def _peer_report(self, name: str, api_url: str, out: dict[str, Any]) -> None:
         headers = {}

@@ -4,8 +4,8 @@ The page model is plain JSON the browser renders as it is: no business logic run
 browser. Two parts change at different rates, so they are built separately: the *store part*
 (networks, groups, endpoints, policy) is built from the node's typed StateSnapshot, changes
 only with the store and is cached per snapshot revision by the caller; the *cluster part*
-(members, health, agents) changes with time and is rebuilt from each node's report
-(`node_report`, served by every node at /status/api/node).
+(members, health, agents, BGP peerings) changes with time and is rebuilt from each node's
+report (`node_report`, served by every node at /status/api/node).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from raftstore import StoreStatistics
 
 from ..agent.service import AgentStatistics
+from ..bgp import bgp_oper
 from ..http.audit import AuditEntry
 from ..k8s.listing import service_rows
 from ..state import EndpointGroupState, NodeRecord, StateSnapshot
@@ -124,17 +125,48 @@ def store_model(snapshot: StateSnapshot) -> dict[str, Any]:
     }
 
 
+def bgp_model(inspect: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A node's BGP peering as the page shows it, from its speaker's `/inspect/bgp` answer
+    (Contiv's shape, contivd.bgp.peering.inspect_answer): the neighbor, and the `Oper` fields
+    Contiv's `Bgp` inspect gave (bgp_oper), plus `error` when the node's `Bgp` object is
+    unusable (a session still running from the previous object keeps its row). None when no
+    `Bgp` object names the node."""
+    peers = inspect.get("Peers") or []
+    error = str(inspect.get("Error") or "")
+    if not peers and not error:
+        return None
+    config = (peers[0].get("Config") or {}) if peers else {}
+    oper = bgp_oper(inspect)
+    return {
+        "neighbor": str(config.get("NeighborAddress", "")),
+        "neighborAs": config.get("PeerAs"),
+        "localAs": config.get("LocalAs"),
+        "neighborStatus": oper.get("neighborStatus", ""),
+        "adminStatus": oper.get("adminStatus", ""),
+        "numRoutes": oper.get("numRoutes", 0),
+        "routes": oper.get("routes", []),
+        "error": error,
+    }
+
+
 def node_report(
-    name: str, store: StoreStatistics, agent: AgentStatistics | None, now: float, datapath: Mapping[str, list[Any]] | None = None
+    name: str,
+    store: StoreStatistics,
+    agent: AgentStatistics | None,
+    now: float,
+    datapath: Mapping[str, list[Any]] | None = None,
+    bgp: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What one node says about itself (served at /status/api/node, fetched by peers).
-    `datapath`: its local endpoints' datapath states (endpoint id → [text, healthy])."""
+    `datapath`: its local endpoints' datapath states (endpoint id → [text, healthy]);
+    `bgp`: its speaker's `/inspect/bgp` answer (None: no speaker, i.e. no datapath here)."""
     return {
         "name": name,
         "time": now,
         "store": asdict(store),
         "agent": None if agent is None else asdict(agent),
         "datapath": dict(datapath or {}),
+        "bgp": None if bgp is None else bgp_model(bgp),
     }
 
 
@@ -203,6 +235,7 @@ def cluster_model(
                 "health": health,
                 "reasons": reasons,
                 "agent": (report or {}).get("agent"),
+                "bgp": (report or {}).get("bgp"),  # bgp_model of its speaker; None: no Bgp object names it (or no report)
                 "unreachableSince": down_since.get(node.raft_address or ""),  # no Raft link from this node since (unix time)
             }
         )
@@ -225,6 +258,7 @@ def cluster_model(
                     "health": "unknown" if connected else "down",
                     "reasons": ["not registered (no node record)"],
                     "agent": None,
+                    "bgp": None,
                     "unreachableSince": down_since.get(address),
                 }
             )

@@ -6,9 +6,12 @@ its routes withdrawn."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.nodes import Node, sh, wait_until
+from tests.support.contivd_nodes import CHROMIUM
 from tests.support.frr import TorRouter, frr_missing
 
 pytestmark = [
@@ -73,6 +77,53 @@ def bgp_oper(node: Node) -> dict[str, Any]:
     return oper
 
 
+def status_bgp(node: Node) -> Any:
+    """The node's BGP row in the status page's model (its member in the snapshot's cluster part),
+    checked against the node's own report."""
+    status, snapshot = node.api_call("GET", "/status/api/snapshot")
+    assert status == 200, snapshot
+    (member,) = [m for m in snapshot["cluster"]["members"] if m["name"] == "node1"]
+    status, report = node.api_call("GET", "/status/api/node")
+    assert status == 200 and report["bgp"]["neighbor"] == member["bgp"]["neighbor"], (report, member)
+    return member["bgp"]
+
+
+# The status page in Debian's chromium, run inside the node's namespace (where its API listens):
+# prints the cells of node1's row in the BGP table once that row shows an error.
+PAGE_BGP_ROW = """
+import json, sys
+from playwright.sync_api import sync_playwright
+from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS
+ROW = "[...document.querySelectorAll('#bgp tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent))" \\
+      ".find((cells) => cells[0] === 'node1')"
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+    page = browser.new_page()
+    errors = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(sys.argv[1])
+    page.wait_for_selector("body[data-ready=true]", timeout=15000)
+    page.wait_for_function(f"({ROW} || [])[7] !== undefined && {ROW}[7] !== 'none'", timeout=15000)
+    assert page.is_visible("#bgp"), "the BGP table is shown when a node peers"
+    assert not errors, errors
+    print(json.dumps(page.evaluate(ROW)))
+    browser.close()
+"""
+
+
+def page_bgp_row(node: Node) -> list[str]:
+    """node1's row in the page's BGP table, as chromium renders it."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        ["ip", "netns", "exec", node.ns, sys.executable, "-c", PAGE_BGP_ROW, node.url() + "/"],
+        capture_output=True, text=True, timeout=90, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    cells: list[str] = json.loads(done.stdout)
+    return cells
+
+
 def create_endpoint(node: Node, name: str) -> dict[str, Any]:
     request = {"TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node1"}}
     status, answer = node.api_call("POST", "/plugin/createEndpoint", request)
@@ -88,6 +139,8 @@ def test_the_node_peers_with_its_router_and_advertises_its_endpoints(fabric: tup
     wait_until(lambda: tor.peer_state(NODE_IP) == "Established", 40, "the BGP session on the router", node)
     oper = wait_until(lambda: (o := bgp_oper(node)).get("numRoutes") and o, 20, "the router's route in Bgp inspect", node)
     assert oper == {"neighborStatus": "established", "adminStatus": "up", "routes": [TOR_NETWORK], "numRoutes": 1}
+    peering = {"neighbor": TOR_IP, "neighborAs": TOR_AS, "localAs": NODE_AS, "neighborStatus": "established", "adminStatus": "up"}
+    assert status_bgp(node) == {**peering, "numRoutes": 1, "routes": [TOR_NETWORK], "error": ""}
 
     network = {"tenantName": "default", "networkName": "pods", "encap": "vlan", "subnet": "198.18.40.0/24", "gateway": "198.18.40.254"}
     status, answer = node.api_call("POST", "/api/v1/networks/default:pods/", network)
@@ -108,6 +161,17 @@ def test_the_node_peers_with_its_router_and_advertises_its_endpoints(fabric: tup
     assert 400 <= status < 500 and "AS number" in str(answer), answer
     assert tor.peer_state(NODE_IP) == "Established"
     assert f"{second['ipAddress']}/32" in tor.routes()
+
+    # An AS the API accepts but BGP cannot use: the status page shows the Error beside the session left running.
+    status, answer = node.api_call("POST", "/api/v1/Bgps/node1/", {**BGP_OBJECT, "neighbor-as": "4294967296"})
+    assert status == 200, answer
+    shown = wait_until(lambda: (b := status_bgp(node)) and b["error"] and b, 20, "the unusable Bgp object's error on the status page", node)
+    assert "neighbor-as '4294967296' is not an AS number" in shown["error"] and shown["neighborStatus"] == "established", shown
+    assert tor.peer_state(NODE_IP) == "Established"
+    if os.path.exists(CHROMIUM):  # the page itself (Debian's chromium: packaging/deps.sh installs it)
+        cells = page_bgp_row(node)
+        assert cells[:6] == ["node1", f"{TOR_IP} AS {TOR_AS}", str(NODE_AS), "established", "up", "1"], cells
+        assert cells[6] == TOR_NETWORK and "is not an AS number" in cells[7], cells
 
     # Deleting the Bgp object ends the session: the router withdraws the node's routes.
     status, answer = node.api_call("DELETE", "/api/v1/Bgps/node1/")

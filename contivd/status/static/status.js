@@ -166,6 +166,27 @@ function renderNodes(cluster) {
   table(document.getElementById("nodes"), ["node", "OVS", "flows", "groups", "last reconcile", "took", "syncs / failed", "errors"], rows);
 }
 
+const BGP_STATES = { established: "ok", opensent: "degraded", active: "down", idle: "unknown" };
+
+function renderBgp(cluster) {
+  const peered = cluster.members.filter((m) => m.bgp);
+  document.getElementById("bgp-box").hidden = !peered.length;
+  const rows = peered.map((m) => {
+    const b = m.bgp;
+    return el("tr", {},
+      el("td", {}, el("span", { class: "name" }, m.name)),
+      el("td", { class: "mono" }, b.neighbor ? `${b.neighbor} AS ${b.neighborAs}` : "–"),
+      el("td", { class: "num" }, b.localAs ?? "–"),
+      el("td", {}, b.neighborStatus ? health(BGP_STATES[b.neighborStatus] || "unknown", [], b.neighborStatus) : "–"),
+      el("td", {}, b.adminStatus || "–"),
+      el("td", { class: "num" }, num(b.numRoutes)),
+      el("td", { class: "mono routes" }, b.routes.length ? b.routes.map((r) => el("div", {}, r)) : el("span", { class: "muted" }, "none")),
+      el("td", { class: b.error ? "errors" : "muted" }, b.error || "none"),
+    );
+  });
+  table(document.getElementById("bgp"), ["node", "neighbor", "local AS", "neighbor status", "admin status", "routes", "learned routes", "error"], rows);
+}
+
 // ---- networks and policy --------------------------------------------------------------------
 
 function usageBar(allocated, total) {
@@ -318,6 +339,7 @@ function renderCluster(cluster) {
   renderMembers(cluster);
   renderDiagram(cluster, state.snapshot.store.vlanUplinks);
   renderNodes(cluster);
+  renderBgp(cluster);
   if (state.rendered) {  // datapath states changed: the endpoint table and its filter index follow
     indexEndpoints(state.snapshot.store);
     renderEndpoints();

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from ipaddress import IPv4Address, IPv4Interface
 from typing import Any
 
 from contivd.agent.service import AgentStatistics
+from contivd.bgp.peering import Peering, inspect_answer
 from contivd.netmaster import ipam
 from contivd.state import NetworkState, NodeRecord, StateSnapshot
 from contivd.state import keys as layout
 from contivd.state.usage import address_usage
-from contivd.status.snapshot import ENDPOINT_COLUMNS, cluster_model, node_health, node_report, store_model
+from contivd.status.snapshot import ENDPOINT_COLUMNS, bgp_model, cluster_model, node_health, node_report, store_model
 from raftstore import KeyValue, StoreStatistics
 
 MARKUP = "<img src=x onerror=alert(1)>"
@@ -164,6 +166,42 @@ def test_each_nodes_endpoint_datapath_states_are_merged_into_the_cluster_part() 
     }
     row = next(r for r in store_model(entries())["endpoints"]["rows"] if r[0] == "a")
     assert row[ENDPOINT_COLUMNS.index("id")] == "pods.default-a", "rows carry the id the datapath states are keyed by"
+
+
+PEERING = Peering("node1", IPv4Interface("198.19.250.2/24"), 65001, IPv4Address("198.19.250.1"), 65000)
+
+
+def test_bgp_model_from_the_speakers_inspect_answer() -> None:
+    established = inspect_answer(PEERING, "up", {"198.19.251.0/24": "198.19.250.1", "198.19.252.0/24": "198.19.250.1"})
+    assert bgp_model(established) == {
+        "neighbor": "198.19.250.1",
+        "neighborAs": 65000,
+        "localAs": 65001,
+        "neighborStatus": "established",
+        "adminStatus": "up",
+        "numRoutes": 2,
+        "routes": ["198.19.251.0/24", "198.19.252.0/24"],
+        "error": "",
+    }
+    assert bgp_model(inspect_answer(None, "idle", {})) is None, "no Bgp object names the node"
+    starting = bgp_model(inspect_answer(PEERING, "idle", {}))
+    assert starting is not None and (starting["neighborStatus"], starting["numRoutes"], starting["routes"]) == ("idle", 0, [])
+    unusable = bgp_model(inspect_answer(None, "idle", {}, "Bgp node1: neighbor-as '4294967296' is not an AS number (1-4294967295)"))
+    assert unusable is not None and unusable["neighbor"] == "" and "neighbor-as" in unusable["error"]
+    kept = bgp_model(inspect_answer(PEERING, "up", {}, "Bgp node1: no neighbor address"))
+    assert kept is not None and (kept["neighborStatus"], kept["error"]) == ("established", "Bgp node1: no neighbor address"), "the old session stays"
+
+
+def test_each_nodes_bgp_peering_reaches_its_member_row() -> None:
+    nodes = [node("node1", 1, "198.18.0.1"), node("node2", 2, "198.18.0.2")]
+    reports = {
+        "node1": node_report("node1", stats(), agent(), 1.0, bgp=inspect_answer(PEERING, "up", {})),
+        "node2": node_report("node2", stats(role="follower"), None, 1.0),
+    }
+    members = {m["name"]: m for m in cluster_model(stats(), "node1", nodes, reports)["members"]}
+    assert members["node1"]["bgp"]["neighborStatus"] == "established"
+    assert members["node2"]["bgp"] is None, "no speaker: no datapath on that node"
+    assert node_health(reports["node1"], True) == ("ok", []), "BGP does not change a node's health"
 
 
 def test_address_usage_of_a_range_subnet_and_an_empty_store() -> None:

@@ -31,9 +31,10 @@ from .cni_server.orphans import OrphanReaper
 from .config import Config, ConfigError
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
+from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
 from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
 from .metrics import StoreSummaries, observe_cni, observe_orphan
-from .migrate import ImportContext, register_import_route
+from .migrate import IMPORT_PATH, ImportContext, register_import_route
 from .model import ModelError
 from .netmaster.control import LocalControlPlane
 from .netmaster.service import Netmaster
@@ -81,6 +82,7 @@ def _hypercorn_config(listen: str) -> HypercornConfig:
     hconfig.accesslog = None
     hconfig.errorlog = logging.getLogger("hypercorn.error")  # our handler and format (logs.configure), not hypercorn's own
     hconfig.graceful_timeout = 5.0
+    listener_timeouts(hconfig)
     return hconfig
 
 
@@ -127,7 +129,9 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 agent = Agent(cache, settings)
                 await nursery.start(agent.run)
                 agent_app = create_agent_app(agent, config.cluster_secret)
-                agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
+                agent_bound = await nursery.start(
+                    partial(serve, Hardened(agent_app), _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait)
+                )
                 log.info("agent API listening on %s", ", ".join(agent_bound))
             context = ApiContext(
                 store, cache, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent, kube
@@ -161,7 +165,12 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:
                 try:
-                    await serve(api.asgi, _hypercorn_config(config.api_listen), shutdown_trigger=stop.wait, task_status=task_status)
+                    await serve(
+                        Hardened(api.asgi, {IMPORT_PATH: MAX_IMPORT_BODY_BYTES}),
+                        _hypercorn_config(config.api_listen),
+                        shutdown_trigger=stop.wait,
+                        task_status=task_status,
+                    )
                 finally:
                     api_stopped.set()
 

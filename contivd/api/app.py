@@ -28,6 +28,7 @@ from ..http import auth
 from ..http.control import HOPS_HEADER, REVISION_HEADER
 from ..http.errors import CONTIV_NO_ROUTE, TYPED_ERRORS_HEADER, BadRequestError, NoRouteError, UnauthorizedError, answer_for, wants_contiv_errors
 from ..http.forwarder import ForwardingClient
+from ..http.hardening import parse_json_limited
 from ..k8s import KubeHealth
 from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
@@ -74,25 +75,6 @@ class AtRevision:
     revision: int
 
 
-_DECODER = json.JSONDecoder()
-
-
-def _parse_json(body: bytes) -> Any:
-    """The first JSON value of the body; what follows it is ignored, as Go's `json.Decoder`
-    (Contiv's handlers decode with one) reads one value and stops."""
-    try:
-        text = body.decode()
-    except UnicodeDecodeError as exc:
-        raise BadRequestError(f"request body is not UTF-8: {exc}") from None
-    text = text.lstrip(" \t\r\n")
-    if not text:
-        raise BadRequestError("request body is empty: expected a JSON object", contiv="EOF")
-    try:
-        return _DECODER.raw_decode(text)[0]
-    except ValueError as exc:
-        raise BadRequestError(f"request body is not valid JSON: {exc}") from None
-
-
 class Handlers:
     def __init__(self, ctx: ApiContext):
         self.ctx = ctx
@@ -121,7 +103,7 @@ class Handlers:
     async def put_object(self, body: bytes, collection: str, key: str) -> Any:
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
             raise BadRequestError(f"{collection} are not supported", contiv=contiv_line("unsupported-type"))
-        return await self.nm.put_object(collection, key, _parse_json(body))
+        return await self.nm.put_object(collection, key, parse_json_limited(body))
 
     async def delete_object(self, body: bytes, collection: str, key: str) -> Any:
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
@@ -136,7 +118,7 @@ class Handlers:
         return await self.nm.inspect_object(collection, key)
 
     async def _plugin(self, body: bytes, call: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
-        payload = _parse_json(body)
+        payload = parse_json_limited(body)
         if not isinstance(payload, dict):
             raise BadRequestError("request body must be a JSON object")
         return await call(payload)

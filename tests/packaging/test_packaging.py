@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,15 +23,6 @@ pytestmark = [
     pytest.mark.packaging,
     pytest.mark.skipif(shutil.which("dpkg-deb") is None or not Path("/usr/bin/python3").exists(), reason="needs dpkg-deb and Debian's python3"),
 ]
-
-
-@pytest.fixture(scope="module")
-def built() -> Iterator[tuple[Path, Path]]:
-    env = {**os.environ, "SOURCE_DATE_EPOCH": "1700000000"}
-    subprocess.run(["bash", str(ROOT / "packaging" / "build-binary")], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
-    subprocess.run(["bash", str(ROOT / "packaging" / "build-deb")], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
-    arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
-    yield ROOT / "dist" / "contivd", ROOT / "dist" / f"contivd_{__version__}_{arch}.deb"
 
 
 def binary_env(tmp_path: Path) -> dict[str, str]:

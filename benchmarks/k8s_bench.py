@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from benchmarks.datapath_bench import _client_in  # noqa: E402
-from tests.nodes import SECRET, Node, cluster_of_nodes, sh  # noqa: E402
+from tests.nodes import Node, cluster_of_nodes, sh  # noqa: E402
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text  # noqa: E402
 from tests.support.kube_objects import endpoint_slice, service  # noqa: E402
 from tests.support.service_pods import processes  # noqa: E402
@@ -138,8 +138,8 @@ def run(count: int, changes: int) -> dict[str, Any]:
             running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(full_port), str(preload))
             sh("ip", "netns", "exec", first.ns, sys.executable, "-c", POST, f"http://127.0.0.1:{full_port}/_test/compact")
             relay = running.start(first.ns, sys.executable, "-m", "tests.support.tcp_relay", first.host, str(relay_port), str(empty_port))
-            client = _client_in(fabric, first.host, first.api)  # from here on this thread's sockets live in the fabric
-            agents = [httpx.Client(base_url=f"http://{n.host}:{n.agent}", headers={"Authorization": f"Bearer {SECRET}"}, timeout=10) for n in nodes]
+            client = _client_in(fabric, first.host, first.api, first.token)  # from here on this thread's sockets live in the fabric
+            agents = [httpx.Client(base_url=f"http://{n.host}:{n.agent}", headers={"Authorization": f"Bearer {n.token}"}, timeout=10) for n in nodes]
             wait_watching(client, nodes)
             warm_up(client, first.host, relay_port)
             wait_programmed(agents, 0, 60)

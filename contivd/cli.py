@@ -82,7 +82,7 @@ def check_config(config_file: Path | None, **flags: Any) -> None:
 @click.option(
     "--server", envvar="CONTIVD_SERVER", default="http://127.0.0.1:9999", show_default=True, help="A contivd node's API [env CONTIVD_SERVER]."
 )
-@click.option("--token", envvar="CONTIVD_TOKEN", default=None, help="The cluster secret, from other hosts [env CONTIVD_TOKEN].")
+@click.option("--token", envvar="CONTIVD_TOKEN", default=None, help="An admin token, from other hosts [env CONTIVD_TOKEN].")
 @click.option("--dry-run", is_flag=True, help="Print what would be imported and the verification plan; write nothing.")
 @click.option("--force", is_flag=True, help="Replace the contents of a contivd store that is not empty.")
 def import_contiv(etcd: str, server: str, token: str | None, dry_run: bool, force: bool) -> None:
@@ -147,6 +147,38 @@ def _offline(step: Callable[[], list[str]]) -> None:
     except (StoreError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo("\n".join(lines))
+
+
+@cli.group("auth")
+def auth_group() -> None:
+    """Access control on this node (operators manage tokens with `contivd ctl auth token`)."""
+
+
+@auth_group.command("bootstrap")
+@click.argument("name", default="root")
+@click.option("--role", type=click.Choice(["admin", "operator", "viewer"]), default="admin", show_default=True, help="The token's role.")
+@click.option("--ttl", type=click.FloatRange(min=1), default=None, help="Lifetime in seconds (default: until revoked).")
+@click.option("--login/--no-login", default=False, help="Also store the server and token in ~/.config/contivd/ctl.toml (mode 0600).")
+@_config_options
+def bootstrap(name: str, role: str, ttl: float | None, login: bool, config_file: Path | None, **flags: Any) -> None:
+    """As root on a node: mint a token NAME (the first admin token) by signing the request with
+    the node's cluster secret, read from its configuration; print it (it is shown only once)."""
+    import os
+
+    from .ctl.config import save_login
+    from .http.bootstrap import BootstrapError, mint_token
+
+    if os.geteuid() != 0:
+        raise click.ClickException("contivd auth bootstrap is for root on a node (it reads the cluster secret); others ask an admin for a token")
+    config = _load(config_file, flags)
+    try:
+        answer = mint_token(config.api_url, config.cluster_secret, name, role, ttl, who=f"bootstrap:{config.node_name}")
+    except BootstrapError as exc:
+        raise click.ClickException(str(exc)) from None
+    if login:
+        path = save_login(config.api_url, answer["token"])
+        click.echo(f"stored in {path}", err=True)
+    click.echo(answer["token"])
 
 
 cli.add_command(store_group)

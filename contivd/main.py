@@ -26,9 +26,11 @@ from .agent.service import Agent, AgentSettings, AgentStatistics
 from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .backup.route import SnapshotContext, register_snapshot_route
+from .bgp import BgpSpeaker
 from .cni_server import CniServer, SocketInUseError
 from .cni_server.orphans import OrphanReaper
 from .config import Config, ConfigError
+from .http import auth
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
@@ -65,14 +67,15 @@ async def _leader_duties(store: Store, netmaster: Netmaster, node_name: str) -> 
             log.warning("no leader: election in progress or no quorum")
 
 
-def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, config: Config) -> KubeHealth | None:
+def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, netmaster: Netmaster, config: Config) -> KubeHealth | None:
     """Kubernetes mode (--kubeconfig): the leader, and only it, keeps the store's Kubernetes
-    services equal to the API server's. The health object says how the watch is doing."""
+    services equal to the API server's, and endpoints following their pods' labels. The
+    health object says how the watch is doing."""
     if config.kubeconfig is None:
         return None
     health = KubeHealth()
-    nursery.start_soon(KubernetesWatch(store, config.kubeconfig, config.service_cidr, health).run)
-    log.info("Kubernetes mode: the Raft leader watches Services and EndpointSlices (service CIDR %s)", config.service_cidr)
+    nursery.start_soon(KubernetesWatch(store, config.kubeconfig, config.service_cidr, health, netmaster).run)
+    log.info("Kubernetes mode: the Raft leader watches Services, EndpointSlices and Pods (service CIDR %s)", config.service_cidr)
     return health
 
 
@@ -99,7 +102,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             log.info("store started (%s, peers: %s)", role, ", ".join(config.peers) or "none, single node")
             netmaster = Netmaster(store, config.node_name)
             nursery.start_soon(_leader_duties, store, netmaster, config.node_name)
-            kube = _start_kubernetes_watch(nursery, store, config)
+            kube = _start_kubernetes_watch(nursery, store, netmaster, config)
             info = NodeRecord(
                 name=config.node_name,
                 raft_address=None if config.readonly else config.raft_listen,
@@ -128,7 +131,9 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 )
                 agent = Agent(cache, settings)
                 await nursery.start(agent.run)
-                agent_app = create_agent_app(agent, config.cluster_secret)
+                bgp = BgpSpeaker(cache, config.node_name, config.data_dir / "bgp")  # idle until a Bgp object names this node
+                await nursery.start(bgp.run)
+                agent_app = create_agent_app(agent, auth.Authenticator(config.cluster_secret, auth.store_lookup(store)), bgp)
                 agent_bound = await nursery.start(
                     partial(serve, Hardened(agent_app), _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait)
                 )
@@ -138,7 +143,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             )
             endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None  # the orphan scan's view, with a CNI server
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
-                control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
+                control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret, config.node_name))
                 cni_server = CniServer(
                     control,
                     cache,
@@ -157,10 +162,12 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     reaper = OrphanReaper(cni_server, config.orphan_grace, on_reclaimed=observe_orphan)
                     await nursery.start(reaper.run)
                     endpoint_datapath = reaper.view
+            await nursery.start(context.audit.run)
             api = create_app(context)
-            register_status_routes(api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent, endpoint_datapath))
-            register_import_route(api.quart, ImportContext(store, config.cluster_secret))
-            register_snapshot_route(api.quart, SnapshotContext(store, config.cluster_secret))
+            status = StatusContext(store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath)
+            register_status_routes(api.quart, status)
+            register_import_route(api.quart, ImportContext(store, context.access, context.audit))
+            register_snapshot_route(api.quart, SnapshotContext(store, context.access))
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:

@@ -118,6 +118,20 @@ class StateCollector(Collector):
         for (service, reason), count in sorted(kube.skip_counts().items()):
             skipped.add_metric([service, reason], count)
         yield skipped
+        relabelled, not_applied = kube.label_counts()
+        yield CounterMetricFamily(
+            "contivd_k8s_endpoints_relabelled",
+            "Endpoints this node (as leader) moved between groups or relabelled after their pod's labels changed",
+            value=relabelled,
+        )
+        unapplied = CounterMetricFamily(
+            "contivd_k8s_pod_label_changes_not_applied",
+            "Pod label changes this node (as leader) could not apply, by pod and reason (tenant/network change, unknown group, ...)",
+            labels=["pod", "reason"],
+        )
+        for (pod, reason), count in sorted(not_applied.items()):
+            unapplied.add_metric([pod, reason], count)
+        yield unapplied
 
     def _raft(self) -> Iterator[Metric]:
         stats = self.store.statistics()

@@ -34,6 +34,15 @@ for _ in $(seq 120); do
     fi
     sleep 0.5
 done
+# The first admin token, stored for root (contivd ctl reads it from ctl.toml): on loopback root
+# needs none, but other hosts do, and it is what `contivd ctl login` elsewhere is given.
+ctl_config="${XDG_CONFIG_HOME:-$HOME/.config}/contivd/ctl.toml"
+if [ ! -s "$ctl_config" ]; then
+    token_name="root-admin-$(date -u +%Y%m%d%H%M%S)"
+    if /usr/bin/contivd auth bootstrap "$token_name" --login --config /etc/contivd/contivd.toml >/dev/null; then
+        echo "admin token $token_name stored for root in $ctl_config (mode 0600; see docs/operations.md, Access control)"
+    fi
+fi
 echo
 echo "status page: $api/"
 echo "\$ contivd ctl cluster status"

@@ -23,6 +23,7 @@ from pysyncobj.pickle import load as pickle_load
 from pysyncobj.syncobj import SyncObjException
 
 from . import _pysyncobj_compat as compat
+from ._append_guard import install_append_guard
 from ._config import StoreConfig
 from ._crypto import AeadSealer
 from ._errors import StoreConfigError
@@ -52,6 +53,12 @@ FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if k.isupper()}
 TICK_SECONDS = 0.05
 PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
 APPEND_ENTRIES_BYTES = 64 * 1024 * 1024  # bytes of entries per AppendEntries at most
+# Check-quorum: a leader that has had no answer from a majority for this long steps down
+# (PySyncObj's leaderFallbackTimeout, 30 s by default). About one election timeout
+# (PySyncObj's 0.4-1.4 s), so that an isolated leader stops claiming leadership — in
+# statistics, /info and /readyz, and for the writes waiting on it — by the time the majority
+# elects another; heartbeats go out every 0.1 s, so a healthy follower answers ten times first.
+LEADER_FALLBACK_SECONDS = 1.0
 
 
 class _ReplicatedStateMachine(compat.ConsumerBase):
@@ -322,6 +329,7 @@ class RaftNode:
             logCompactionMinEntries=config.compaction_min_entries,
             logCompactionMinTime=config.compaction_min_seconds,
             commandsWaitLeader=True,
+            leaderFallbackTimeout=LEADER_FALLBACK_SECONDS,
             connectionRetryTime=0.5,  # default 5 s: a member started before its peers idled that long
             maxBindRetries=5,
             bindRetryTime=0.2,
@@ -341,6 +349,7 @@ class RaftNode:
             self._syncobj = SyncObj(config.listen, list(config.peers), conf, consumers=[self._replicated], transportClass=make_transport)
         except SyncObjException as exc:
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
+        install_append_guard(self._syncobj, self._transport)  # the transport make_transport made
         if dump is not None:
             _align_journal_with_snapshot(self._syncobj, dump)
         self._flush: Callable[[], None] = lambda: None

@@ -1,7 +1,7 @@
 """Every reach into PySyncObj's private internals, checked once against the pinned release.
 
 raftstore changes PySyncObj's behaviour in a few places it offers no hook for (durable
-journal writes, commit propagation, snapshot loading); its message path goes through
+journal writes, commit propagation, snapshot loading, a follower's log truncation); its message path goes through
 PySyncObj's own Transport extension point (`_transport.py`), which needs only the poller.
 Those patches depend on private, name-mangled attributes that any PySyncObj
 release may rename. This module is the only one in raftstore allowed to name them: at import
@@ -69,7 +69,14 @@ from pysyncobj.journal import FileJournal, MetaStorer, ResizableFile  # noqa: E4
 # Methods replaced or called, by owner; each must be defined by that class itself (not only by
 # a base such as Journal, whose methods are abstract placeholders).
 PATCHED_METHODS: dict[type, tuple[str, ...]] = {
-    SyncObj: ("_SyncObj__applyLogEntries", "_SyncObj__sendAppendEntries", "_isLeader", "_getLeader"),
+    SyncObj: (
+        "_SyncObj__applyLogEntries",
+        "_SyncObj__sendAppendEntries",
+        "_SyncObj__onMessageReceived",
+        "_SyncObj__sendNextNodeIdx",
+        "_isLeader",
+        "_getLeader",
+    ),
     SyncObjConsumer: ("_deserialize",),
     FileJournal: ("add", "deleteEntriesTo", "flush"),
     ResizableFile: ("write",),
@@ -146,9 +153,9 @@ def override(syncobj: SyncObj, name: str, value: Any) -> None:
     _private(syncobj, "_SyncObj__properies").add(mangled)
 
 
-def private_method(syncobj: SyncObj, name: str) -> Callable[[], Any]:
+def private_method(syncobj: SyncObj, name: str) -> Callable[..., Any]:
     """A bound private SyncObj method by its unmangled name (the original, to wrap)."""
-    method: Callable[[], Any] = _private(syncobj, f"_SyncObj__{name}")
+    method: Callable[..., Any] = _private(syncobj, f"_SyncObj__{name}")
     return method
 
 

@@ -13,8 +13,8 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import trio
@@ -81,6 +81,10 @@ class Store(StateMachineStore):
         self._token = token
         self._leadership_changed = trio.Event()
         self._leader_since = math.inf
+        # Cancel scopes bound to a leadership view (leading?, leader): cancelled by the first
+        # change. Proposals made while leading use one, so that their callers learn of a
+        # step-down (check-quorum or a newer term) at once instead of after the request timeout.
+        self._bound: dict[trio.CancelScope, tuple[bool, str | None]] = {}
         self._closed = False
         self._barrier_wanted = trio.Event()
         self._next_barrier = _Waiter()
@@ -118,6 +122,11 @@ class Store(StateMachineStore):
                 self._leader_since = time.time()
         else:
             self._leader_since = math.inf
+        if self._bound and self._node is not None:  # also called before the node is set and after close
+            view = (self._node.is_leader(), self._node.leader())
+            for scope, bound_to in self._bound.items():
+                if bound_to != view:
+                    scope.cancel()
         changed, self._leadership_changed = self._leadership_changed, trio.Event()
         changed.set()
 
@@ -197,18 +206,30 @@ class Store(StateMachineStore):
         text = _commands.encode(command)
         pause, last_reason = RETRY_BACKOFF[0], None
         started = time.monotonic()
-        with trio.move_on_after(self.config.request_timeout):
-            while True:
-                result, reason = await self._submit_once(text)
-                if reason == SUCCESS:
-                    self._applied_writes += 1
-                    self._apply_seconds += time.monotonic() - started
-                    return raise_for_error(result)
-                if reason not in RETRYABLE:
-                    raise StoreError(f"raft refused the command: {FAIL_NAMES.get(reason, reason)}")
-                last_reason = reason
-                await trio.sleep(pause)
-                pause = min(pause * 2, RETRY_BACKOFF[1])
+        # One cancel scope for both ends: the request timeout, and (while this member leads)
+        # a step-down, which _fire_leadership cancels it for.
+        with trio.move_on_after(self.config.request_timeout) as scope:
+            if self.is_leader():
+                self._bound[scope] = self._leadership_view()
+            try:
+                while True:
+                    result, reason = await self._submit_once(text)
+                    if reason == SUCCESS:
+                        self._applied_writes += 1
+                        self._apply_seconds += time.monotonic() - started
+                        return raise_for_error(result)
+                    if reason not in RETRYABLE:
+                        raise StoreError(f"raft refused the command: {FAIL_NAMES.get(reason, reason)}")
+                    last_reason = reason
+                    await trio.sleep(pause)
+                    pause = min(pause * 2, RETRY_BACKOFF[1])
+            finally:
+                self._bound.pop(scope, None)
+        if trio.current_time() < scope.deadline:  # cancelled before the timeout: the step-down
+            raise UnavailableError(
+                "this member lost the Raft leadership (no majority answered it, or a newer term began) before the write committed; "
+                "it may still apply — retrying it is safe"
+            )
         why = FAIL_NAMES.get(last_reason, "no answer") if last_reason is not None else "no answer"
         raise UnavailableError(
             f"no leader with a quorum answered within {self.config.request_timeout:g}s ({why}); a write may still apply later — retrying it is safe"
@@ -268,6 +289,24 @@ class Store(StateMachineStore):
                     return leader
                 await changed.wait()
         raise UnavailableError("no leader elected in time")
+
+    def _leadership_view(self) -> tuple[bool, str | None]:
+        return self.is_leader(), self.leader()
+
+    @contextmanager
+    def cancelled_on_leadership_change(self) -> Iterator[trio.CancelScope]:
+        """A cancel scope that the first change of this member's view of the leadership
+        cancels: it gains or loses leadership, or follows another leader or none. Lets a
+        caller abandon work bound to a leader that is gone (contivd's forwarded and
+        leader-only requests); check `scope.cancelled_caught` after the block. Costs a dict
+        entry, no task."""
+        scope = trio.CancelScope()
+        self._bound[scope] = self._leadership_view()
+        try:
+            with scope:
+                yield scope
+        finally:
+            del self._bound[scope]
 
     async def leadership_changes(self) -> AsyncIterator[LeadershipChange]:
         """The current leadership, then one item per change (gained, lost, new leader)."""

@@ -76,6 +76,19 @@ class Node:
         self.log = open(self.data / "contivd.log", "ab")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
 
+    def bootstrap_token(self, name: str, role: str = "admin") -> str:
+        """A token minted as root does on a node (`contivd auth bootstrap`, signed with the
+        cluster secret); retried until the cluster has a leader to write it."""
+        args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "auth", "bootstrap", name, "--role", role,
+                "--api-listen", f"{self.host}:{self.api}", "--control-ip", self.host, "--cluster-secret", SECRET]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
+
+        def mint() -> str | None:
+            out = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+            return out.stdout.strip() if out.returncode == 0 else None
+
+        return str(wait_until(mint, 60, f"`contivd auth bootstrap {name}` to succeed", self))
+
     def ovs_vsctl(self, *args: str) -> None:
         sh("ip", "netns", "exec", self.ns, "ovs-vsctl", f"--db=unix:{self.data / 'ovs' / 'db.sock'}", *args)
 
@@ -179,20 +192,25 @@ def add_underlay(node: Node, vtep: str) -> None:
 
 
 @contextmanager
-def cluster_of_nodes(root: Path, count: int, *extra: str) -> Iterator[list[Node]]:
-    """`count` voting nodes on one fabric, each with a VXLAN underlay and `vl0` as its VLAN uplink
-    link; yields them once every API answers. Stops every node and removes every namespace."""
+def cluster_of_nodes(root: Path, count: int, *extra: str, readonly: int = 0) -> Iterator[list[Node]]:
+    """`count` nodes on one fabric, each with a VXLAN underlay and `vl0` as its VLAN uplink
+    link; yields them once every API answers. The last `readonly` of them join as read-only
+    members (never leaders), the others vote. Stops every node and removes every namespace."""
     fabric = Fabric()
-    nodes = [Node(root, f"node-{i + 1}", f"198.19.0.{i + 1}", SECRET) for i in range(count)]
+    nodes = [Node(root, f"node-{i + 1}", f"198.19.0.{i + 1}") for i in range(count)]
+    voters = nodes[: count - readonly]
     try:
         fabric.create()
         for index, node in enumerate(nodes):
             node.create_namespace()
             fabric.plug(node, index)
         for index, node in enumerate(nodes):
-            peers = ",".join(other.raft_address for other in nodes if other is not node)
-            node.start("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index), *extra)
+            peers = ",".join(other.raft_address for other in voters if other is not node)
+            member = () if node in voters else ("--readonly",)
+            node.start("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index), *member, *extra)
+        token = nodes[0].bootstrap_token("tests-admin")  # the nodes' callers are other hosts: they need a token
         for index, node in enumerate(nodes):
+            node.token = token
             wait_until(lambda n=node: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 60, f"{node.name}'s API", node)
             add_underlay(node, vtep_of(index))
         yield nodes

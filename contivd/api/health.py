@@ -3,7 +3,7 @@
 They are answered in front of the Quart app (like the plugin fast path) so a scrape or a probe
 costs no routing. `/healthz` says the process and its event loop answer; `/readyz` says the node
 can do its job, listing every failing check; `/metrics` is authenticated like the API (loopback,
-a node signature or the cluster secret as a bearer token) because it names nodes and networks.
+a node signature or a token of any role) because it names nodes and networks.
 """
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ class OpsEndpoints:
         store: Store,
         agent: Agent | None,
         metrics: Metrics,
-        authorized: Callable[[dict[str, Any]], bool],
+        refusal: Callable[[dict[str, Any]], str | None],  # why a /metrics request is refused (None: allowed)
         kube: KubeHealth | None = None,
     ):
-        self.app, self.store, self.agent, self.metrics, self.authorized, self.kube = app, store, agent, metrics, authorized, kube
+        self.app, self.store, self.agent, self.metrics, self.refusal, self.kube = app, store, agent, metrics, refusal, kube
 
     async def __call__(self, asgi_scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         scope = cast(dict[str, Any], asgi_scope)
@@ -70,8 +70,9 @@ class OpsEndpoints:
             body = {"ready": not failures, "failing": failures}
             await _respond(send, 503 if failures else 200, "application/json", (json.dumps(body) + "\n").encode())
         elif path == "/metrics":
-            if not self.authorized(scope):
-                await _respond(send, 401, "application/json", b'{"error": "metrics need loopback, a node signature or the cluster secret"}\n')
+            refused = self.refusal(scope)
+            if refused is not None:
+                await _respond(send, 401, "application/json", (json.dumps({"error": refused}) + "\n").encode())
             else:
                 await _respond(send, 200, CONTENT_TYPE, self.metrics.render())
         else:

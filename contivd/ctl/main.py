@@ -2,7 +2,7 @@
 
 This module only translates. It turns each record into a click command, opens one Client
 per invocation (server from `--server` or netctl's `--netmaster` / CONTIVD_SERVER or
-NETMASTER, bearer token from `--token` / CONTIVD_TOKEN) and prints what actions.py returns. Exit statuses are netctl's: 1 for usage
+NETMASTER, bearer token from `--token` / CONTIVD_TOKEN, else both from ctl.toml) and prints what actions.py returns. Exit statuses are netctl's: 1 for usage
 errors (click's own and netctl's client-side checks), 3 when the request failed (any
 CtlError, printed as `Error: <message>` on stderr). It talks HTTP only and never imports
 daemon internals, so it works against any contivd (or Contiv) server.
@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from . import actions
+from .access import audit_group, auth_group, login
 from .client import DEFAULT_SERVER, Client, CtlError
 from .commands import ALIASES, DEFAULT_TENANT, GROUPS, RESOURCES, SETTERS, SHOWS, Arg, Option, Resource, Setter, Show
+from .config import config_path, effective, read_settings, verification
 
 
 class AliasedGroup(click.Group):
@@ -203,7 +206,12 @@ def _server_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 @click.pass_context
 def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool) -> None:
-    ctx.obj = ctx.with_resource(Client(server, token, verify=not insecure))
+    """The client for the subcommand, with flags over the environment over ctl.toml; the
+    resolved server and token go back into the params, where every subcommand finds them."""
+    given = ctx.get_parameter_source("server") not in (ParameterSource.DEFAULT, None)
+    settings = effective(server, given, token, read_settings(config_path()))
+    ctx.params.update(server=settings.server, token=settings.token)
+    ctx.obj = ctx.with_resource(Client(settings.server or server, settings.token, verify=verification(settings, insecure)))
 
 
 def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.Group:
@@ -222,7 +230,7 @@ def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.G
             ),
             click.Option(
                 ["token", "--token"], envvar="CONTIVD_TOKEN", default=None,
-                help="Cluster secret, sent as a bearer token; needed from other hosts [env CONTIVD_TOKEN].",
+                help="Operator token (`auth token create`), sent as a bearer token; needed from other hosts [env CONTIVD_TOKEN, else ctl.toml].",
             ),
             click.Option(
                 ["insecure", "--insecure"], envvar="INSECURE", is_flag=True,
@@ -243,6 +251,8 @@ def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.G
             groups[name].add_command(command)
     for group in groups.values():
         root.add_command(group)
+    for command in (auth_group, audit_group, login):
+        root.add_command(command)
     return root
 
 

@@ -45,10 +45,14 @@ class _Connection:
 
 
 class ForwardingClient:
-    """Keep-alive connections per base URL; `request` raises OSError/TimeoutError on failure."""
+    """Keep-alive connections per base URL; `request` raises OSError/TimeoutError on failure.
 
-    def __init__(self, timeout: float):
+    `timeout` bounds a whole exchange; `connect_timeout` a new connection alone, so a peer that
+    is cut off (its SYNs dropped) fails in about a second, not after the whole timeout."""
+
+    def __init__(self, timeout: float, connect_timeout: float = 1.0):
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
         self._idle: dict[str, list[_Connection]] = {}
 
     async def request(self, method: str, base_url: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
@@ -58,7 +62,7 @@ class ForwardingClient:
         with trio.fail_after(self.timeout):
             for attempt in range(2):  # an idle connection may have been closed by the server
                 reused = bool(idle) and attempt == 0
-                conn = idle.pop() if reused else _Connection(await trio.open_tcp_stream(host, port))
+                conn = idle.pop() if reused else _Connection(await self._connect(host, port))
                 try:
                     answer = await conn.exchange(method, target, f"{host}:{port}", headers, body)
                 except (OSError, ConnectionError, h11.ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -72,6 +76,11 @@ class ForwardingClient:
                     await conn.stream.aclose()
                 return answer
         raise AssertionError("unreachable")
+
+    async def _connect(self, host: str, port: int) -> trio.SocketStream:
+        with trio.move_on_after(self.connect_timeout):
+            return await trio.open_tcp_stream(host, port)
+        raise ConnectionError(f"no connection to {host}:{port} within {self.connect_timeout:g}s")
 
     async def aclose(self) -> None:
         for connections in self._idle.values():

@@ -13,7 +13,7 @@ from typing import Any
 
 from .resolve import Resolution, object_key, owning_service, resolve_service
 
-SERVICES, ENDPOINT_SLICES = "services", "endpointslices"
+SERVICES, ENDPOINT_SLICES, PODS = "services", "endpointslices", "pods"
 
 
 class ClusterView:

@@ -59,3 +59,13 @@ def k8s_service(namespace: str, name: str) -> str:
 
 def node(name: str) -> str:
     return f"{NODES_PREFIX}{name}"
+
+
+# Access control and the audit trail: contivd's own, outside Contiv's tree (an import of a Contiv
+# tree neither sees nor replaces them).
+TOKENS_PREFIX = "/contivd/auth/tokens/"
+AUDIT_PREFIX = "/contivd/audit/"
+
+
+def token(name: str) -> str:
+    return f"{TOKENS_PREFIX}{name}"

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from raftstore import StoreStatistics
 
 from ..agent.service import AgentStatistics
+from ..http.audit import AuditEntry
 from ..k8s.listing import service_rows
 from ..state import EndpointGroupState, NodeRecord, StateSnapshot
 from ..state.records import Labels
@@ -242,3 +243,11 @@ def cluster_model(
         "tunnels": tunnels,
         "datapath": datapath,  # endpoint id → [state, healthy], from the reports of the endpoints' nodes
     }
+
+
+WRITES_SHOWN = 20
+
+
+def recent_writes(entries: Sequence[AuditEntry], count: int = WRITES_SHOWN) -> list[dict[str, Any]]:
+    """The page's "last writes": the newest `count` audit entries, newest first."""
+    return [entry.to_json() for entry in reversed(entries[-count:])]

@@ -142,10 +142,15 @@ def test_pods_on_three_nodes_reach_each_other_over_vxlan_and_over_a_vlan_uplink(
         assert status == 200, driver
         assert driver["vxlan"]["connected"] and driver["vxlan"]["tunnels"] == 2, driver
         assert driver["vlan"]["connected"] and driver["vlan"]["uplinks"] == ["vl0"], driver
-        # Another host without the cluster secret is refused; with it (bearer) it is let in.
+        # Another host without a token is refused; with the admin token (bearer) it is let in.
         first, second = nodes[0], nodes[1]
         path = f"/debug/reclaimEndpoint/{vxlan[0]['id']}"
         assert second.api_call("DELETE", path, port=first.agent, host=first.host, token="")[0] == 401
+        status, minted = second.api_call("POST", "/api/v1/auth/tokens/agent-viewer/", {"role": "viewer"})
+        assert status == 200, minted
+        status, refused = second.api_call("DELETE", path, port=first.agent, host=first.host, token=minted["token"])
+        assert status == 403 and "needs role operator" in refused["error"], refused
+        assert second.api_call("GET", "/inspect/driver", port=first.agent, host=first.host, token=minted["token"])[0] == 200
         assert second.api_call("GET", "/inspect/driver", port=first.agent, host=first.host)[0] == 200
         assert reaches(second.pods[0], vxlan[0]["ipAddress"]), "the refused reclaim changed nothing"
         # A node that leaves (its registration lease expires) loses its tunnels on the others.

@@ -250,6 +250,7 @@ def test_pod_labels_from_kubernetes_choose_network_group_and_labels(node: Node, 
     status, debug = node.api_call("GET", "/debug/ofnet")
     state = next(s for s in debug["EndpointDb"].values() if s["containerId"] == labelled.container)
     assert state["serviceName"] == "web" and state["labels"]["app"] == "db" and state["epCommonName"] == "db-0"
+    assert state["k8sPod"] == "shop/db-0", "the leader's pod watch finds the endpoint by it"
     # CNI_ARGS outrank the pod's labels
     out = run_plugin(
         "ADD", netconf(node), container=overridden.container, netns=overridden.netns, args=k8s_args + ";io.contiv.network=pods;io.contiv.net-group="

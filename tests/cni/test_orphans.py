@@ -30,7 +30,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("ovs-vswitchd") is None, reason="Open vSwitch is not installed"),
 ]
 
-GRACE = ("--orphan-grace", "2")
+GRACE = ("--orphan-grace", "5")  # long enough to see an orphan's state before it is reclaimed on a loaded machine
 NETWORKS = ("pods",)
 
 
@@ -124,13 +124,17 @@ def test_a_vanished_pod_is_reclaimed_and_live_or_moved_or_adding_pods_are_kept(n
     elsewhere = new_pod(pods)
     sh("ip", "-n", moved.name, "link", "set", "eth0", "netns", elsewhere.name)
     orphan.remove()  # the runtime removed the container and never called DEL
-    # The view lags the namespace's removal by one link-event round: wait for the change, not the row.
+    # The view lags the namespace's removal by one link-event round: wait for the change, not the
+    # row; the grace leaves several seconds to see it before the endpoint is reclaimed.
     state = wait_until(
-        lambda: (s := datapath_of(node).get(endpoint_id(orphan))) and "veth gone" in s[0] and s, 20, "the orphan's veth gone in the datapath view", node
+        lambda: (s := datapath_of(node).get(endpoint_id(orphan))) and "veth gone" in s[0] and s,
+        20,
+        "the orphan's veth gone in the datapath view",
+        node,
     )
     assert state[1] is False, state
 
-    # ADDs while the node scans every 0.5 s with a 2 s grace: their endpoints exist before their
+    # ADDs while the node scans every 1.25 s with a 5 s grace: their endpoints exist before their
     # veths do, and none of them may be taken for an orphan.
     adding = [new_pod(pods) for _ in range(12)]
     with ThreadPoolExecutor(6) as pool:

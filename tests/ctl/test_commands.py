@@ -17,6 +17,7 @@ NETCTL_TREE = {
     "global info", "global inspect", "global set", "aci-gw info", "aci-gw inspect", "aci-gw set",
     "endpoint inspect", "cluster status",
 }  # fmt: skip
+CONTIVD_ONLY = {"auth token create", "auth token ls", "auth token revoke", "audit ls", "login"}  # access control: netctl had none
 
 
 def leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
@@ -30,8 +31,8 @@ def leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
 
 
 def test_tree_is_netctls() -> None:
-    assert set(leaves(ctl_group)) == NETCTL_TREE
-    assert set(ctl_group.commands) == set(GROUPS) | {"version"}
+    assert set(leaves(ctl_group)) == NETCTL_TREE | CONTIVD_ONLY
+    assert set(ctl_group.commands) == set(GROUPS) | {"version", "auth", "audit", "login"}
 
 
 @pytest.mark.parametrize("path", ["net ls", "ep inspect", "tenant delete", "network list", "app-profile group-list"])

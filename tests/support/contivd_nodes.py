@@ -52,6 +52,12 @@ class ContivdProcess:
     def log_text(self) -> str:
         return (self.data_dir / "contivd.log").read_text(errors="replace")[-4000:]
 
+    def mint_token(self, name: str, role: str = "admin", ttl: float | None = None) -> str:
+        """A token as `contivd auth bootstrap` mints it (a request signed with the cluster secret)."""
+        from contivd.http.bootstrap import mint_token
+
+        return str(mint_token(self.url, self.secret, name, role, ttl, who=f"tests:{self.name}")["token"])
+
     # get/post/delete ask for contivd's typed errors (4xx + JSON), as `contivd ctl` does; pass
     # headers={"Accept": "*/*"} to be served Contiv's contract (500 + text) instead.
     def get(self, path: str, **kwargs: Any) -> httpx.Response:

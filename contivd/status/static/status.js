@@ -288,6 +288,20 @@ function renderEndpoints() {
 
 // ---- data flow ------------------------------------------------------------------------------
 
+function renderWrites(writes) {
+  const rows = (writes || []).map((w) =>
+    el("tr", {},
+      el("td", { title: new Date(w.time * 1000).toISOString() }, ago(w.time)),
+      el("td", {}, w.who),
+      el("td", {}, `${w.method} ${w.route}`),
+      el("td", {}, w.object),
+      el("td", {}, badge(String(w.status), w.status < 300 ? "ok" : "bad")),
+      el("td", {}, w.node),
+    ));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "no writes recorded")));
+  table(document.getElementById("writes"), ["when", "who", "request", "object", "status", "executed on"], rows);
+}
+
 function renderCluster(cluster) {
   state.snapshot.cluster = cluster;
   renderSummary(state.snapshot);
@@ -307,6 +321,7 @@ function render(snap) {
   renderNetworks(snap.store);
   renderPolicy(snap.store);
   renderServices(snap.store);
+  renderWrites(snap.writes);
   indexEndpoints(snap.store);
   renderEndpoints();
   if (!state.rendered) {

@@ -60,7 +60,7 @@ def test_the_deb_installs_starts_restarts_hitlessly_survives_the_watchdog_and_pu
     def fetch_dependencies(root: Path) -> None:
         """The container has no network: everything the install needs is fetched beforehand."""
         shutil.copy(deb, root / "root" / deb.name)
-        in_chroot(root, f"{INSTALL} --download-only /root/{deb.name}")
+        in_chroot(root, f"apt-get update -qq && {INSTALL} --download-only /root/{deb.name}")  # lists as fresh as the mirror
 
     try:
         with booted(base, fetch_dependencies) as container:

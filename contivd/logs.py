@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import warnings
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -67,3 +68,6 @@ def configure(level: str, log_format: str, secrets: Iterable[str | None] = ()) -
     root.addHandler(handler)
     root.setLevel(level)
     logging.captureWarnings(True)  # library warnings become events in the same format
+    # The ovs library's poller imports eventlet (os-ken brings it) only to detect monkey-patching;
+    # contivd never runs eventlet, so its deprecation notice is noise in every start log.
+    warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated", module=r"ovs\.poller")

@@ -34,9 +34,10 @@ from .config import Config, ConfigError
 from .http import auth
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
+from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
 from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
 from .metrics import StoreSummaries, observe_cni, observe_orphan
-from .migrate import ImportContext, register_import_route
+from .migrate import IMPORT_PATH, ImportContext, register_import_route
 from .model import ModelError
 from .netmaster.control import LocalControlPlane
 from .netmaster.service import Netmaster
@@ -100,6 +101,7 @@ def _hypercorn_config(listen: str, tls: TlsFiles | None) -> HypercornConfig:
     hconfig.accesslog = None
     hconfig.errorlog = logging.getLogger("hypercorn.error")  # our handler and format (logs.configure), not hypercorn's own
     hconfig.graceful_timeout = 5.0
+    listener_timeouts(hconfig)
     return hconfig
 
 
@@ -160,7 +162,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 agent_bound = await nursery.start(
                     partial(
                         serve,
-                        agent_app,
+                        Hardened(agent_app),
                         _hypercorn_config(config.agent_listen, tls if config.listener_tls(config.agent_listen) else None),
                         shutdown_trigger=stop.wait,
                     )
@@ -213,7 +215,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:
                 try:
                     await serve(
-                        api.asgi,
+                        Hardened(api.asgi, {IMPORT_PATH: MAX_IMPORT_BODY_BYTES}),
                         _hypercorn_config(config.api_listen, tls if config.listener_tls(config.api_listen) else None),
                         shutdown_trigger=stop.wait,
                         task_status=task_status,

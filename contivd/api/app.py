@@ -38,6 +38,7 @@ from ..http.errors import (
     wants_contiv_errors,
 )
 from ..http.forwarder import ForwardingClient
+from ..http.hardening import parse_json_limited
 from ..http.leadership import unless_leader_changes
 from ..k8s import KubeHealth
 from ..k8s.listing import kubernetes_services
@@ -96,25 +97,6 @@ class AtRevision:
     revision: int
 
 
-_DECODER = json.JSONDecoder()
-
-
-def _parse_json(body: bytes) -> Any:
-    """The first JSON value of the body; what follows it is ignored, as Go's `json.Decoder`
-    (Contiv's handlers decode with one) reads one value and stops."""
-    try:
-        text = body.decode()
-    except UnicodeDecodeError as exc:
-        raise BadRequestError(f"request body is not UTF-8: {exc}") from None
-    text = text.lstrip(" \t\r\n")
-    if not text:
-        raise BadRequestError("request body is empty: expected a JSON object", contiv="EOF")
-    try:
-        return _DECODER.raw_decode(text)[0]
-    except ValueError as exc:
-        raise BadRequestError(f"request body is not valid JSON: {exc}") from None
-
-
 class Handlers:
     def __init__(self, ctx: ApiContext):
         self.ctx = ctx
@@ -143,7 +125,7 @@ class Handlers:
     async def put_object(self, body: bytes, collection: str, key: str) -> Any:
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
             raise BadRequestError(f"{collection} are not supported", contiv=contiv_line("unsupported-type"))
-        return await self.nm.put_object(collection, key, _parse_json(body))
+        return await self.nm.put_object(collection, key, parse_json_limited(body))
 
     async def delete_object(self, body: bytes, collection: str, key: str) -> Any:
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
@@ -183,7 +165,7 @@ class Handlers:
         return status, body
 
     async def _plugin(self, body: bytes, call: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
-        payload = _parse_json(body)
+        payload = parse_json_limited(body)
         if not isinstance(payload, dict):
             raise BadRequestError("request body must be a JSON object")
         return await call(payload)
@@ -287,7 +269,7 @@ class Handlers:
         return await access.list_tokens(self.ctx.store)
 
     async def create_token(self, body: bytes, name: str) -> Any:
-        return AtRevision(*await access.create_token(self.ctx.store, name, _parse_json(body)))
+        return AtRevision(*await access.create_token(self.ctx.store, name, parse_json_limited(body)))
 
     async def revoke_token(self, body: bytes, name: str) -> Any:
         return AtRevision(*await access.revoke_token(self.ctx.store, name))

@@ -56,7 +56,7 @@ def object_key(params: Mapping[str, str], body: bytes) -> str:
         return "/".join(params.values())
     try:
         value = json.loads(body) if body.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the decoder's stack (the handler answers 400)
         return ""
     if not isinstance(value, dict):
         return ""

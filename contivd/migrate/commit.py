@@ -29,6 +29,7 @@ from raftstore import Delete, KeyValueStore, Put, Store, mod_revision_is
 from ..http import auth
 from ..http.audit import AuditTrail
 from ..http.errors import BadRequestError, answer_for
+from ..http.hardening import parse_json_limited
 from ..http.tokens import Role
 from ..model import ConflictError
 from ..nodes import leader_api_url
@@ -72,10 +73,7 @@ async def commit_plan(store: KeyValueStore, plan: ImportPlan, force: bool) -> in
 
 
 def _request(body: bytes) -> tuple[ContivTree, bool]:
-    try:
-        doc = json.loads(body)
-    except ValueError as exc:
-        raise BadRequestError(f"the import body is not JSON: {exc}") from None
+    doc = parse_json_limited(body)
     values = doc.get("values") if isinstance(doc, dict) else None
     if not isinstance(values, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in values.items()):
         raise BadRequestError('the import body must be {"values": {"<etcd key>": "<value text>", ...}, "force": false}')

@@ -22,8 +22,8 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import trio
-from ovsdbapp.backend.ovs_idl import connection, idlutils
-from ovsdbapp.schema.open_vswitch.impl_idl import OvsdbIdl
+from ovsdbapp.backend.ovs_idl import connection, idlutils, transaction
+from ovsdbapp.schema.open_vswitch.impl_idl import OvsdbIdl, OvsVsctlTransaction
 
 from .errors import OvsError
 
@@ -141,6 +141,23 @@ class Ovsdb:
 STOP_WAIT_SECONDS = 2.0
 
 
+class _CommitOnlyTransaction(OvsVsctlTransaction):  # type: ignore[misc]  # ovsdbapp is untyped
+    """An ovs-vsctl-style transaction that returns once OVSDB has committed it.
+
+    OvsVsctlTransaction then waits in the IDL thread for ovs-vswitchd to apply the commit
+    (`cur_cfg` reaching `next_cfg`) and, when vswitchd is busy or still starting past the
+    timeout, logs `Post-commit checks failed` with a traceback at ERROR while the call succeeds.
+    That wait is redundant here: every change that needs vswitchd is followed by
+    `_wait_ofports`, which reports the same condition once, as an OvsError."""
+
+    def post_commit(self, txn: Any) -> None:
+        transaction.Transaction.post_commit(self, txn)
+
+
+def _commit_only_transaction(api: OvsdbIdl, check_error: bool = False, log_errors: bool = True, **_: Any) -> _CommitOnlyTransaction:
+    return _CommitOnlyTransaction(api, api.ovsdb_connection, check_error=check_error, log_errors=log_errors)
+
+
 @asynccontextmanager
 async def open_ovsdb(target: str, *, timeout_s: float = 10.0) -> AsyncIterator[Ovsdb]:
     """Connect to `target` (`unix:/path/db.sock`), stop the IDL thread on exit."""
@@ -158,7 +175,7 @@ async def open_ovsdb(target: str, *, timeout_s: float = 10.0) -> AsyncIterator[O
     # ovsdbapp keeps the connection on the API *class*: the first one created would silently be
     # reused for every later target. A class per connection keeps several OVSDBs (one per node
     # namespace, as in tests) apart.
-    api_class = type("NodeOvsdbIdl", (OvsdbIdl,), {"_ovsdb_connection": None})
+    api_class = type("NodeOvsdbIdl", (OvsdbIdl,), {"_ovsdb_connection": None, "create_transaction": _commit_only_transaction})
     try:
         yield Ovsdb(api_class(conn), conn, timeout_s)
     finally:

@@ -3,6 +3,9 @@ external_ids, ofports, policing, idempotence and errors that name the bridge and
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
 from collections.abc import Callable
 
 import pytest
@@ -113,3 +116,20 @@ async def test_errors_name_the_bridge_and_port(ovs: ManagedOvs, run_id: str) -> 
         with pytest.raises(OvsError, match=f"bridge {br.name} port {internal}: the port is on bridge {other.name}"):
             await br.ensure_port(PortSpec(internal, PortKind.INTERNAL))
         assert br.statistics().errors == 4
+
+
+async def test_a_stalled_vswitchd_is_one_ovs_error_and_no_ovsdbapp_traceback(ovs: ManagedOvs, run_id: str, caplog: pytest.LogCaptureFixture) -> None:
+    """ovsdbapp's ovs-vsctl-style transactions wait for ovs-vswitchd to apply each commit and log
+    `Post-commit checks failed` with a traceback at ERROR when it does not in time (a busy or
+    still-starting vswitchd: every start of the packaged unit logged one). contivd's transactions
+    do not wait there: the ofport wait after them reports the same condition once, as OvsError."""
+    vswitchd = int((ovs.run_dir / "ovs-vswitchd.pid").read_text())
+    os.kill(vswitchd, signal.SIGSTOP)
+    try:
+        async with open_ovsdb(ovs.db_socket, timeout_s=2) as db:
+            with pytest.raises(OvsError, match="not attached by ovs-vswitchd within"):
+                await db.bridge(BridgeSpec(f"cvs{run_id}", datapath_type=ovs.datapath_type)).ensure_bridge()
+    finally:
+        os.kill(vswitchd, signal.SIGCONT)
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert not errors, [r.getMessage() for r in errors]

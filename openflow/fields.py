@@ -83,6 +83,7 @@ class Category(IntEnum):
     QOS = 8
     FORWARD = 9
     FLOOD = 10
+    NETPOL = 11  # Kubernetes NetworkPolicy rules (object: the rule_id)
 
 
 ROUND_BITS = 16

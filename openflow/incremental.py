@@ -29,12 +29,13 @@ from openflow.diff import diff
 from openflow.encode import record_match
 from openflow.fields import ROUND_MASK
 from openflow.flow import Flow
-from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
+from openflow.inputs import Fabric, LocalPort, NetpolPod, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
 from openflow.owners import (
     Built,
     Ledger,
     Owner,
     all_owners,
+    build_netpol,
     build_network,
     build_port,
     build_remote,
@@ -81,6 +82,7 @@ class _Snapshot:
     remotes: _Index[RemoteEndpoint]
     rules: _Index[PolicyRuleSpec]
     services: _Index[ServiceSpec]
+    netpol: _Index[NetpolPod]
     members: dict[NetworkRef, dict[str, int]]
     """Networks with local ports on this bridge -> endpoint id -> ofport (their flood buckets)."""
 
@@ -96,6 +98,7 @@ class _Snapshot:
             _Index(inputs.remote_endpoints, _ENDPOINT_ID, "remote endpoint"),
             _Index(inputs.rules, _RULE_ID, "policy rule"),
             _Index(inputs.services, _SERVICE_ID, "service"),
+            _Index(inputs.netpol, _NETPOL_POD, "NetworkPolicy pod"),
             members,
         )
 
@@ -104,6 +107,7 @@ _PORT_ID: Callable[[LocalPort], str] = attrgetter("endpoint_id")
 _ENDPOINT_ID: Callable[[RemoteEndpoint], str] = attrgetter("endpoint_id")
 _RULE_ID: Callable[[PolicyRuleSpec], str] = attrgetter("rule_id")
 _SERVICE_ID: Callable[[ServiceSpec], str] = attrgetter("service_id")
+_NETPOL_POD: Callable[[NetpolPod], str] = attrgetter("pod")
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,7 @@ class FlowState:
         remotes, changed_remotes = last.remotes.following(inputs.remote_endpoints)
         rules, changed_rules = last.rules.following(inputs.rules)
         services, changed_services = last.services.following(inputs.services)
+        netpols, changed_netpols = last.netpol.following(inputs.netpol)
         tables, round_, encap = self._tables, fabric.round, fabric.encap
         rebuilt: list[tuple[Owner, Built | None]] = []
         members = dict(last.members)  # copied per network before it changes
@@ -203,8 +208,11 @@ class FlowState:
         for name in changed_services:
             spec = services.by_id.get(name)
             rebuilt.append((("service", name), None if spec is None else build_service(tables, spec, round_, fabric.host_port)))
+        for name in changed_netpols:
+            pod = netpols.by_id.get(name)
+            rebuilt.append((("netpol", name), None if pod is None else build_netpol(tables, pod, round_)))
         plan = self._ledger.change(rebuilt)
-        self._last = _Snapshot(fabric, ports, remotes, rules, services, members)
+        self._last = _Snapshot(fabric, ports, remotes, rules, services, netpols, members)
         self.last_update_full = False
         return plan
 

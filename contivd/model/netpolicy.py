@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, collapse_addresses
 from typing import Any, Literal
 
+from openflow.inputs import NetpolDirection as Direction
+from openflow.inputs import NetpolRule
+
 from .errors import ValidationError
 
-Direction = Literal["ingress", "egress"]
-Action = Literal["allow", "drop"]
 PROTOCOLS = {"TCP": 6, "UDP": 17, "SCTP": 132}
 PORT_PROTOCOLS = frozenset({6, 17})
 """Protocols whose ports the datapath can match."""
@@ -146,34 +147,6 @@ class Policy:
         return f"{self.namespace}/{self.name}"
 
 
-@dataclass(frozen=True, order=True)
-class NetpolRule:
-    """One address rule of the datapath: in the `direction` table, a packet whose `pod` end
-    (destination for ingress, source for egress) is `pod_ip` and whose other end is in `peer`
-    (None: anything), with `proto` (0: any) and destination port in `ports` (None: any)
-    gets `action`.  `rule_id` names the policy rule it came from (`<ns>/<policy>/<direction>/<i>`)
-    or the isolation (`<ns>/<pod>/<direction>/isolation`); counters are kept per `rule_id`."""
-
-    direction: Direction
-    priority: int
-    pod_ip: int
-    peer: tuple[int, int] | None
-    proto: int
-    ports: tuple[int, int] | None
-    action: Action
-    rule_id: str
-
-    def matches(self, src: int, dst: int, proto: int, dport: int) -> bool:
-        here, there = (dst, src) if self.direction == "ingress" else (src, dst)
-        if here != self.pod_ip:
-            return False
-        if self.peer is not None and not _in_prefix(there, self.peer):
-            return False
-        if self.proto and proto != self.proto:
-            return False
-        return self.ports is None or self.ports[0] <= dport <= self.ports[1]
-
-
 @dataclass(frozen=True)
 class Compiled:
     rules: tuple[NetpolRule, ...]
@@ -196,12 +169,6 @@ class Decision:
         rules = [r for r in (self.egress, self.ingress) if r is not None]
         drops = [r for r in rules if r.action == "drop"]
         return (drops or rules[::-1])[0] if rules else None
-
-
-def _in_prefix(ip: int, prefix: tuple[int, int]) -> bool:
-    value, length = prefix
-    mask = ((1 << length) - 1) << (32 - length)
-    return ip & mask == value & mask
 
 
 # ---------------------------------------------------------------------------------------------

@@ -246,6 +246,7 @@ class InputsBuilder:
             services=tuple(services),
             round=round,
             host_port=host_port,
+            netpol=tuple(snapshot.k8s_netpol.values()),  # the records themselves: kept objects, no conversion
         )
         return Built(inputs, tuple(problems))
 

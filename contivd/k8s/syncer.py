@@ -31,6 +31,7 @@ from raftstore import Delete, KeyValueStore, Op, Put, StoreError
 from ..state import KubeServiceState, keys
 from ..state.records import RecordError
 from .client import KubeApi, KubeRefused, KubeUnavailable
+from .netpol import NetpolSync
 from .reflector import Changed, Listed, Update, reflect
 from .resolve import Skipped
 from .status import KubeHealth
@@ -162,7 +163,7 @@ class ServiceSync:
 class KubernetesWatch:
     """Kubernetes mode on one node: nothing until it is the Raft leader; then the client is
     built (off the event loop, once: importing `kubernetes` costs seconds of CPU, which
-    followers never pay) and a ServiceSync runs for the term. An unusable kubeconfig is logged
+    followers never pay) and a ServiceSync and a NetpolSync run for the term. An unusable kubeconfig is logged
     and reported by readiness; the node keeps serving everything else."""
 
     def __init__(self, store: KeyValueStore, kubeconfig: Path, service_cidr: ipaddress.IPv4Network, health: KubeHealth):
@@ -183,7 +184,9 @@ class KubernetesWatch:
                     self.health.failed("kubeconfig", str(exc))
                     await trio.sleep_forever()
             assert self.api is not None
-            await ServiceSync(self.store, self.api, self.service_cidr, self.health).run()
+            async with trio.open_nursery() as nursery:  # NetworkPolicy beside Services, for the same term
+                nursery.start_soon(NetpolSync(self.store, self.api, self.health).run)
+                await ServiceSync(self.store, self.api, self.service_cidr, self.health).run()
         finally:
             self.health.stop()
 

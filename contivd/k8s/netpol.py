@@ -1,0 +1,150 @@
+"""The leader's NetworkPolicy duty: keep `/contiv.io/k8s/netpol/` equal to the compiled
+NetworkPolicies, one record per pod with rules (docs/policy.md).
+
+It reflects NetworkPolicies, Pods and Namespaces (the reflector of the Service watch), and once
+all three are listed recompiles everything (`contivd.model.netpolicy`, pure) after each batch of
+events — the events waiting in the channel are applied first, so a burst costs one compile —
+and writes only the pods whose rules changed. On becoming leader it reads what the store holds
+first, so a new leader writes the difference, deleting stale records. Pod addresses are the
+pods' `status.podIP` (the kubelet reports the address contivd's CNI gave).
+
+A policy the compiler refuses (a selector operator it does not know, an ipBlock that is not
+IPv4, ...) is logged once per change and left out; what it cannot express (SCTP ports) is
+logged the same way. Not responsible for programming flows (every node's agent does that).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import trio
+
+from openflow.inputs import NetpolPod, NetpolRule
+from raftstore import Delete, KeyValueStore, Op, Put, StoreError
+
+from ..model import ValidationError
+from ..model.netpolicy import Compiled, Policy, compile_policies, parse_namespace, parse_pod, parse_policy
+from ..state import RecordError, keys
+from ..state.records import netpol_pod_from_json, netpol_pod_to_json
+from .client import KubeApi
+from .reflector import Listed, Update, reflect
+from .resolve import object_key
+from .status import KubeHealth
+from .view import NAMESPACES, NETWORK_POLICIES, PODS
+
+log = logging.getLogger("contivd.k8s")
+KINDS = (NETWORK_POLICIES, PODS, NAMESPACES)
+TXN_OPS = 100  # records per store transaction (bounded Raft entries)
+RETRY_SECONDS = 1.0
+
+
+def compile_objects(objects: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> tuple[dict[str, NetpolPod], Compiled, list[str]]:
+    """The records every pod with rules should have, from the API's objects by kind and key
+    (pure); plus the compilation and the policies refused, each with its reason."""
+    policies: list[Policy] = []
+    refused: list[str] = []
+    for obj in objects.get(NETWORK_POLICIES, {}).values():
+        try:
+            policies.append(parse_policy(obj))
+        except ValidationError as exc:
+            refused.append(str(exc))
+    pods = [parse_pod(obj) for obj in objects.get(PODS, {}).values()]
+    compiled = compile_policies(policies, pods, [parse_namespace(obj) for obj in objects.get(NAMESPACES, {}).values()])
+    owner: dict[int, str] = {}
+    for pod in sorted(pods, key=lambda p: p.key):
+        owner.setdefault(pod.ip, pod.key)  # two pods on one address (a finished one): the first
+    by_pod: dict[str, list[NetpolRule]] = {}
+    for rule in compiled.rules:
+        by_pod.setdefault(owner[rule.pod_ip], []).append(rule)
+    return {pod: NetpolPod(pod, tuple(rules)) for pod, rules in by_pod.items()}, compiled, refused
+
+
+class NetpolSync:
+    """One leadership term's NetworkPolicy watch and writes."""
+
+    def __init__(self, store: KeyValueStore, api: KubeApi, health: KubeHealth):
+        self.store, self.api, self.health = store, api, health
+        self.objects: dict[str, dict[str, Mapping[str, Any]]] = {kind: {} for kind in KINDS}
+        self.written: dict[str, NetpolPod] | None = None  # what the store holds; None: not read yet
+        self.reported: set[str] = set()
+        self.compiles = 0
+
+    async def run(self) -> None:
+        send, receive = trio.open_memory_channel[Update](256)
+        stopping = threading.Event()
+        try:
+            async with trio.open_nursery() as nursery, receive:
+                for kind in KINDS:
+                    nursery.start_soon(self._reflect, kind, send.clone(), stopping)
+                send.close()
+                await self._consume(receive)
+        finally:
+            stopping.set()
+
+    async def _reflect(self, kind: str, send: trio.MemorySendChannel[Update], stopping: threading.Event) -> None:
+        def emit(update: Update) -> None:
+            trio.from_thread.run(send.send, update)
+
+        async with send:
+            await trio.to_thread.run_sync(reflect, self.api, kind, emit, self.health, stopping, abandon_on_cancel=True)
+
+    def apply(self, update: Update) -> None:
+        if isinstance(update, Listed):
+            self.objects[update.kind] = {object_key(o): o for o in update.objects}
+        elif update.event == "DELETED":
+            self.objects[update.kind].pop(object_key(update.object), None)
+        else:
+            self.objects[update.kind][object_key(update.object)] = update.object
+
+    async def _consume(self, receive: trio.MemoryReceiveChannel[Update]) -> None:
+        listed: set[str] = set()
+        async for update in receive:
+            while True:  # the whole waiting batch, then one compile
+                self.apply(update)
+                if isinstance(update, Listed):
+                    listed.add(update.kind)
+                try:
+                    update = receive.receive_nowait()
+                except trio.WouldBlock:
+                    break
+            if listed == set(KINDS):
+                await self._retrying()
+
+    async def _retrying(self) -> None:
+        while True:
+            try:
+                await self.sync()
+                return
+            except StoreError as exc:
+                log.warning("writing NetworkPolicy rules to the store failed, retrying: %s", exc)
+                await trio.sleep(RETRY_SECONDS)
+
+    async def sync(self) -> None:
+        """Compile and write the pods whose rules changed (reading the store first in a term)."""
+        desired, compiled, refused = compile_objects(self.objects)
+        self.compiles += 1
+        for problem in sorted({*refused, *compiled.problems} - self.reported):
+            log.warning("NetworkPolicy: %s", problem)
+        self.reported = {*refused, *compiled.problems}
+        if self.written is None:
+            self.written = await self._stored()
+        ops: list[Op] = [Delete(keys.k8s_netpol(pod)) for pod in sorted(self.written) if pod not in desired]
+        ops += [Put(keys.k8s_netpol(pod), netpol_pod_to_json(record)) for pod, record in sorted(desired.items()) if self.written.get(pod) != record]
+        for start in range(0, len(ops), TXN_OPS):
+            await self.store.txn(success=ops[start : start + TXN_OPS])
+        self.written = desired
+        if ops:
+            log.info("NetworkPolicy rules: %d pods with rules, %d records written or deleted", len(desired), len(ops))
+
+    async def _stored(self) -> dict[str, NetpolPod]:
+        held: dict[str, NetpolPod] = {}
+        for kv in await self.store.list(keys.K8S_NETPOL_PREFIX):
+            try:
+                record = netpol_pod_from_json(kv.value)
+            except RecordError:
+                record = NetpolPod(kv.key[len(keys.K8S_NETPOL_PREFIX) :], ())  # unreadable: rewritten or deleted
+            held[kv.key[len(keys.K8S_NETPOL_PREFIX) :]] = record
+        return held

@@ -80,7 +80,7 @@ PIPELINE: tuple[TableSpec, ...] = (
     TableSpec(
         "service_lb", "service",
         "new connections to a VIP:port go to a select group that commits the DNAT; remote traffic skips policy",
-        _f("ct_state", "eth_type", "ip_proto", "ipv4_dst", "tp_dst", "metadata"), set_fields=_f("reg0", "reg1"),
+        _f("ct_state", "eth_type", "ip_proto", "ipv4_src", "ipv4_dst", "tp_dst", "metadata"), set_fields=_f("reg0", "reg1"),
         next=("dst_epg", "forward"), miss="dst_epg", resubmit=("session_affinity", "endpoint_dnat"),
     ),
     TableSpec(

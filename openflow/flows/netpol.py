@@ -12,7 +12,11 @@ block of its port range:
 * ingress isolation (100): ``ipv4_dst=<pod>`` → drop.
 
 Replies (``+est+rpl``) and related packets of committed connections skip both tables (300 in
-np_egress): NetworkPolicy allows a connection's replies. Only replies: OVS's userspace
+np_egress): NetworkPolicy allows a connection's replies. A reply is judged on the node of the
+pod that sends it, which is not the node that committed the connection when it crossed the
+tunnel; so in service_lb, where tunnel traffic skips policy, connections arriving from another
+node are committed too when a reply would be judged: to an egress-isolated pod (310,
+``metadata=REMOTE,ip,nw_dst=<pod>``) or from an ingress-isolated one (320, ``nw_src=<pod>``). Only replies: OVS's userspace
 conntrack calls every later packet of a committed connection ``+est``, also the retransmitted
 first packet of a service connection the group committed before np_ingress dropped it, so
 original-direction packets are judged again each time.
@@ -24,12 +28,14 @@ from __future__ import annotations
 
 from fastpath import port_range_masks
 from openflow import fields
-from openflow.fields import Category, cookie
+from openflow.fields import Category, cookie, meta
 from openflow.flow import ETH_IPV4, Ct, Flow, MatchValue, Resubmit
 from openflow.inputs import NetpolPod, NetpolRule, NodeInputs
 from openflow.pipeline import Table, Tables
 
 REPLY_PRIORITY = 300
+REMOTE_COMMIT_PRIORITY = {"egress": 310, "ingress": 320}
+"""service_lb, above the REMOTE bypass (300): tunnel traffic whose replies an isolation judges."""
 COMMIT_PRIORITY = 50
 """np_ingress: connections an egress-isolated pod was allowed to open (below any isolation)."""
 CT_EST_REPLY = (0x2A, 0x2A)  # +est+rpl+trk (ct_state bits: est=0x02, rpl=0x08, trk=0x20)
@@ -65,6 +71,14 @@ def _commit(table: Table) -> Ct:
     return Ct(table.goto_id("qos"), fields.CT_ZONE, commit=True)
 
 
+def _remote_commit(tables: Tables, rule: NetpolRule, key: int) -> Flow:
+    """Commit what arrives through a tunnel to an egress-isolated pod or from an ingress-isolated one."""
+    lb = tables["service_lb"]
+    side = "ipv4_dst" if rule.direction == "egress" else "ipv4_src"
+    match: dict[str, MatchValue] = {"metadata": meta(REMOTE=1), "eth_type": ETH_IPV4, side: rule.pod_ip}
+    return lb.flow(REMOTE_COMMIT_PRIORITY[rule.direction], match, cookie=key, actions=(Ct(lb.goto_id("forward"), fields.CT_ZONE, commit=True),))
+
+
 def rule_flows(tables: Tables, rule: NetpolRule, round_: int) -> list[Flow]:
     key = cookie(Category.NETPOL, rule.rule_id, round_)
     table = tables[f"np_{rule.direction}"]
@@ -73,7 +87,7 @@ def rule_flows(tables: Tables, rule: NetpolRule, round_: int) -> list[Flow]:
         if rule.direction == "egress":
             ingress = tables["np_ingress"]
             flows += [ingress.flow(COMMIT_PRIORITY, m, cookie=key, actions=(_commit(ingress),)) for m in _matches(rule)]
-        return flows
+        return [*flows, _remote_commit(tables, rule, key)]
     if rule.direction == "egress":
         return [table.flow(rule.priority, m, cookie=key, goto="np_ingress") for m in _matches(rule)]
     return [table.flow(rule.priority, m, cookie=key, actions=(_commit(table),)) for m in _matches(rule)]

@@ -28,6 +28,8 @@ DB_RULES = (
 def test_golden_flows_of_one_pod() -> None:
     inputs = dataclasses.replace(node_a(), netpol=(NetpolPod("prod/db", DB_RULES),))
     assert texts(netpol.flows(TABLES, inputs)) == [
+        "table=4, priority=310,ip,metadata=0x100000000000000/0x100000000000000,nw_dst=10.1.1.2 actions=ct(commit,table=8,zone=65520)",
+        "table=4, priority=320,ip,metadata=0x100000000000000/0x100000000000000,nw_src=10.1.1.2 actions=ct(commit,table=8,zone=65520)",
         "table=11, priority=100,ip,nw_src=10.1.1.2 actions=drop",
         "table=11, priority=200,udp,nw_src=10.1.1.2,tp_dst=53 actions=goto_table:12",
         "table=11, priority=200,ip,nw_src=10.1.1.2,nw_dst=10.1.2.0/24 actions=goto_table:12",

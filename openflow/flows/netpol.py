@@ -6,8 +6,10 @@ rule (:class:`openflow.inputs.NetpolRule`, made by contivd.model.netpolicy) is o
 block of its port range:
 
 * egress allow (200): ``ipv4_src=<pod>[,ipv4_dst=<peer>][,proto,tp_dst]`` → np_ingress;
-* egress isolation (100): ``ipv4_src=<pod>`` → drop; and in np_ingress (50) the same match
-  commits the connection, so that replies to what the isolated pod opened come back;
+* egress isolation (100): ``ipv4_src=<pod>`` → drop;
+* what passes to or from a pod whose isolation judges the replies is committed in np_ingress
+  (50, below every drop): ``ipv4_src=<pod>`` for either isolation (the replies to what the pod
+  opened), ``ipv4_dst=<pod>`` for egress isolation (the pod's replies to what others opened);
 * ingress allow (200): ``ipv4_dst=<pod>[,ipv4_src=<peer>][,proto,tp_dst]`` → commit, qos;
 * ingress isolation (100): ``ipv4_dst=<pod>`` → drop.
 
@@ -37,7 +39,7 @@ REPLY_PRIORITY = 300
 REMOTE_COMMIT_PRIORITY = {"egress": 310, "ingress": 320}
 """service_lb, above the REMOTE bypass (300): tunnel traffic whose replies an isolation judges."""
 COMMIT_PRIORITY = 50
-"""np_ingress: connections an egress-isolated pod was allowed to open (below any isolation)."""
+"""np_ingress: connections whose replies an isolation judges (below any isolation's drop)."""
 CT_EST_REPLY = (0x2A, 0x2A)  # +est+rpl+trk (ct_state bits: est=0x02, rpl=0x08, trk=0x20)
 CT_RELATED = (0x24, 0x24)  # +rel+trk (rel=0x04)
 
@@ -83,11 +85,12 @@ def rule_flows(tables: Tables, rule: NetpolRule, round_: int) -> list[Flow]:
     key = cookie(Category.NETPOL, rule.rule_id, round_)
     table = tables[f"np_{rule.direction}"]
     if rule.action == "drop":
-        flows = [table.flow(rule.priority, m, cookie=key) for m in _matches(rule)]
-        if rule.direction == "egress":
-            ingress = tables["np_ingress"]
-            flows += [ingress.flow(COMMIT_PRIORITY, m, cookie=key, actions=(_commit(ingress),)) for m in _matches(rule)]
-        return [*flows, _remote_commit(tables, rule, key)]
+        ingress = tables["np_ingress"]
+        sides = ("ipv4_src", "ipv4_dst") if rule.direction == "egress" else ("ipv4_src",)
+        commits = [
+            ingress.flow(COMMIT_PRIORITY, {"eth_type": ETH_IPV4, side: rule.pod_ip}, cookie=key, actions=(_commit(ingress),)) for side in sides
+        ]
+        return [*(table.flow(rule.priority, m, cookie=key) for m in _matches(rule)), *commits, _remote_commit(tables, rule, key)]
     if rule.direction == "egress":
         return [table.flow(rule.priority, m, cookie=key, goto="np_ingress") for m in _matches(rule)]
     return [table.flow(rule.priority, m, cookie=key, actions=(_commit(table),)) for m in _matches(rule)]

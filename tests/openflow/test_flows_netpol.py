@@ -8,7 +8,7 @@ import dataclasses
 from openflow.desired import desired
 from openflow.fields import Category, cookie
 from openflow.flows import netpol
-from openflow.inputs import NetpolPod, NetpolRule, ipv4
+from openflow.inputs import NetpolDirection, NetpolPod, NetpolRule, ipv4
 from openflow.pipeline import TABLES
 from tests.openflow.fakeswitch import FakeSwitch
 from tests.openflow.scenario import IP, MAC, node_a, texts
@@ -35,6 +35,7 @@ def test_golden_flows_of_one_pod() -> None:
         "table=11, priority=200,ip,nw_src=10.1.1.2,nw_dst=10.1.2.0/24 actions=goto_table:12",
         "table=11, priority=300,ct_state=+rel+trk,ip actions=resubmit(,7)",
         "table=11, priority=300,ct_state=+est+rpl+trk,ip actions=resubmit(,7)",
+        "table=12, priority=50,ip,nw_dst=10.1.1.2 actions=ct(commit,table=7,zone=65520)",
         "table=12, priority=50,ip,nw_src=10.1.1.2 actions=ct(commit,table=7,zone=65520)",
         "table=12, priority=100,ip,nw_dst=10.1.1.2 actions=drop",
         "table=12, priority=200,tcp,nw_src=10.1.1.3,nw_dst=10.1.1.2,tp_dst=5432 actions=ct(commit,table=7,zone=65520)",
@@ -94,3 +95,22 @@ def test_egress_allow_needs_the_destination_ingress_too() -> None:
     result = switch.send(4, **tcp("db1", IP["web1"], MAC["web1"], 80, sport=40002))
     assert result.ports == [] and result.hits[-1].startswith("table=12, priority=100,ip,nw_dst=10.1.0.2")
     assert switch.send(4, **tcp("db1", IP["web2"], MAC["web2"], 80, sport=40003)).ports == []  # not allowed at all
+
+
+def _one_isolation(pod: str, direction: NetpolDirection) -> FakeSwitch:
+    drop = NetpolRule(direction, 100, IP[pod], None, 0, None, "drop", f"prod/{pod}/{direction}/isolation")
+    return FakeSwitch.with_state(desired(node_a(netpol=(NetpolPod(f"prod/{pod}", (drop,)),))))
+
+
+def test_replies_to_what_an_ingress_isolated_pod_opened_come_back() -> None:
+    switch = _one_isolation("web1", "ingress")
+    assert switch.send(3, **tcp("web1", IP["db1"], MAC["db1"], 80)).ports == [4]
+    assert switch.send(4, **tcp("db1", IP["web1"], MAC["web1"], 40000, sport=80, flags=0x12)).ports == [3]
+    assert switch.send(4, **tcp("db1", IP["web1"], MAC["web1"], 80, sport=40005)).ports == []  # db1 opening: dropped
+
+
+def test_an_egress_isolated_pod_answers_what_others_opened() -> None:
+    switch = _one_isolation("db1", "egress")
+    assert switch.send(3, **tcp("web1", IP["db1"], MAC["db1"], 80)).ports == [4]
+    assert switch.send(4, **tcp("db1", IP["web1"], MAC["web1"], 40000, sport=80, flags=0x12)).ports == [3]
+    assert switch.send(4, **tcp("db1", IP["web1"], MAC["web1"], 80, sport=40006)).ports == []  # db1 opening: dropped

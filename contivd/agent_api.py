@@ -1,8 +1,9 @@
 """The node agent's REST API (Contiv netplugin's port 9090 routes) on `--agent-listen`.
 
 The netmaster's `/debug/epcleanup` calls `DELETE /debug/reclaimEndpoint/<id>` here on the
-endpoint's node; operators read `/inspect/driver` and `/svcstats`. Callers are authenticated
-like the main API: loopback, a node signature or the cluster secret as a bearer token.
+endpoint's node; operators read `/inspect/driver`, `/svcstats` and `/netpolstats` (NetworkPolicy
+rule hits per rule id). Callers are authenticated like the main API: loopback, a node signature
+or the cluster secret as a bearer token.
 contivd forwards in bridge mode and runs no DNS server, so `/inspect/bgp` and
 `/inspect/nameserver` answer Contiv's shapes with nothing in them.
 """
@@ -89,6 +90,28 @@ async def service_stats(agent: Agent) -> dict[str, Any]:
     return stats
 
 
+async def netpol_stats(agent: Agent) -> dict[str, dict[str, int]]:
+    """Packets and bytes per NetworkPolicy rule id on this node's bridges (the np tables' flows,
+    by cookie): an allow's hits passed it, an isolation's (`<ns>/<pod>/<direction>/isolation`)
+    were dropped by default. Rules without hits are listed with 0."""
+    snapshot = agent.cache.catch_up()
+    by_cookie = {cookie(Category.NETPOL, r.rule_id): r.rule_id for pod in snapshot.k8s_netpol.values() for r in pod.rules}
+    stats = {rule_id: {"flows": 0, "packets": 0, "bytes": 0} for rule_id in sorted(set(by_cookie.values()))}
+    for datapath in agent.datapaths.values():
+        connection = datapath.pusher.connection
+        if connection is None or connection.closed:
+            continue
+        for table in (TABLES["np_egress"].id, TABLES["np_ingress"].id):
+            for record in await connection.dump_flows(table=table):
+                rule_id = by_cookie.get(record.cookie & ~ROUND_MASK & _U64)
+                if rule_id is not None:
+                    totals = stats[rule_id]
+                    totals["flows"] += 1
+                    totals["packets"] += record.packet_count
+                    totals["bytes"] += record.byte_count
+    return stats
+
+
 def create_agent_app(agent: Agent, secret: str | None) -> QuartTrio:
     app = QuartTrio("contivd-agent")
 
@@ -110,6 +133,13 @@ def create_agent_app(agent: Agent, secret: str | None) -> QuartTrio:
     async def svcstats() -> Response:
         try:
             return _json(await service_stats(agent))
+        except OpenFlowError as exc:
+            return _json({"error": f"reading flow statistics failed: {exc}"}, 503)
+
+    @app.get("/netpolstats")
+    async def netpolstats() -> Response:
+        try:
+            return _json(await netpol_stats(agent))
         except OpenFlowError as exc:
             return _json({"error": f"reading flow statistics failed: {exc}"}, 503)
 

@@ -23,7 +23,8 @@ conntrack calls every later packet of a committed connection ``+est``, also the 
 first packet of a service connection the group committed before np_ingress dropped it, so
 original-direction packets are judged again each time.
 
-The cookie carries the rule_id, so flow statistics summed per cookie are the rule's hits.
+The cookie carries the rule_id, so flow statistics summed per cookie are the rule's hits (an
+isolation's commit flows carry ``<rule_id>/commit`` instead: what they count passes).
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ def _commit(table: Table) -> Ct:
     return Ct(table.goto_id("qos"), fields.CT_ZONE, commit=True)
 
 
+def commit_cookie(rule_id: str, round_: int) -> int:
+    """The cookie of an isolation's commit flows: not the isolation's own, whose hits are drops."""
+    return cookie(Category.NETPOL, f"{rule_id}/commit", round_)
+
+
 def _remote_commit(tables: Tables, rule: NetpolRule, key: int) -> Flow:
     """Commit what arrives through a tunnel to an egress-isolated pod or from an ingress-isolated one."""
     lb = tables["service_lb"]
@@ -87,10 +93,11 @@ def rule_flows(tables: Tables, rule: NetpolRule, round_: int) -> list[Flow]:
     if rule.action == "drop":
         ingress = tables["np_ingress"]
         sides = ("ipv4_src", "ipv4_dst") if rule.direction == "egress" else ("ipv4_src",)
+        passing = commit_cookie(rule.rule_id, round_)
         commits = [
-            ingress.flow(COMMIT_PRIORITY, {"eth_type": ETH_IPV4, side: rule.pod_ip}, cookie=key, actions=(_commit(ingress),)) for side in sides
+            ingress.flow(COMMIT_PRIORITY, {"eth_type": ETH_IPV4, side: rule.pod_ip}, cookie=passing, actions=(_commit(ingress),)) for side in sides
         ]
-        return [*(table.flow(rule.priority, m, cookie=key) for m in _matches(rule)), *commits, _remote_commit(tables, rule, key)]
+        return [*(table.flow(rule.priority, m, cookie=key) for m in _matches(rule)), *commits, _remote_commit(tables, rule, passing)]
     if rule.direction == "egress":
         return [table.flow(rule.priority, m, cookie=key, goto="np_ingress") for m in _matches(rule)]
     return [table.flow(rule.priority, m, cookie=key, actions=(_commit(table),)) for m in _matches(rule)]

@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.k8s.test_service_datapath import KubeApi, create_endpoint
-from tests.nodes import attach_pod, cluster_of_nodes, reaches, wait_until
+from tests.nodes import Node, attach_pod, cluster_of_nodes, reaches, wait_until
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
 from tests.support.service_pods import fetch, processes
 from tests.support.waiting import free_ports
@@ -86,6 +87,29 @@ def tool_out(except_ip: str) -> dict[str, Any]:
     )
 
 
+def rule_hits(nodes: list[Node]) -> dict[str, int]:
+    """Packets per NetworkPolicy rule id, summed over the nodes' /netpolstats."""
+    total: dict[str, int] = {}
+    for node in nodes:
+        status, stats = node.api_call("GET", "/netpolstats", port=node.agent)
+        assert status == 200, stats
+        for rule_id, counts in stats.items():
+            total[rule_id] = total.get(rule_id, 0) + counts["packets"]
+    return total
+
+
+def settled_hits(nodes: list[Node]) -> dict[str, int]:
+    """The counters once two reads a second apart agree (OVS updates flow stats lazily)."""
+    last = rule_hits(nodes)
+    for _ in range(30):
+        time.sleep(1)
+        now = rule_hits(nodes)
+        if now == last:
+            return now
+        last = now
+    raise AssertionError(f"the counters did not settle: {last}")
+
+
 def answer(src: str, dst_ip: str, protocol: str = "tcp") -> str:
     port = 8080 if protocol == "tcp" else 5353
     return fetch(src, dst_ip, port, 1, protocol)[0]
@@ -131,6 +155,15 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
         assert answer(a, ip["b"], "udp") == "-", "UDP is not in the rule"
         assert not reaches(a, ip["b"]), "ICMP is not in the rule"
         assert reaches(a, ip["c"]) and answer(d, ip["c"]) == "c", "pods no policy selects are not isolated"
+
+        # Counters: the allow that matched counts, and nothing else; a drop counts on the isolation.
+        before = settled_hits(nodes)
+        assert [answer(a, ip["b"]) for _ in range(3)] == ["b"] * 3
+        after = settled_hits(nodes)
+        assert {r for r in after if after[r] != before.get(r, 0)} == {"prod/db-in/ingress/0"}, (before, after)
+        assert answer(c, ip["b"]) == "-"
+        dropped = settled_hits(nodes)
+        assert {r for r in dropped if dropped[r] != after.get(r, 0)} == {"prod/db/ingress/isolation"}, (after, dropped)
 
         # A second policy adds UDP from namespace env=dev (union); tool may send only UDP 5353
         # into the pod subnet except a (egress, ipBlock with except).

@@ -1,0 +1,151 @@
+"""Benchmark Kubernetes NetworkPolicy compilation and flow building: 500 NetworkPolicies over
+2 000 pods in 20 namespaces, for 3 nodes, in one process (no OVS, no Raft: the leader's and
+the agents' pure code paths, as the daemons run them).
+
+* ``compile_s``: the leader's whole compile (`contivd.k8s.netpol.compile_objects`: parse the
+  API objects, select, compile, group per pod), the median of the runs.
+* ``flows_per_node``: the flows of the two NetworkPolicy tables (plus service_lb's commit flows)
+  one node holds; every node holds every rule today (policy is judged at the source node, which
+  needs every destination's ingress).
+* ``np_change_to_flows_p50_ms`` / ``np_change_to_flows_p99_ms``: one policy changed (its peer
+  selector), then the leader's recompile and diff against what it wrote, and each of 3 nodes'
+  incremental flow engine (`openflow.FlowState.update`, fed the unchanged records as the same
+  objects, as the snapshot keeps them) producing its plan; the Raft commit and the OpenFlow
+  send are NOT included (see docs/performance.md).
+* ``trace_ms``: the model's verdict for one packet (`contivd.model.netpolicy.decide` over the
+  compiled rules), the median; `ctl trace`'s ofproto/trace half is not built yet.
+
+Usage: python3 benchmarks/policy_bench.py [--quick]   (--quick: 50 policies over 200 pods)
+The last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from ipaddress import IPv4Address
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from contivd.k8s.netpol import NAMESPACES, NETWORK_POLICIES, PODS, compile_objects  # noqa: E402
+from contivd.model.netpolicy import decide  # noqa: E402
+from openflow.fields import CATEGORY_SHIFT, Category  # noqa: E402
+from openflow.incremental import FlowState  # noqa: E402
+from openflow.inputs import NetpolPod, NodeInputs  # noqa: E402
+
+NODES = 3
+APPS = 20
+
+
+def pod_ip(index: int) -> str:
+    return str(IPv4Address("198.18.0.0") + 1 + index)
+
+
+def objects(policies: int, pods: int, namespaces: int) -> dict[str, dict[str, dict[str, Any]]]:
+    """The API objects by kind and `<ns>/<name>`: pods spread over namespaces, `app` labels in 20
+    groups; policies of five shapes in turn (podSelector + port, named port from namespaces by
+    name, egress to an ipBlock with except, both selectors + a port range, egress to pods)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {NAMESPACES: {}, PODS: {}, NETWORK_POLICIES: {}}
+    for n in range(namespaces):
+        out[NAMESPACES][f"/ns{n}"] = {"metadata": {"name": f"ns{n}", "labels": {"team": f"t{n % 5}"}}}
+    for p in range(pods):
+        ns = f"ns{p % namespaces}"
+        labels = {"app": f"a{(p // namespaces) % APPS}", "tier": f"t{p % 4}"}
+        spec = {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]}
+        out[PODS][f"{ns}/p{p}"] = {"metadata": {"namespace": ns, "name": f"p{p}", "labels": labels}, "spec": spec, "status": {"podIP": pod_ip(p)}}
+    for i in range(policies):
+        out[NETWORK_POLICIES][f"ns{i % namespaces}/np{i}"] = policy(i, namespaces)
+    return out
+
+
+def policy(i: int, namespaces: int, peer_shift: int = 0) -> dict[str, Any]:
+    ns = f"ns{i % namespaces}"
+    target = {"matchLabels": {"app": f"a{i % APPS}"}}
+    peer = {"matchLabels": {"app": f"a{(i + 1 + peer_shift) % APPS}"}}
+    shape = i % 5
+    spec: dict[str, Any] = {"podSelector": target}
+    if shape == 0:
+        spec["ingress"] = [{"from": [{"podSelector": peer}], "ports": [{"port": 8080}]}]
+    elif shape == 1:
+        by_name = {"matchLabels": {"kubernetes.io/metadata.name": f"ns{(i + 1 + peer_shift) % namespaces}"}}
+        spec["ingress"] = [{"from": [{"namespaceSelector": by_name, "podSelector": peer}], "ports": [{"port": "http"}]}]
+    elif shape == 2:
+        block = {"cidr": "198.19.0.0/16", "except": [f"198.19.{(i + peer_shift) % 256}.0/24"]}
+        spec["egress"] = [{"to": [{"ipBlock": block}], "ports": [{"protocol": "UDP", "port": 53}]}]
+    elif shape == 3:
+        both = {"namespaceSelector": {"matchLabels": {"team": f"t{(i + peer_shift) % 5}"}}, "podSelector": peer}
+        spec["ingress"] = [{"from": [both], "ports": [{"port": 9000, "endPort": 9100}]}]
+    else:
+        spec["policyTypes"] = ["Egress"]
+        spec["egress"] = [{"to": [{"podSelector": peer}], "ports": [{"protocol": "TCP"}]}]
+    return {"metadata": {"namespace": ns, "name": f"np{i}"}, "spec": spec}
+
+
+def kept(old: dict[str, NetpolPod], new: dict[str, NetpolPod]) -> dict[str, NetpolPod]:
+    """`new`, reusing the old record objects where equal (what the leader's diff and the
+    snapshot do: an unchanged pod is not rewritten, so every node keeps its object)."""
+    return {pod: old[pod] if old.get(pod) == record else record for pod, record in new.items()}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run(policies: int, pods: int, namespaces: int, changes: int) -> dict[str, Any]:
+    objs = objects(policies, pods, namespaces)
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        records, compiled, refused = compile_objects(objs)
+        times.append(time.perf_counter() - start)
+    assert not refused, refused
+    engines = [FlowState() for _ in range(NODES)]
+    for engine in engines:
+        engine.update(NodeInputs("vxlan", netpol=tuple(records.values())))
+    flows = sum(1 for f in engines[0].installed.flows if (f.cookie >> CATEGORY_SHIFT) & 0xFF == Category.NETPOL)
+    change_ms = []
+    for c in range(changes):
+        i = (c * 7) % policies
+        objs[NETWORK_POLICIES][f"ns{i % namespaces}/np{i}"] = policy(i, namespaces, peer_shift=1 + c % 3)
+        start = time.perf_counter()
+        new, _, _ = compile_objects(objs)
+        records = kept(records, new)
+        for engine in engines:
+            engine.update(NodeInputs("vxlan", netpol=tuple(records.values())))
+        change_ms.append((time.perf_counter() - start) * 1000)
+    ips = [int(IPv4Address(pod_ip(p))) for p in range(pods)]
+    trace = []
+    for t in range(50):
+        start = time.perf_counter()
+        decide(compiled, ips[t % pods], ips[(t * 13 + 1) % pods], 6, 8080)
+        trace.append((time.perf_counter() - start) * 1000)
+    return {
+        "policies": policies,
+        "pods": pods,
+        "nodes": NODES,
+        "rules": len(compiled.rules),
+        "compile_s": round(statistics.median(times), 3),
+        "flows_per_node": flows,
+        "np_change_to_flows_p50_ms": round(percentile(change_ms, 0.5), 1),
+        "np_change_to_flows_p99_ms": round(percentile(change_ms, 0.99), 1),
+        "trace_ms": round(statistics.median(trace), 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="50 policies over 200 pods and 10 changes instead of 500 / 2000 / 50")
+    args = parser.parse_args()
+    figures = run(50, 200, 20, 10) if args.quick else run(500, 2000, 20, 50)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

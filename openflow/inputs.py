@@ -144,7 +144,7 @@ class PolicyRuleSpec:
 NetpolDirection = Literal["ingress", "egress"]
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class NetpolRule:
     """One compiled Kubernetes NetworkPolicy rule (contivd.model.netpolicy makes them).
 
@@ -179,8 +179,12 @@ class NetpolRule:
             return False
         return self.ports is None or self.ports[0] <= dport <= self.ports[1]
 
+    def order(self) -> tuple[str, int, int, tuple[int, int], int, tuple[int, int], str, str]:
+        """A sort key (None peers and ports first; the fields themselves do not compare)."""
+        return (self.direction, self.priority, self.pod_ip, self.peer or (-1, -1), self.proto, self.ports or (-1, -1), self.action, self.rule_id)
 
-@dataclass(frozen=True, order=True)
+
+@dataclass(frozen=True)
 class NetpolPod:
     """The NetworkPolicy rules whose pod end is one pod (``<namespace>/<name>``): one owner of flows."""
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
@@ -26,7 +26,7 @@ from openflow.inputs import NetpolPod, NetpolRule
 from raftstore import Delete, KeyValueStore, Op, Put, StoreError
 
 from ..model import ValidationError
-from ..model.netpolicy import Compiled, Policy, compile_policies, parse_namespace, parse_pod, parse_policy
+from ..model.netpolicy import Compiled, Compiler, Namespace, Pod, Policy, parse_namespace, parse_pod, parse_policy
 from ..state import RecordError, keys
 from ..state.records import netpol_pod_from_json, netpol_pod_to_json
 from .client import KubeApi
@@ -41,25 +41,52 @@ TXN_OPS = 100  # records per store transaction (bounded Raft entries)
 RETRY_SECONDS = 1.0
 
 
+class ObjectsCompiler:
+    """The API's objects → the records every pod with rules should have, remembering what it
+    parsed (per object, while the object is the same one) and compiled (per policy, while the
+    pods and namespaces are the same), so that one changed policy costs its own compile."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[tuple[str, str], tuple[Mapping[str, Any], Any]] = {}
+        self._compiler: Compiler | None = None
+        self._world: tuple[tuple[Pod, ...], tuple[Namespace, ...]] = ((), ())
+
+    def _parse(self, kind: str, objects: Mapping[str, Mapping[str, Any]], parse: Callable[[Mapping[str, Any]], Any]) -> list[Any]:
+        out = []
+        for key, obj in objects.items():
+            held = self._parsed.get((kind, key))
+            if held is None or held[0] is not obj:
+                try:
+                    held = (obj, parse(obj))
+                except ValidationError as exc:
+                    held = (obj, exc)
+                self._parsed[(kind, key)] = held
+            out.append(held[1])
+        return out
+
+    def compile(self, objects: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> tuple[dict[str, NetpolPod], Compiled, list[str]]:
+        """The records by pod, the compilation and the policies refused (each with its reason)."""
+        live = {(kind, key) for kind in KINDS for key in objects.get(kind, {})}
+        self._parsed = {k: v for k, v in self._parsed.items() if k in live}
+        parsed = self._parse(NETWORK_POLICIES, objects.get(NETWORK_POLICIES, {}), parse_policy)
+        pods: tuple[Pod, ...] = tuple(self._parse(PODS, objects.get(PODS, {}), parse_pod))
+        namespaces: tuple[Namespace, ...] = tuple(self._parse(NAMESPACES, objects.get(NAMESPACES, {}), parse_namespace))
+        if self._compiler is None or (pods, namespaces) != self._world:
+            self._compiler, self._world = Compiler(pods, namespaces), (pods, namespaces)
+        compiled = self._compiler.compile(p for p in parsed if isinstance(p, Policy))
+        owner: dict[int, str] = {}
+        for pod in sorted(pods, key=lambda p: p.key):
+            owner.setdefault(pod.ip, pod.key)  # two pods on one address (a finished one): the first
+        by_pod: dict[str, list[NetpolRule]] = {}
+        for rule in compiled.rules:
+            by_pod.setdefault(owner[rule.pod_ip], []).append(rule)
+        refused = sorted(str(p) for p in parsed if isinstance(p, ValidationError))
+        return {pod: NetpolPod(pod, tuple(rules)) for pod, rules in by_pod.items()}, compiled, refused
+
+
 def compile_objects(objects: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> tuple[dict[str, NetpolPod], Compiled, list[str]]:
-    """The records every pod with rules should have, from the API's objects by kind and key
-    (pure); plus the compilation and the policies refused, each with its reason."""
-    policies: list[Policy] = []
-    refused: list[str] = []
-    for obj in objects.get(NETWORK_POLICIES, {}).values():
-        try:
-            policies.append(parse_policy(obj))
-        except ValidationError as exc:
-            refused.append(str(exc))
-    pods = [parse_pod(obj) for obj in objects.get(PODS, {}).values()]
-    compiled = compile_policies(policies, pods, [parse_namespace(obj) for obj in objects.get(NAMESPACES, {}).values()])
-    owner: dict[int, str] = {}
-    for pod in sorted(pods, key=lambda p: p.key):
-        owner.setdefault(pod.ip, pod.key)  # two pods on one address (a finished one): the first
-    by_pod: dict[str, list[NetpolRule]] = {}
-    for rule in compiled.rules:
-        by_pod.setdefault(owner[rule.pod_ip], []).append(rule)
-    return {pod: NetpolPod(pod, tuple(rules)) for pod, rules in by_pod.items()}, compiled, refused
+    """`ObjectsCompiler.compile` once, with nothing remembered."""
+    return ObjectsCompiler().compile(objects)
 
 
 class NetpolSync:
@@ -70,7 +97,7 @@ class NetpolSync:
         self.objects: dict[str, dict[str, Mapping[str, Any]]] = {kind: {} for kind in KINDS}
         self.written: dict[str, NetpolPod] | None = None  # what the store holds; None: not read yet
         self.reported: set[str] = set()
-        self.compiles = 0
+        self.compiler = ObjectsCompiler()
 
     async def run(self) -> None:
         send, receive = trio.open_memory_channel[Update](256)
@@ -124,8 +151,7 @@ class NetpolSync:
 
     async def sync(self) -> None:
         """Compile and write the pods whose rules changed (reading the store first in a term)."""
-        desired, compiled, refused = compile_objects(self.objects)
-        self.compiles += 1
+        desired, compiled, refused = self.compiler.compile(self.objects)
         for problem in sorted({*refused, *compiled.problems} - self.reported):
             log.warning("NetworkPolicy: %s", problem)
         self.reported = {*refused, *compiled.problems}

@@ -344,52 +344,77 @@ def _peer_prefixes(rule: RuleSpec, policy: Policy, world: _World) -> list[tuple[
     return out
 
 
-def _rules_for(
-    policy: Policy, direction: Direction, rules: tuple[RuleSpec, ...], target: Pod, world: _World, problems: list[str]
-) -> Iterable[NetpolRule]:
-    for index, rule in enumerate(rules):
-        rule_id = f"{policy.key}/{direction}/{index}"
-        for prefix, peer_pod in _peer_prefixes(rule, policy, world):
-            listener = target if direction == "ingress" else peer_pod
-            if rule.ports is None:
-                pairs: list[tuple[int, tuple[int, int] | None]] = [(0, None)]
-            else:
-                pairs = []
-                for spec in rule.ports:
-                    if spec.protocol not in PORT_PROTOCOLS and spec.port is not None:
-                        problems.append(
-                            f"NetworkPolicy {policy.key}: {direction}[{index}]: ports of protocol {spec.protocol} are not matched (TCP and UDP only); left out"
-                        )
-                        continue
-                    pairs.extend(_port_ranges(spec, listener))
-            for proto, ports in pairs:
-                yield NetpolRule(direction, ALLOW_PRIORITY, target.ip, prefix, proto, ports, "allow", rule_id)
+def _port_pairs(rule: RuleSpec, listener: Pod | None) -> list[tuple[int, tuple[int, int] | None]]:
+    """(protocol, port range) of a rule on the pod that listens; SCTP ports are left out (the
+    caller reports them)."""
+    if rule.ports is None:
+        return [(0, None)]
+    pairs: list[tuple[int, tuple[int, int] | None]] = []
+    for spec in rule.ports:
+        if spec.protocol in PORT_PROTOCOLS or spec.port is None:
+            pairs.extend(_port_ranges(spec, listener))
+    return pairs
+
+
+def _policy_rules(policy: Policy, world: _World) -> tuple[list[NetpolRule], list[str]]:
+    """One policy's rules (isolation drops included) and what it cannot express."""
+    out: list[NetpolRule] = []
+    problems: list[str] = []
+    targets = world.selected(policy)
+    sides: tuple[tuple[Direction, tuple[RuleSpec, ...] | None], ...] = (("ingress", policy.ingress), ("egress", policy.egress))
+    for direction, rules in sides:
+        if rules is None:
+            continue
+        out += [NetpolRule(direction, ISOLATION_PRIORITY, t.ip, None, 0, None, "drop", f"{t.key}/{direction}/isolation") for t in targets]
+        for index, rule in enumerate(rules):
+            rule_id = f"{policy.key}/{direction}/{index}"
+            if any(spec.protocol not in PORT_PROTOCOLS and spec.port is not None for spec in rule.ports or ()):
+                problems.append(
+                    f"NetworkPolicy {policy.key}: {direction}[{index}]: ports of protocol SCTP are not matched (TCP and UDP only); left out"
+                )
+            peers = _peer_prefixes(rule, policy, world)  # once per rule, not per target
+            for target in targets:
+                for prefix, peer_pod in peers:
+                    for proto, ports in _port_pairs(rule, target if direction == "ingress" else peer_pod):
+                        out.append(NetpolRule(direction, ALLOW_PRIORITY, target.ip, prefix, proto, ports, "allow", rule_id))
+    return out, problems
+
+
+class Compiler:
+    """Policies over one set of pods and namespaces, remembering each policy's rules: while the
+    pods and namespaces stay, a changed policy costs its own compile and the merge only (the
+    leader keeps one per world; `compile_policies` is the one-shot form)."""
+
+    def __init__(self, pods: Iterable[Pod], namespaces: Iterable[Namespace]):
+        by_ns: dict[str, list[Pod]] = {}
+        for pod in pods:
+            if pod.ip:
+                by_ns.setdefault(pod.namespace, []).append(pod)
+        self.world = _World({ns: tuple(sorted(ps, key=lambda p: p.name)) for ns, ps in by_ns.items()}, tuple(namespaces))
+        self._done: dict[Policy, tuple[list[NetpolRule], list[str]]] = {}
+
+    def compile(self, policies: Iterable[Policy]) -> Compiled:
+        """The datapath's rules, sorted and without duplicates (the same match from two
+        policies is kept once, for the smaller rule_id), plus one drop per isolated pod and
+        direction."""
+        done: dict[Policy, tuple[list[NetpolRule], list[str]]] = {}
+        chosen: dict[tuple[object, ...], NetpolRule] = {}
+        problems: list[str] = []
+        for policy in sorted(policies, key=lambda p: p.key):
+            result = done[policy] = self._done.get(policy) or _policy_rules(policy, self.world)
+            problems += result[1]
+            for rule in result[0]:
+                key = (rule.direction, rule.priority, rule.pod_ip, rule.peer, rule.proto, rule.ports)
+                held = chosen.get(key)
+                if held is None or rule.rule_id < held.rule_id:
+                    chosen[key] = rule
+        self._done = done  # policies gone are forgotten
+        return Compiled(tuple(sorted(chosen.values(), key=NetpolRule.order)), tuple(dict.fromkeys(problems)))
 
 
 def compile_policies(policies: Iterable[Policy], pods: Iterable[Pod], namespaces: Iterable[Namespace]) -> Compiled:
-    """Every policy over the current pods and namespaces → the datapath's rules, sorted and
-    without duplicates (the same match from two policies is kept once, for the smaller
-    rule_id), plus one drop per isolated pod and direction."""
-    by_ns: dict[str, list[Pod]] = {}
-    for pod in pods:
-        if pod.ip:
-            by_ns.setdefault(pod.namespace, []).append(pod)
-    world = _World({ns: tuple(sorted(ps, key=lambda p: p.name)) for ns, ps in by_ns.items()}, tuple(namespaces))
-    problems: list[str] = []
-    chosen: dict[tuple[object, ...], NetpolRule] = {}
-    for policy in sorted(policies, key=lambda p: p.key):
-        targets = world.selected(policy)
-        sides: tuple[tuple[Direction, tuple[RuleSpec, ...] | None], ...] = (("ingress", policy.ingress), ("egress", policy.egress))
-        for direction, rules in sides:
-            if rules is None:
-                continue
-            for target in targets:
-                isolation = NetpolRule(direction, ISOLATION_PRIORITY, target.ip, None, 0, None, "drop", f"{target.key}/{direction}/isolation")
-                for rule in (isolation, *_rules_for(policy, direction, rules, target, world, problems)):
-                    key = (rule.direction, rule.priority, rule.pod_ip, rule.peer, rule.proto, rule.ports)
-                    if key not in chosen or rule.rule_id < chosen[key].rule_id:
-                        chosen[key] = rule
-    return Compiled(tuple(sorted(chosen.values())), tuple(dict.fromkeys(problems)))
+    """Every policy over the current pods and namespaces → the datapath's rules (`Compiler.compile`)."""
+    return Compiler(pods, namespaces).compile(policies)
 
 
 def _first(rules: Iterable[NetpolRule], src: int, dst: int, proto: int, dport: int) -> NetpolRule | None:

@@ -365,3 +365,9 @@ def test_pods_without_address_and_host_network_pods_are_neither_targets_nor_peer
     assert pending.ip == 0 and host.ip == 0
     compiled = compile_policies([parse_policy(DENY_ALL_INGRESS)], [pending, host], [])
     assert compiled.rules == ()
+
+
+def test_rules_with_and_without_a_peer_on_one_pod_sort() -> None:
+    compiled = _compile([WEB_ALLOW_ALL, WEB_FROM_NS_DEV, CLIENT_EGRESS_DNS, CLIENT_EGRESS_DB])
+    assert [r.peer is None for r in compiled.rules if r.rule_id == "prod/web-all/ingress/0"] == [True]
+    assert decide(compiled, _ip("dev/tool"), _ip("prod/web"), TCP, 1).deciding.rule_id == "prod/web-all/ingress/0"  # type: ignore[union-attr]

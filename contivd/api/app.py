@@ -8,6 +8,7 @@ the Netmaster and renders answers and errors.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import time
@@ -29,9 +30,10 @@ from ..http.control import HOPS_HEADER, REVISION_HEADER
 from ..http.errors import CONTIV_NO_ROUTE, TYPED_ERRORS_HEADER, BadRequestError, NoRouteError, UnauthorizedError, answer_for, wants_contiv_errors
 from ..http.forwarder import ForwardingClient
 from ..k8s import KubeHealth
-from ..k8s.listing import kubernetes_services
+from ..k8s.listing import kubernetes_services, trace_address
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError, contiv_line
+from ..model.netpolicy import Compiled, decide, decision_json, parse_trace
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
@@ -180,6 +182,16 @@ class Handlers:
 
     async def kubernetes_services(self, body: bytes) -> Any:
         return kubernetes_services(await self.ctx.cache.sync())
+
+    async def kubernetes_trace(self, body: bytes, spec: str) -> Any:
+        """The model's NetworkPolicy verdict for one packet (the first of a connection), from
+        the compiled rules every node holds; Contiv's own rules are not evaluated here."""
+        query = parse_trace(spec)
+        snapshot = await self.ctx.cache.sync()
+        src, dst = trace_address(snapshot, query.src), trace_address(snapshot, query.dst)
+        compiled = Compiled(tuple(r for pod in snapshot.k8s_netpol.values() for r in pod.rules))
+        decision = decide(compiled, int(ipaddress.IPv4Address(src)), int(ipaddress.IPv4Address(dst)), query.proto, query.port)
+        return {"src": src, "dst": dst, "proto": query.proto, "port": query.port, **decision_json(decision)}
 
     async def services(self, body: bytes) -> Any:
         snapshot = await self.ctx.cache.sync()

@@ -3,6 +3,7 @@ table, so the document covers every route by construction."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 class Route:
     name: str
     method: str
-    path: str  # Quart syntax: <collection>, <key>
+    path: str  # Quart syntax: <collection>, <key>, <path:spec> (may hold slashes)
     summary: str
     write: bool = False  # executed by the leader: other members forward it
     body: str | None = None  # OpenAPI description of the JSON body
@@ -33,16 +34,27 @@ ROUTES: tuple[Route, ...] = (
     Route("services", "GET", "/services", "Every service load balancer state"),
     Route("service", "GET", "/service/<key>", "One service load balancer state"),
     Route("kubernetes_services", "GET", "/kubernetes/services", "Kubernetes Services as the leader resolved them (Kubernetes mode), each with kind"),
+    Route(
+        "kubernetes_trace",
+        "GET",
+        "/kubernetes/trace/<path:spec>",
+        "NetworkPolicy's verdict for SRC/DST[/PROTO/PORT] (IP, endpoint id or namespace/name) and the rules deciding it",
+    ),
     Route("debug_ofnet", "GET", "/debug/ofnet", "Endpoints and policy rules as the datapath master sees them"),
     Route("debug_epcleanup", "DELETE", "/debug/epcleanup/tenant/<tenant>/<category>/<key>", "Delete stale endpoints", True),
     Route("openapi", "GET", "/api/v1/openapi.json", "This document"),
 )
 
 
+def openapi_path(path: str) -> str:
+    """A Quart route path in OpenAPI's form: `<key>` → `{key}`, `<path:spec>` → `{spec}`."""
+    return re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", path)
+
+
 def openapi_document(version: str) -> dict[str, object]:
     paths: dict[str, dict[str, object]] = {}
     for route in ROUTES:
-        path = route.path.replace("<", "{").replace(">", "}")
+        path = openapi_path(route.path)
         params = [
             {"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}} for part in path.split("/") if part.startswith("{")
         ]

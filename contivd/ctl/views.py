@@ -108,3 +108,20 @@ def cluster_status(info: Mapping[str, Any]) -> str:
     )
     headers = ("Name", "Raft address", "API URL", "VTEP IP", "Role", "Version")
     return summary + "\nRegistered nodes:\n" + output.table(headers, rows)
+
+
+def trace(answer: Mapping[str, Any]) -> str:
+    """`/kubernetes/trace`: the verdict, then each NetworkPolicy table's deciding rule."""
+    proto = {6: "tcp", 17: "udp", 1: "icmp", 132: "sctp", 0: "any"}.get(answer.get("proto", 0), str(answer.get("proto")))
+    port = f"/{answer['port']}" if answer.get("port") else ""
+    head = f"{answer.get('src')} -> {answer.get('dst')} {proto}{port}: {str(answer.get('verdict', '?')).upper()}\n"
+
+    def line(table: str) -> str:
+        rule = answer.get(table)
+        if not rule:
+            return f"  {table}: not isolated (no NetworkPolicy selects the pod)\n"
+        return f"  {table}: {rule['action']} by {rule['rule']} (priority {rule['priority']}, {rule['kind']})\n"
+
+    egress = answer.get("egress")
+    ingress = line("ingress") if answer.get("ingress") or not (egress and egress.get("action") == "drop") else "  ingress: not reached\n"
+    return head + line("egress") + ingress + "  (the model's verdict; Contiv's own rules and the OVS trace are not shown yet)\n"

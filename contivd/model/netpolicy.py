@@ -435,3 +435,57 @@ def decide(compiled: Compiled, src: int, dst: int, proto: int, dport: int = 0) -
         for name, rule in (("egress", egress), ("ingress", ingress))
     )
     return Decision(ingress is None or ingress.action == "allow", egress, ingress, reasons)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tracing one packet (`contivd ctl trace SRC DST [PROTO/PORT]`)
+
+TRACE_PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "sctp": 132, "any": 0}
+
+
+@dataclass(frozen=True)
+class TraceQuery:
+    """`SRC DST [PROTO[/PORT]]` as the route's path gives it: each end an IPv4 address, an
+    endpoint id (both contain a dot) or a pod `namespace/name` (two segments: a namespace is a
+    DNS label, without dots)."""
+
+    src: str
+    dst: str
+    proto: int
+    port: int
+
+
+def parse_trace(spec: str) -> TraceQuery:
+    """`198.18.0.2/prod/db/tcp/5432` → TraceQuery; ValidationError saying what is wrong."""
+    parts = [p for p in spec.split("/") if p]
+    ends: list[str] = []
+    while parts and len(ends) < 2:
+        if "." in parts[0] or len(parts) < 2:
+            ends.append(parts.pop(0))
+        else:
+            ends.append(f"{parts.pop(0)}/{parts.pop(0)}")
+    if len(ends) < 2:
+        raise ValidationError("spec", f"trace {spec!r}: give SRC DST [PROTO/PORT], each end an IP, an endpoint id or namespace/name")
+    proto_name = parts.pop(0).lower() if parts else "any"
+    if proto_name not in TRACE_PROTOCOLS:
+        raise ValidationError("spec", f"trace {spec!r}: protocol {proto_name!r} is not one of {', '.join(TRACE_PROTOCOLS)}")
+    port_text = parts.pop(0) if parts else "0"
+    if parts or not port_text.isdigit() or int(port_text) > 65535:
+        raise ValidationError("spec", f"trace {spec!r}: the port {port_text!r} is not 0..65535 (or extra segments follow it)")
+    return TraceQuery(ends[0], ends[1], TRACE_PROTOCOLS[proto_name], int(port_text))
+
+
+def decision_json(decision: Decision) -> dict[str, Any]:
+    """The model's answer as the API renders it: verdict, deciding rule, each table's rule."""
+
+    def rule(r: NetpolRule | None) -> dict[str, Any] | None:
+        return None if r is None else {"rule": r.rule_id, "action": r.action, "priority": r.priority, "kind": "kubernetes"}
+
+    deciding = decision.deciding
+    return {
+        "verdict": "allow" if decision.allowed else "drop",
+        "deciding": None if deciding is None else deciding.rule_id,
+        "egress": rule(decision.egress),
+        "ingress": rule(decision.ingress),
+        "reasons": list(decision.reasons),
+    }

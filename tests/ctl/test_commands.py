@@ -16,6 +16,7 @@ NETCTL_TREE = {
     "app-profile create", "app-profile update", "app-profile rm", "app-profile ls", "app-profile inspect", "app-profile group-ls",
     "global info", "global inspect", "global set", "aci-gw info", "aci-gw inspect", "aci-gw set",
     "endpoint inspect", "cluster status",
+    "trace",  # contivd's own (NetworkPolicy's verdict for a packet), like cluster status
 }  # fmt: skip
 
 
@@ -31,7 +32,7 @@ def leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
 
 def test_tree_is_netctls() -> None:
     assert set(leaves(ctl_group)) == NETCTL_TREE
-    assert set(ctl_group.commands) == set(GROUPS) | {"version"}
+    assert set(ctl_group.commands) == set(GROUPS) | {"version", "trace"}
 
 
 @pytest.mark.parametrize("path", ["net ls", "ep inspect", "tenant delete", "network list", "app-profile group-list"])

@@ -177,6 +177,17 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
         assert reaches(d, ip["c"]), "ping to the egress-isolated pod on its node: the reply passes"
         assert answer(d, ip["b"], "udp") == "-", "other is not env=dev"
 
+        # The model's trace (any node answers) agrees with what the packets did.
+        for src, dst, what, verdict, deciding in (
+            (ip["a"], "prod/db", "tcp/8080", "allow", "prod/db-in/ingress/0"),
+            (ip["c"], ip["b"], "udp/5353", "allow", "prod/db-udp-from-dev/ingress/0"),
+            (ip["c"], ip["b"], "tcp/8080", "drop", "dev/tool/egress/isolation"),
+            (ip["c"], ip["a"], "udp/5353", "drop", "dev/tool/egress/isolation"),
+            (ip["d"], ip["b"], "udp/5353", "drop", "prod/db/ingress/isolation"),
+        ):
+            status, traced = second.api_call("GET", f"/kubernetes/trace/{src}/{dst}/{what}")
+            assert status == 200 and (traced["verdict"], traced["deciding"]) == (verdict, deciding), traced
+
         # Policies deleted: everything passes again.
         for ns, name in (("prod", "db-in"), ("prod", "db-udp-from-dev"), ("dev", "tool-out")):
             kube.delete("NetworkPolicy", ns, name)

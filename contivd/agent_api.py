@@ -11,6 +11,7 @@ contivd forwards in bridge mode and runs no DNS server, so `/inspect/bgp` and
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any, cast
 
 from quart import Response, request
@@ -21,6 +22,7 @@ from openflow.fields import ROUND_MASK, Category, cookie
 
 from .agent.datapath import BridgeDatapath
 from .agent.inputs import KUBE_SERVICE_PREFIX
+from .agent.netpolstats import netpol_hits
 from .agent.service import Agent
 from .http import auth
 from .http.errors import UnauthorizedError
@@ -90,28 +92,6 @@ async def service_stats(agent: Agent) -> dict[str, Any]:
     return stats
 
 
-async def netpol_stats(agent: Agent) -> dict[str, dict[str, int]]:
-    """Packets and bytes per NetworkPolicy rule id on this node's bridges (the np tables' flows,
-    by cookie): an allow's hits passed it, an isolation's (`<ns>/<pod>/<direction>/isolation`)
-    were dropped by default. Rules without hits are listed with 0."""
-    snapshot = agent.cache.catch_up()
-    by_cookie = {cookie(Category.NETPOL, r.rule_id): r.rule_id for pod in snapshot.k8s_netpol.values() for r in pod.rules}
-    stats = {rule_id: {"flows": 0, "packets": 0, "bytes": 0} for rule_id in sorted(set(by_cookie.values()))}
-    for datapath in agent.datapaths.values():
-        connection = datapath.pusher.connection
-        if connection is None or connection.closed:
-            continue
-        for table in (TABLES["np_egress"].id, TABLES["np_ingress"].id):
-            for record in await connection.dump_flows(table=table):
-                rule_id = by_cookie.get(record.cookie & ~ROUND_MASK & _U64)
-                if rule_id is not None:
-                    totals = stats[rule_id]
-                    totals["flows"] += 1
-                    totals["packets"] += record.packet_count
-                    totals["bytes"] += record.byte_count
-    return stats
-
-
 def create_agent_app(agent: Agent, secret: str | None) -> QuartTrio:
     app = QuartTrio("contivd-agent")
 
@@ -139,7 +119,8 @@ def create_agent_app(agent: Agent, secret: str | None) -> QuartTrio:
     @app.get("/netpolstats")
     async def netpolstats() -> Response:
         try:
-            return _json(await netpol_stats(agent))
+            hits = await netpol_hits(agent.datapaths.values(), agent.cache.catch_up())
+            return _json({rule_id: asdict(counts) for rule_id, counts in hits.items()})
         except OpenFlowError as exc:
             return _json({"error": f"reading flow statistics failed: {exc}"}, 503)
 

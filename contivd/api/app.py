@@ -25,6 +25,7 @@ from raftstore import Store
 
 from .. import __version__
 from ..agent.service import Agent
+from ..agent.trace import TraceError
 from ..http import auth
 from ..http.control import HOPS_HEADER, REVISION_HEADER
 from ..http.errors import CONTIV_NO_ROUTE, TYPED_ERRORS_HEADER, BadRequestError, NoRouteError, UnauthorizedError, answer_for, wants_contiv_errors
@@ -185,13 +186,26 @@ class Handlers:
 
     async def kubernetes_trace(self, body: bytes, spec: str) -> Any:
         """The model's NetworkPolicy verdict for one packet (the first of a connection), from
-        the compiled rules every node holds; Contiv's own rules are not evaluated here."""
+        the compiled rules every node holds, and OVS's own (ofproto/trace) when the source is a
+        pod on this node; `agree` false is a bug (or a Contiv rule, which the model leaves out)."""
         query = parse_trace(spec)
         snapshot = await self.ctx.cache.sync()
         src, dst = trace_address(snapshot, query.src), trace_address(snapshot, query.dst)
         compiled = Compiled(tuple(r for pod in snapshot.k8s_netpol.values() for r in pod.rules))
-        decision = decide(compiled, int(ipaddress.IPv4Address(src)), int(ipaddress.IPv4Address(dst)), query.proto, query.port)
-        return {"src": src, "dst": dst, "proto": query.proto, "port": query.port, **decision_json(decision)}
+        src_ip, dst_ip = int(ipaddress.IPv4Address(src)), int(ipaddress.IPv4Address(dst))
+        model = decision_json(decide(compiled, src_ip, dst_ip, query.proto, query.port))
+        answer: dict[str, Any] = {"src": src, "dst": dst, "proto": query.proto, "port": query.port, **model}
+        try:
+            traced = await self.ctx.agent.trace(src_ip, dst_ip, query.proto, query.port) if self.ctx.agent is not None else None
+        except TraceError as exc:
+            answer["ovs"] = {"error": str(exc)}
+            return answer
+        if traced is None:
+            answer["ovs"] = {"skipped": f"{src} is not a pod on this node ({self.ctx.node_name}): trace against its node's API"}
+        else:
+            answer["ovs"] = asdict(traced)
+            answer["agree"] = traced.verdict == model["verdict"]
+        return answer
 
     async def services(self, body: bytes) -> Any:
         snapshot = await self.ctx.cache.sync()

@@ -111,7 +111,8 @@ def cluster_status(info: Mapping[str, Any]) -> str:
 
 
 def trace(answer: Mapping[str, Any]) -> str:
-    """`/kubernetes/trace`: the verdict, then each NetworkPolicy table's deciding rule."""
+    """`/kubernetes/trace`: the model's verdict, each NetworkPolicy table's deciding rule, then
+    OVS's own answer on the source's node, a disagreement flagged loudly."""
     proto = {6: "tcp", 17: "udp", 1: "icmp", 132: "sctp", 0: "any"}.get(answer.get("proto", 0), str(answer.get("proto")))
     port = f"/{answer['port']}" if answer.get("port") else ""
     head = f"{answer.get('src')} -> {answer.get('dst')} {proto}{port}: {str(answer.get('verdict', '?')).upper()}\n"
@@ -124,4 +125,17 @@ def trace(answer: Mapping[str, Any]) -> str:
 
     egress = answer.get("egress")
     ingress = line("ingress") if answer.get("ingress") or not (egress and egress.get("action") == "drop") else "  ingress: not reached\n"
-    return head + line("egress") + ingress + "  (the model's verdict; Contiv's own rules and the OVS trace are not shown yet)\n"
+    return head + line("egress") + ingress + _ovs_lines(answer)
+
+
+def _ovs_lines(answer: Mapping[str, Any]) -> str:
+    ovs = answer.get("ovs") or {}
+    if "verdict" not in ovs:
+        return f"  OVS: {ovs.get('skipped') or ovs.get('error') or 'not traced'}\n"
+    text = f"  OVS on {ovs.get('node')} ({ovs.get('bridge')}): {str(ovs['verdict']).upper()} (datapath actions: {ovs.get('datapath_actions')})\n"
+    if answer.get("agree") is False:
+        text += (
+            f"  !!! DISAGREEMENT: the model says {answer.get('verdict')}, OVS says {ovs['verdict']}: a bug"
+            " (or a Contiv EPG rule, which the model leaves out) !!!\n"
+        )
+    return text

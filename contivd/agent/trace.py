@@ -42,7 +42,9 @@ def trace_flow(port: LocalPort, dst_mac: int, dst_ip: int, proto: int, dport: in
     head = f"in_port={port.ofport},dl_src={format_mac(port.mac)},dl_dst={format_mac(dst_mac)}"
     addresses = f"nw_src={ipaddress.IPv4Address(port.ip)},nw_dst={ipaddress.IPv4Address(dst_ip)}"
     if proto in (6, 17):
-        return f"{_PROTO_TEXT[proto]},{head},{addresses},tp_src={CLIENT_PORT},tp_dst={dport}" + (",tcp_flags=+syn" if proto == 6 else "")
+        name = _PROTO_TEXT[proto]  # ofproto/trace wants tcp_src/udp_src (tp_src fails its prerequisites for UDP)
+        syn = ",tcp_flags=0x002" if proto == 6 else ""  # a SYN; `+syn` is refused in a trace's flow
+        return f"{name},{head},{addresses},{name}_src={CLIENT_PORT},{name}_dst={dport}{syn}"
     if proto == 1:
         return f"icmp,{head},{addresses},icmp_type=8,icmp_code=0"
     return f"ip,{head},{addresses}" + (f",nw_proto={proto}" if proto else "")
@@ -77,6 +79,6 @@ async def ovs_trace(
     with trio.fail_after(TRACE_SECONDS):
         done = await trio.run_process([*appctl, "ofproto/trace", bridge, flow], capture_stdout=True, capture_stderr=True, check=False)
     if done.returncode != 0:
-        raise TraceError(f"ovs-appctl ofproto/trace {bridge} {flow}: {done.stderr.decode(errors='replace').strip()[-300:]}")
+        raise TraceError(f"ovs-appctl ofproto/trace {bridge} {flow}: {done.stderr.decode(errors='replace').strip()[:400]}")
     verdict, actions = datapath_verdict(done.stdout.decode(errors="replace"))
     return OvsTrace(node, bridge, verdict, actions, flow)

@@ -12,6 +12,7 @@ answers with its name on TCP 8080 and UDP 5353 (tests/support/service_pods.py).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -110,6 +111,16 @@ def settled_hits(nodes: list[Node]) -> dict[str, int]:
     raise AssertionError(f"the counters did not settle: {last}")
 
 
+def metric_packets(node: Node, policy: str, rule: str) -> float:
+    """contivd_policy_rule_packets_total of one rule in the node's /metrics (0 when absent)."""
+    status, text = node.api_call("GET", "/metrics")
+    assert status == 200, text
+    wanted = "".join(f'(?=[^}}]*{name}="{re.escape(value)}")' for name, value in (("tenant", "prod"), ("policy", policy), ("rule", rule)))
+    pattern = rf"^contivd_policy_rule_packets_total{{{wanted}[^}}]*}} (\S+)$"  # labels in any order
+    found = re.search(pattern, text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
 def answer(src: str, dst_ip: str, protocol: str = "tcp") -> str:
     port = 8080 if protocol == "tcp" else 5353
     return fetch(src, dst_ip, port, 1, protocol)[0]
@@ -164,6 +175,7 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
         assert answer(c, ip["b"]) == "-"
         dropped = settled_hits(nodes)
         assert {r for r in dropped if dropped[r] != after.get(r, 0)} == {"prod/db/ingress/isolation"}, (after, dropped)
+        wait_until(lambda: metric_packets(first, "db-in", "ingress/0") > 0, 60, "the allow's counter in /metrics", first)
 
         # A second policy adds UDP from namespace env=dev (union); tool may send only UDP 5353
         # into the pod subnet except a (egress, ipBlock with except).
@@ -177,7 +189,7 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
         assert reaches(d, ip["c"]), "ping to the egress-isolated pod on its node: the reply passes"
         assert answer(d, ip["b"], "udp") == "-", "other is not env=dev"
 
-        # The model's trace (any node answers) agrees with what the packets did.
+        # The trace agrees with what the packets did: the model's verdict and OVS's ofproto/trace.
         for src, dst, what, verdict, deciding in (
             (ip["a"], "prod/db", "tcp/8080", "allow", "prod/db-in/ingress/0"),
             (ip["c"], ip["b"], "udp/5353", "allow", "prod/db-udp-from-dev/ingress/0"),
@@ -185,8 +197,10 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
             (ip["c"], ip["a"], "udp/5353", "drop", "dev/tool/egress/isolation"),
             (ip["d"], ip["b"], "udp/5353", "drop", "prod/db/ingress/isolation"),
         ):
-            status, traced = second.api_call("GET", f"/kubernetes/trace/{src}/{dst}/{what}")
+            source_node = first if src in (ip["a"], ip["b"]) else second  # OVS traces on the source's node
+            status, traced = source_node.api_call("GET", f"/kubernetes/trace/{src}/{dst}/{what}")
             assert status == 200 and (traced["verdict"], traced["deciding"]) == (verdict, deciding), traced
+            assert traced.get("agree") is True and traced["ovs"]["verdict"] == verdict, traced.get("ovs")
 
         # Policies deleted: everything passes again.
         for ns, name in (("prod", "db-in"), ("prod", "db-udp-from-dev"), ("dev", "tool-out")):

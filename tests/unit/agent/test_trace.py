@@ -16,11 +16,12 @@ PEER = RemoteEndpoint("b", ipv4("198.18.10.2", "b"), 0x02020A0A0A02, NET, vtep=i
 def test_trace_flow_per_protocol() -> None:
     b = ipv4("198.18.10.2", "b")
     assert trace_flow(PORT, PEER.mac, b, 6, 5432) == (
-        "tcp,in_port=3,dl_src=02:02:0a:0a:0a:01,dl_dst=02:02:0a:0a:0a:02,nw_src=198.18.10.1,nw_dst=198.18.10.2,tp_src=40000,tp_dst=5432,tcp_flags=+syn"
+        "tcp,in_port=3,dl_src=02:02:0a:0a:0a:01,dl_dst=02:02:0a:0a:0a:02,nw_src=198.18.10.1,nw_dst=198.18.10.2,tcp_src=40000,tcp_dst=5432,tcp_flags=0x002"
     )
     assert trace_flow(PORT, PEER.mac, b, 1, 0).startswith("icmp,in_port=3,") and trace_flow(PORT, PEER.mac, b, 1, 0).endswith(
         ",icmp_type=8,icmp_code=0"
     )
+    assert trace_flow(PORT, PEER.mac, b, 17, 53).endswith(",udp_src=40000,udp_dst=53")
     assert trace_flow(PORT, PEER.mac, b, 0, 0).startswith("ip,in_port=3,")
 
 

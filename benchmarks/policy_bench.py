@@ -4,9 +4,9 @@ the agents' pure code paths, as the daemons run them).
 
 * ``compile_s``: the leader's whole compile (`contivd.k8s.netpol.compile_objects`: parse the
   API objects, select, compile, group per pod), the median of the runs.
-* ``flows_per_node``: the flows of the two NetworkPolicy tables (plus service_lb's commit flows)
-  one node holds; every node holds every rule today (policy is judged at the source node, which
-  needs every destination's ingress).
+* ``flows_per_node``: the NetworkPolicy flows (np tables and commit flows) node 1 holds (pods
+  are spread over the 3 nodes): every pod's ingress rules (policy is judged at the source node,
+  which needs every destination's ingress), its own pods' egress rules.
 * ``np_change_to_flows_p50_ms`` / ``np_change_to_flows_p99_ms``: one policy changed (its peer
   selector), then the leader's recompile and diff against what it wrote, and each of 3 nodes'
   incremental flow engine (`openflow.FlowState.update`, fed the unchanged records as the same
@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 import trio  # noqa: E402
 
+from contivd.agent.inputs import without_egress  # noqa: E402
 from contivd.agent.trace import trace_flow  # noqa: E402
 from contivd.k8s.netpol import ObjectsCompiler, compile_objects  # noqa: E402
 from contivd.k8s.view import NAMESPACES, NETWORK_POLICIES, PODS  # noqa: E402
@@ -135,6 +136,12 @@ async def ovs_trace_ms(ips: list[int], netpol: tuple[NetpolPod, ...]) -> float:
     return statistics.median(times)
 
 
+def node_inputs(records: dict[str, NetpolPod], local: set[int]) -> NodeInputs:
+    """A node's NetworkPolicy inputs as its agent makes them: remote pods without egress rules
+    (made anew here each time; the agent keeps them per record, so this costs the bench more)."""
+    return NodeInputs("vxlan", netpol=tuple(r if not r.rules or r.rules[0].pod_ip in local else without_egress(r) for r in records.values()))
+
+
 def kept(old: dict[str, NetpolPod], new: dict[str, NetpolPod]) -> dict[str, NetpolPod]:
     """`new`, reusing the old record objects where equal (what the leader's diff and the
     snapshot do: an unchanged pod is not rewritten, so every node keeps its object)."""
@@ -155,8 +162,9 @@ def run(policies: int, pods: int, namespaces: int, changes: int) -> dict[str, An
         times.append(time.perf_counter() - start)
     assert not refused, refused
     engines = [FlowState() for _ in range(NODES)]
-    for engine in engines:
-        engine.update(NodeInputs("vxlan", netpol=tuple(records.values())))
+    local = [{int(IPv4Address(pod_ip(p))) for p in range(pods) if p % NODES == node} for node in range(NODES)]
+    for node, engine in enumerate(engines):
+        engine.update(node_inputs(records, local[node]))
     flows = sum(1 for f in engines[0].installed.flows if (f.cookie >> CATEGORY_SHIFT) & 0xFF == Category.NETPOL)
     leader = ObjectsCompiler()
     records, _, _ = leader.compile(objs)  # the leader's first compile of its term
@@ -167,8 +175,8 @@ def run(policies: int, pods: int, namespaces: int, changes: int) -> dict[str, An
         start = time.perf_counter()
         new, _, _ = leader.compile(objs)
         records = kept(records, new)
-        for engine in engines:
-            engine.update(NodeInputs("vxlan", netpol=tuple(records.values())))
+        for node, engine in enumerate(engines):
+            engine.update(node_inputs(records, local[node]))
         change_ms.append((time.perf_counter() - start) * 1000)
     ips = [int(IPv4Address(pod_ip(p))) for p in range(pods)]
     trace = []

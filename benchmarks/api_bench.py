@@ -1,10 +1,18 @@
-"""createEndpoint through the REST API, on 1 node and on 3 nodes, in one run.
+"""createEndpoint through the REST API, on 1 node and on 3 nodes (plain HTTP and TLS), in one run.
 
 Each run starts real `contivd run --datapath none` processes on loopback (with a cluster
 secret), creates one /16 network, then creates endpoints: sequentially (latency) and from 32
 concurrent clients (throughput). On 3 nodes the clients spread over all nodes, as every
-node's CNI server calls its local API: followers forward to the leader. The last line printed
-is one JSON object with every figure.
+node's CNI server calls its local API: followers forward to the leader. The 3-node TLS
+cluster serves every listener with TLS (`--tls always`, the cluster CA's certificates) and
+forwards over it; it runs beside the plain 3-node cluster, the two taking turns batch by batch
+so that the load of a shared machine falls on both alike. `ratio_tls_vs_plain_3` is its
+concurrent createEndpoint/s over the plain cluster's, and
+`tls_first_request_ms` the p50 of a new connection's TLS handshake plus its first request
+(`plain_first_request_ms` the same without TLS). `*_cpu_ms_*` is the CPU the cluster's
+processes spent per request (user + system), which a loaded machine skews far less than
+throughput; `cpu_ratio_tls_vs_plain_3` compares it. The last line printed is one JSON object
+with every figure.
 
     python3 benchmarks/api_bench.py [--quick]
 """
@@ -14,9 +22,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
+import ssl
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
@@ -27,6 +38,8 @@ from contivd.http.forwarder import ForwardingClient  # noqa: E402
 from tests.support.contivd_nodes import ContivdCluster  # noqa: E402
 
 CONCURRENCY = 32
+FIRST_REQUESTS = 50  # fresh connections timed for *_first_request_ms
+ROUNDS = 4  # batches per cluster; the plain and TLS 3-node clusters run alternately
 NETWORK = {"tenantName": "default", "networkName": "bench", "encap": "vxlan", "subnet": "198.18.0.0/16", "gateway": "198.18.255.254"}
 
 
@@ -35,12 +48,38 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def create_endpoints(urls: list[str], names: list[str], concurrency: int) -> dict[str, float]:
-    latencies: list[float] = []
+@dataclass
+class Run:
+    """Latencies and wall time of createEndpoint batches, summed over rounds."""
+
+    latencies: list[float] = field(default_factory=list)
+    elapsed: float = 0.0
+    server_cpu: float = 0.0  # seconds of CPU the cluster's processes spent: robust on a loaded machine
+
+    def figures(self) -> dict[str, float]:
+        return {
+            "per_s": round(len(self.latencies) / self.elapsed, 1),
+            "p50_ms": round(percentile(self.latencies, 0.5) * 1000, 2),
+            "p99_ms": round(percentile(self.latencies, 0.99) * 1000, 2),
+            "cpu_ms": round(self.server_cpu / len(self.latencies) * 1000, 3),
+        }
+
+
+def cpu_seconds(cluster: ContivdCluster) -> float:
+    """User + system CPU of the cluster's node processes so far (/proc/PID/stat)."""
+    total = 0
+    for node in cluster.nodes:
+        assert node.proc is not None
+        with open(f"/proc/{node.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def create_endpoints(run: Run, http: ForwardingClient, cluster: ContivdCluster, names: list[str], concurrency: int) -> None:
+    urls = [node.url for node in cluster.nodes]
     pending = iter(names)
     targets = itertools.cycle(urls)
-
-    http = ForwardingClient(timeout=60)  # contivd's own keep-alive client: cheap enough not to skew the figures
 
     async def client(url: str) -> None:
         for name in pending:
@@ -49,35 +88,69 @@ async def create_endpoints(urls: list[str], names: list[str], concurrency: int) 
             status, _, text = await http.request(
                 "POST", url, "/plugin/createEndpoint", {"Content-Type": "application/json", "Accept": "application/json"}, body.encode()
             )
-            latencies.append(time.perf_counter() - start)
+            run.latencies.append(time.perf_counter() - start)
             if status != 200:
                 raise RuntimeError(f"createEndpoint {name}: {status} {text[:200]!r}")
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds(cluster)
     async with trio.open_nursery() as nursery:
         for _ in range(concurrency):
             nursery.start_soon(client, next(targets))
-    elapsed = time.perf_counter() - started
-    await http.aclose()
-    return {
-        "per_s": round(len(latencies) / elapsed, 1),
-        "p50_ms": round(percentile(latencies, 0.5) * 1000, 2),
-        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
-    }
+    run.elapsed += time.perf_counter() - started
+    run.server_cpu += cpu_seconds(cluster) - cpu
 
 
-def bench(root: Path, size: int, count: int) -> dict[str, dict[str, float]]:
-    cluster = ContivdCluster(root / f"cluster{size}", size)
-    try:
-        cluster.start(timeout=60)
-        answer = cluster.nodes[0].post("/api/v1/networks/default:bench/", NETWORK)
-        assert answer.status_code == 200, answer.text
-        urls = [n.url for n in cluster.nodes]
-        sequential = trio.run(create_endpoints, urls, [f"s{i}" for i in range(count // 4)], 1)
-        concurrent = trio.run(create_endpoints, urls, [f"c{i}" for i in range(count)], CONCURRENCY)
-        return {"seq": sequential, "conc": concurrent}
-    finally:
-        cluster.close()
+async def first_requests(url: str, tls: ssl.SSLContext | None) -> float:
+    """p50 ms of connect (+ TLS handshake) + one GET on a fresh connection each time."""
+    samples = []
+    for _ in range(FIRST_REQUESTS):
+        http = ForwardingClient(timeout=60, ssl_context=tls)
+        start = time.perf_counter()
+        status, _, text = await http.request("GET", url, "/version", {"Accept": "application/json"}, b"")
+        samples.append(time.perf_counter() - start)
+        await http.aclose()
+        if status != 200:
+            raise RuntimeError(f"GET /version: {status} {text[:200]!r}")
+    return round(percentile(samples, 0.5) * 1000, 2)
+
+
+@dataclass
+class Subject:
+    """One started cluster under test, with what its clients need."""
+
+    label: str
+    cluster: ContivdCluster
+    tls: ssl.SSLContext | None
+    seq: Run = field(default_factory=Run)
+    conc: Run = field(default_factory=Run)
+
+
+def start(root: Path, size: int, tls: bool) -> Subject:
+    label = f"{size}_tls" if tls else str(size)
+    cluster = ContivdCluster(root / f"cluster{label}", size, tls=tls)
+    subject = Subject(label, cluster, None)
+    cluster.start(timeout=60)
+    answer = cluster.nodes[0].post("/api/v1/networks/default:bench/", NETWORK)
+    assert answer.status_code == 200, answer.text
+    if tls:
+        subject.tls = ssl.create_default_context(cafile=cluster.nodes[0].ca_file)
+        subject.tls.set_alpn_protocols(["http/1.1"])
+    return subject
+
+
+async def bench(subjects: list[Subject], count: int, rounds: int) -> None:
+    """`rounds` batches per subject, alternating subjects within each round, so that a noisy
+    machine's load weighs on every subject alike (the TLS/plain ratio compares them). Each
+    subject's clients keep their connections from batch to batch, as a node's CNI server and
+    forwarding keep theirs: a TLS handshake per connection, not per batch."""
+    clients = [ForwardingClient(timeout=60, ssl_context=subject.tls) for subject in subjects]  # contivd's own keep-alive client
+    per_round = count // rounds
+    for index in range(rounds):
+        for subject, http in zip(subjects, clients, strict=True):
+            await create_endpoints(subject.seq, http, subject.cluster, [f"r{index}s{i}" for i in range(per_round // 4)], 1)
+            await create_endpoints(subject.conc, http, subject.cluster, [f"r{index}c{i}" for i in range(per_round)], CONCURRENCY)
+    for http in clients:
+        await http.aclose()
 
 
 def main() -> None:
@@ -87,14 +160,32 @@ def main() -> None:
     count = 600 if args.quick else 4000
     figures: dict[str, float | bool] = {}
     with tempfile.TemporaryDirectory(prefix="api-bench-") as tmp:
-        for size in (1, 3):
-            result = bench(Path(tmp), size, count)
-            for kind, label in (("seq", "create_ep_seq"), ("conc", "create_ep")):
-                r = result[kind]
-                print(f"{size} node(s) {label:14} {r['per_s']:8.1f}/s  p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms")
-                figures[f"{label}_per_s_{size}"] = r["per_s"]
-                figures[f"{label}_p50_ms_{size}"] = r["p50_ms"]
-                figures[f"{label}_p99_ms_{size}"] = r["p99_ms"]
+        for sizes in ((1, False),), ((3, False), (3, True)):
+            subjects: list[Subject] = []
+            try:
+                for size, tls in sizes:
+                    subjects.append(start(Path(tmp), size, tls))
+                trio.run(bench, subjects, count, ROUNDS)
+                for subject in subjects:
+                    if subject.label.startswith("3"):
+                        name = "tls_first_request_ms" if subject.tls else "plain_first_request_ms"
+                        figures[name] = trio.run(first_requests, subject.cluster.nodes[0].url, subject.tls)
+            finally:
+                for subject in subjects:
+                    subject.cluster.close()
+            for subject in subjects:
+                for run, label in ((subject.seq, "create_ep_seq"), (subject.conc, "create_ep")):
+                    r = run.figures()
+                    print(
+                        f"{subject.label:5} node(s) {label:14} {r['per_s']:8.1f}/s  p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms"
+                        f"  server CPU {r['cpu_ms']:.2f} ms/request"
+                    )
+                    figures[f"{label}_per_s_{subject.label}"] = r["per_s"]
+                    figures[f"{label}_p50_ms_{subject.label}"] = r["p50_ms"]
+                    figures[f"{label}_p99_ms_{subject.label}"] = r["p99_ms"]
+                    figures[f"{label}_cpu_ms_{subject.label}"] = r["cpu_ms"]
+    figures["ratio_tls_vs_plain_3"] = round(float(figures["create_ep_per_s_3_tls"]) / float(figures["create_ep_per_s_3"]), 3)
+    figures["cpu_ratio_tls_vs_plain_3"] = round(float(figures["create_ep_cpu_ms_3_tls"]) / float(figures["create_ep_cpu_ms_3"]), 3)
     figures["quick"] = args.quick
     print(json.dumps(figures, sort_keys=True))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import ssl
 import statistics
 import subprocess
 import sys
@@ -52,7 +53,7 @@ from openflow.flows.policy import rule_flow  # noqa: E402
 from openflow.inputs import PolicyRuleSpec  # noqa: E402
 from openflow.pipeline import TABLES  # noqa: E402
 from tests.cni.harness import Pod, netconf, socket_of  # noqa: E402
-from tests.nodes import SECRET, Node, cluster_of_nodes, sh  # noqa: E402
+from tests.nodes import Node, cluster_of_nodes, sh  # noqa: E402
 
 POD_SUBNET, POD_GATEWAY = "198.19.128.0/20", "198.19.143.254"  # clear of the fabric (198.19.0.0/24) and the VTEPs
 
@@ -172,7 +173,7 @@ def measure_rule_latency(changes: int, endpoints_per_node: int) -> dict[str, flo
         sh("ip", "-n", fabric, "addr", "add", "198.19.0.254/24", "dev", "ctl")
         watches = [FlowWatch(node.ns, node.data / "ovs" / "contivVxlanBridge.mgmt") for node in nodes]
         try:
-            client = _client_in(fabric, nodes[0].host, nodes[0].api)
+            client = _client_in(fabric, nodes[0])
             _create_objects(client)
             started = time.perf_counter()
             for node in nodes:
@@ -186,11 +187,13 @@ def measure_rule_latency(changes: int, endpoints_per_node: int) -> dict[str, flo
                 pod.remove()
 
 
-def _client_in(fabric: str, host: str, api: int) -> httpx.Client:
+def _client_in(fabric: str, node: Node) -> httpx.Client:
+    """A client of `node`'s API (https, verified with the cluster CA, with the node's token) from the fabric namespace."""
     from pyroute2 import netns as pyroute_netns
 
     pyroute_netns.setns(fabric)  # this thread's new sockets live in the fabric namespace
-    return httpx.Client(base_url=f"http://{host}:{api}/api/v1", headers={"Authorization": f"Bearer {SECRET}"}, timeout=10)
+    headers = {"Authorization": f"Bearer {node.token}"}
+    return httpx.Client(base_url=node.url() + "/api/v1", headers=headers, timeout=10, verify=ssl.create_default_context(cafile=node.ca_file))
 
 
 def _create_objects(client: httpx.Client) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import ssl
 import statistics
 import sys
 import tempfile
@@ -38,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from benchmarks.datapath_bench import _client_in  # noqa: E402
-from tests.nodes import SECRET, Node, cluster_of_nodes, sh  # noqa: E402
+from tests.nodes import Node, cluster_of_nodes, sh  # noqa: E402
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text  # noqa: E402
 from tests.support.kube_objects import endpoint_slice, service  # noqa: E402
 from tests.support.service_pods import processes  # noqa: E402
@@ -119,9 +120,11 @@ def percentiles(prefix: str, latencies: list[float]) -> dict[str, float]:
     }
 
 
-def run(count: int, changes: int) -> dict[str, Any]:
+def run(count: int, changes: int, keep: Path | None = None) -> dict[str, Any]:
+    """The figures; with `keep`, the nodes' data directories (logs included) are made there and
+    kept, for finding where the time of a slow change went."""
     with tempfile.TemporaryDirectory(prefix="k8s-bench-") as tmp, processes() as running:
-        root = Path(tmp)
+        root = Path(tmp) if keep is None else keep
         relay_port, empty_port, full_port = free_ports(3)
         kubeconfig = root / "kubeconfig"
         kubeconfig.write_text(kubeconfig_text(f"http://198.19.0.1:{relay_port}", TOKEN))
@@ -138,12 +141,20 @@ def run(count: int, changes: int) -> dict[str, Any]:
             running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(full_port), str(preload))
             sh("ip", "netns", "exec", first.ns, sys.executable, "-c", POST, f"http://127.0.0.1:{full_port}/_test/compact")
             relay = running.start(first.ns, sys.executable, "-m", "tests.support.tcp_relay", first.host, str(relay_port), str(empty_port))
-            client = _client_in(fabric, first.host, first.api)  # from here on this thread's sockets live in the fabric
-            agents = [httpx.Client(base_url=f"http://{n.host}:{n.agent}", headers={"Authorization": f"Bearer {SECRET}"}, timeout=10) for n in nodes]
+            client = _client_in(fabric, first)  # from here on this thread's sockets live in the fabric
+            agents = [
+                httpx.Client(
+                    base_url=n.url(n.agent),
+                    headers={"Authorization": f"Bearer {n.token}"},
+                    timeout=10,
+                    verify=ssl.create_default_context(cafile=n.ca_file),
+                )
+                for n in nodes
+            ]
             wait_watching(client, nodes)
             warm_up(client, first.host, relay_port)
             wait_programmed(agents, 0, 60)
-            follower = next(n for n in nodes if client.get(f"http://{n.host}:{n.api}/info").json().get("current-state") == "follower")
+            follower = next(n for n in nodes if client.get(n.url() + "/info").json().get("current-state") == "follower")
             figures: dict[str, Any] = {"services": count, "endpoints_per_service": ENDPOINTS, "agent_rss_mb_idle": rss_mb(follower)}
             # Cold start: the leader's watch is cut and finds the full server (410, relist).
             started = time.perf_counter()
@@ -184,7 +195,7 @@ def warm_up(client: httpx.Client, host: str, port: int) -> None:
 
 def wait_watching(client: httpx.Client, nodes: list[Node], timeout: float = 60) -> None:
     """Until every node is ready: the leader's Service watch in sync, every agent synced."""
-    urls = [f"http://{node.host}:{node.api}/readyz" for node in nodes]
+    urls = [node.url() + "/readyz" for node in nodes]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if all(client.get(url).status_code == 200 for url in urls):
@@ -206,15 +217,23 @@ def wait_programmed(agents: list[httpx.Client], groups: int, timeout: float) -> 
     raise RuntimeError(f"the nodes did not hold {groups} service groups within {timeout} s")
 
 
+def note_slow(what: str, wall: float, latency: float) -> None:
+    """Changes slower than the 300 ms target, with their wall-clock start (to find them in the nodes' logs)."""
+    if latency > 0.3:
+        stamp = time.strftime("%H:%M:%S", time.localtime(wall)) + f",{int(wall * 1000) % 1000:03d}"
+        print(f"slow: {what} posted at {stamp}, {latency * 1000:.0f} ms", file=sys.stderr, flush=True)
+
+
 def service_latencies(api: httpx.Client, monitors: list[Monitor], first: int, changes: int) -> dict[str, float]:
     latencies = []
     for k in range(first, first + changes):
         port = 20000 + k
         name = f"svc{k}"
-        started = time.perf_counter()
+        started, wall = time.perf_counter(), time.time()
         api.post("/_test/apply", json=endpoint_slice("bench", f"{name}-1", name, [backend(k * ENDPOINTS)], 8080)).raise_for_status()
         api.post("/_test/apply", json=service("bench", name, cluster_ip(k), port=port)).raise_for_status()
         latencies.append(max(monitor.wait("ADDED", f"tp_dst={port}") for monitor in monitors) - started)
+        note_slow(f"Service {name}", wall, latencies[-1])
     result = percentiles("svc_to_flows", latencies)
     print(f"Service -> flows on 3 nodes: p50 {result['svc_to_flows_p50_ms']:.1f} ms, p99 {result['svc_to_flows_p99_ms']:.1f} ms", flush=True)
     return result
@@ -232,9 +251,10 @@ def removal_latencies(api: httpx.Client, monitors: list[Monitor], first: int, ch
         gone = f"reg0={int.from_bytes(bytes(int(o) for o in addresses[1].split('.')), 'big'):#x}"
         for monitor in monitors:
             monitor.wait("ADDED", gone)
-        started = time.perf_counter()
+        started, wall = time.perf_counter(), time.time()
         api.post("/_test/apply", json=endpoint_slice("bench", f"{name}-1", name, addresses[:1], 8080, not_ready=addresses[1:])).raise_for_status()
         latencies.append(max(monitor.wait("DELETED", gone) for monitor in monitors) - started)
+        note_slow(f"endpoint removal of {name}", wall, latencies[-1])
     result = percentiles("endpoint_removal", latencies)
     print(
         f"endpoint removal -> out of the group on 3 nodes: p50 {result['endpoint_removal_p50_ms']:.1f} ms, p99 {result['endpoint_removal_p99_ms']:.1f} ms",
@@ -247,9 +267,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100 Services and 20 changes instead of 1000 and 100")
     parser.add_argument("--services", type=int, help="Services present from the cold start (default 1000; --quick: 100)")
+    parser.add_argument("--keep", type=Path, help="make the nodes' data directories (logs, OVS databases) here and keep them")
     args = parser.parse_args()
     count = args.services if args.services is not None else (100 if args.quick else 1000)
-    figures = run(count, 20 if args.quick else 100)
+    figures = run(count, 20 if args.quick else 100, args.keep)
     print(json.dumps(figures))
 
 

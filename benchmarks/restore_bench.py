@@ -35,7 +35,7 @@ from raftstore import MemoryStore, encode_image
 from tests.support.contivd_nodes import SECRET, ContivdProcess
 from tests.support.waiting import free_ports, wait_for
 
-NETWORK = {"tenantName": "default", "networkName": "bench", "encap": "vxlan", "subnet": "10.0.0.0/14", "gateway": "10.3.255.254"}
+NETWORK = {"tenantName": "default", "networkName": "bench", "encap": "vxlan", "subnet": "198.18.0.0/15", "gateway": "198.19.255.254"}
 
 
 async def build_backup(path: Path, endpoints: int) -> int:

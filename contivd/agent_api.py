@@ -2,10 +2,9 @@
 
 The netmaster's `/debug/epcleanup` calls `DELETE /debug/reclaimEndpoint/<id>` here on the
 endpoint's node; operators read `/inspect/driver`, `/svcstats` and `/netpolstats` (NetworkPolicy
-rule hits per rule id). Callers are authenticated like the main API: loopback, a node signature
-or the cluster secret as a bearer token.
-contivd forwards in bridge mode and runs no DNS server, so `/inspect/bgp` and
-`/inspect/nameserver` answer Contiv's shapes with nothing in them.
+rule hits per rule id). Callers are authenticated like the main API: loopback, a node
+signature or an operator token (any role reads; the reclaim needs operator). `/inspect/bgp` answers the node's BGP speaker (contivd/bgp); contivd
+runs no DNS server, so `/inspect/nameserver` answers Contiv's shape with nothing in it.
 """
 
 from __future__ import annotations
@@ -24,8 +23,10 @@ from .agent.datapath import BridgeDatapath
 from .agent.inputs import KUBE_SERVICE_PREFIX
 from .agent.netpolstats import netpol_hits
 from .agent.service import Agent
+from .bgp import BgpSpeaker
 from .http import auth
-from .http.errors import UnauthorizedError
+from .http.errors import ForbiddenError, UnauthorizedError
+from .http.tokens import Role
 from .ovs import OvsError
 
 _U64 = (1 << 64) - 1
@@ -92,17 +93,18 @@ async def service_stats(agent: Agent) -> dict[str, Any]:
     return stats
 
 
-def create_agent_app(agent: Agent, secret: str | None) -> QuartTrio:
+def create_agent_app(agent: Agent, access: auth.Authenticator, bgp: BgpSpeaker | None = None) -> QuartTrio:
     app = QuartTrio("contivd-agent")
 
     @app.before_request
     async def authenticate() -> Response | None:
         body = cast(bytes, await request.get_data(as_text=False))
         headers = {k.lower(): v for k, v in request.headers.items()}
+        needed = Role.OPERATOR if request.method not in ("GET", "HEAD") else Role.VIEWER  # reclaiming an endpoint is an endpoint operation
         try:
-            auth.authenticate(secret, request.method, request.full_path.rstrip("?"), body, headers, request.remote_addr)
-        except UnauthorizedError as exc:
-            return _json({"error": str(exc)}, 401)
+            access.check(request.method, request.full_path.rstrip("?"), body, headers, request.remote_addr, needed)
+        except (UnauthorizedError, ForbiddenError) as exc:
+            return _json({"error": str(exc)}, 403 if isinstance(exc, ForbiddenError) else 401)
         return None
 
     @app.get("/inspect/driver")
@@ -126,7 +128,7 @@ def create_agent_app(agent: Agent, secret: str | None) -> QuartTrio:
 
     @app.get("/inspect/bgp")
     async def inspect_bgp() -> Response:
-        return _json({"Peers": [], "Dsts": []})
+        return _json(bgp.inspect() if bgp is not None else {"Peers": [], "Dsts": []})
 
     @app.get("/inspect/nameserver")
     async def inspect_nameserver() -> Response:

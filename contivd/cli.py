@@ -46,12 +46,20 @@ def run(config_file: Path | None, **flags: Any) -> None:
     """Run this node: embedded store member (and, as they land, netmaster, agent, CNI)."""
     config = _load(config_file, flags)
     logs.configure(config.log_level, config.log_format, secrets=[config.cluster_secret])
+    from raftstore import JournalDamagedError
+
     from .main import run as run_node  # after logs.configure: importing OVS libraries emits warnings
     from .ovs import OvsError
+    from .tls.pki import PkiError
 
     try:
         trio.run(run_node, config, lambda: load(flags, config_file))
-    except (OvsError, BaseExceptionGroup) as exc:
+    except JournalDamagedError as exc:
+        raise click.ClickException(f"cannot start the store member: {exc}") from None
+    except (OvsError, PkiError, BaseExceptionGroup) as exc:
+        pki = _startup_error(exc, PkiError)
+        if pki is not None:
+            raise click.ClickException(f"cannot set up TLS: {pki}") from None
         cause = _startup_error(exc, OvsError)
         if cause is None:
             raise
@@ -82,12 +90,20 @@ def check_config(config_file: Path | None, **flags: Any) -> None:
 @click.option(
     "--server", envvar="CONTIVD_SERVER", default="http://127.0.0.1:9999", show_default=True, help="A contivd node's API [env CONTIVD_SERVER]."
 )
-@click.option("--token", envvar="CONTIVD_TOKEN", default=None, help="The cluster secret, from other hosts [env CONTIVD_TOKEN].")
+@click.option("--token", envvar="CONTIVD_TOKEN", default=None, help="An admin token, from other hosts [env CONTIVD_TOKEN].")
+@click.option(
+    "--ca-file",
+    envvar="CONTIVD_CA_FILE",
+    default=None,
+    help="The CA an https:// server is verified against (a node's tls/ca.crt) [env CONTIVD_CA_FILE].",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would be imported and the verification plan; write nothing.")
 @click.option("--force", is_flag=True, help="Replace the contents of a contivd store that is not empty.")
-def import_contiv(etcd: str, server: str, token: str | None, dry_run: bool, force: bool) -> None:
+def import_contiv(etcd: str, server: str, token: str | None, ca_file: str | None, dry_run: bool, force: bool) -> None:
     """Move a running Contiv installation into contivd: read its etcd tree, import it atomically
     (every address, MAC, VLAN/VXLAN and EPG id kept), then verify it object by object."""
+    import ssl
+
     import httpx
 
     from .migrate import ContivTree, MigrationError, plan_import, read_contiv_values, submit_import, verification_plan, verify_import
@@ -102,12 +118,14 @@ def import_contiv(etcd: str, server: str, token: str | None, dry_run: bool, forc
             click.echo("dry run: nothing written. After an import, verification compares:")
             click.echo("\n".join(f"  - {line}" for line in verification_plan(tree)))
             return
-        reply = submit_import(server, values, force, token)
+        reply = submit_import(server, values, force, token, ca_file)
     except MigrationError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"imported at store revision {reply.get('revision')}; verifying against {server}")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    with httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=30.0) as http:
+    with httpx.Client(
+        base_url=server.rstrip("/"), headers=headers, timeout=30.0, verify=ssl.create_default_context(cafile=ca_file) if ca_file else True
+    ) as http:
         counts, differences = verify_import(tree, http)
     click.echo("\n".join(f"  {line}" for line in counts))
     if differences:
@@ -147,6 +165,39 @@ def _offline(step: Callable[[], list[str]]) -> None:
     except (StoreError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo("\n".join(lines))
+
+
+@cli.group("auth")
+def auth_group() -> None:
+    """Access control on this node (operators manage tokens with `contivd ctl auth token`)."""
+
+
+@auth_group.command("bootstrap")
+@click.argument("name", default="root")
+@click.option("--role", type=click.Choice(["admin", "operator", "viewer"]), default="admin", show_default=True, help="The token's role.")
+@click.option("--ttl", type=click.FloatRange(min=1), default=None, help="Lifetime in seconds (default: until revoked).")
+@click.option("--login/--no-login", default=False, help="Also store the server and token in ~/.config/contivd/ctl.toml (mode 0600).")
+@_config_options
+def bootstrap(name: str, role: str, ttl: float | None, login: bool, config_file: Path | None, **flags: Any) -> None:
+    """As root on a node: mint a token NAME (the first admin token) by signing the request with
+    the node's cluster secret, read from its configuration; print it (it is shown only once)."""
+    import os
+
+    from .ctl.config import save_login
+    from .http.bootstrap import BootstrapError, mint_token
+
+    if os.geteuid() != 0:
+        raise click.ClickException("contivd auth bootstrap is for root on a node (it reads the cluster secret); others ask an admin for a token")
+    config = _load(config_file, flags)
+    ca_file = config.client_ca_file if config.listener_tls(config.api_listen) else None
+    try:
+        answer = mint_token(config.api_url, config.cluster_secret, name, role, ttl, who=f"bootstrap:{config.node_name}", ca_file=ca_file)
+    except BootstrapError as exc:
+        raise click.ClickException(str(exc)) from None
+    if login:
+        path = save_login(config.api_url, answer["token"], str(ca_file) if ca_file else None)
+        click.echo(f"stored in {path}", err=True)
+    click.echo(answer["token"])
 
 
 cli.add_command(store_group)

@@ -81,13 +81,6 @@ def _choice(*allowed: str) -> Callable[[Any], str]:
     return parse
 
 
-def _fwd_mode(value: Any) -> str:
-    text = _choice("bridge", "routing")(value)
-    if text == "routing":
-        raise ValueError("is not supported: contivd forwards in bridge mode only (routing mode needs BGP peering, not implemented)")
-    return text
-
-
 def _interface_names(value: Any) -> tuple[str, ...]:
     names = _address_list(value)
     for name in names:
@@ -181,7 +174,13 @@ OPTIONS: tuple[Option, ...] = (
         "vxlan (VXLAN bridge, plus the VLAN bridge when uplinks are given) or vlan (VLAN bridge only).",
     ),
     Option("vlan_uplinks", _interface_names, tuple, "Comma-separated interfaces trunking VLAN networks to other nodes (ports of contivVlanBridge)."),
-    Option("fwd_mode", _fwd_mode, lambda: "bridge", "Forwarding mode; bridge (L2 within a network, Contiv's default) is the one supported."),
+    Option(
+        "fwd_mode",
+        _choice("bridge", "routing"),
+        lambda: "bridge",
+        "bridge (L2 within a network, Contiv's default) or routing (the VLAN bridge routes pods' traffic; needs one --vlan-uplink to the "
+        "BGP top-of-rack router and the node's Bgp object, see docs/bgp.md).",
+    ),
     Option("agent_listen", _listen_address, lambda: "127.0.0.1:9090", "The node agent's REST API (netplugin's /inspect/driver, /svcstats, ...)."),
     Option(
         "audit_interval",
@@ -222,6 +221,17 @@ OPTIONS: tuple[Option, ...] = (
         lambda: ipaddress.IPv4Network("10.96.0.0/12"),
         "Kubernetes Service cluster IP range (the API server's --service-cluster-ip-range); Services outside it are skipped.",
     ),
+    Option(
+        "tls",
+        _choice("auto", "always"),
+        lambda: "auto",
+        "auto: TLS on every listener (API, agent API, status page) bound to a non-loopback address, plain HTTP on loopback; always: TLS on loopback too.",
+    ),
+    Option(
+        "tls_cert", _readable_file, lambda: None, "This node's TLS certificate (PEM); with --tls-key and --tls-ca. Unset = issued by the cluster CA."
+    ),
+    Option("tls_key", _readable_file, lambda: None, "The private key of --tls-cert (PEM)."),
+    Option("tls_ca", _readable_file, lambda: None, "The CA (PEM) that issued every node's certificate; peers are verified against it."),
 )
 
 
@@ -251,6 +261,10 @@ class Config:
     orphan_grace: float
     kubeconfig: Path | None
     service_cidr: ipaddress.IPv4Network
+    tls: str = "auto"
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_ca: Path | None = None
 
     @property
     def api_host(self) -> str:
@@ -267,16 +281,44 @@ class Config:
             return self.control_ip
         return "127.0.0.1" if self.api_host in ("0.0.0.0", "::", "") else self.api_host
 
+    def listener_tls(self, listen: str) -> bool:
+        """Whether a listener serves TLS: always off loopback, on loopback with `--tls always`."""
+        return self.tls == "always" or not is_loopback(listen.rpartition(":")[0].strip("[]"))
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.listener_tls(self.api_listen) or (self.datapath == "ovs" and self.listener_tls(self.agent_listen))
+
+    def _url(self, listen: str) -> str:
+        host, port, scheme = self.node_ip, listen.rpartition(":")[2], "https" if self.listener_tls(listen) else "http"
+        return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+
     @property
     def api_url(self) -> str:
-        host = self.node_ip
-        return f"http://[{host}]:{self.api_port}" if ":" in host else f"http://{host}:{self.api_port}"
+        return self._url(self.api_listen)
 
     @property
     def agent_url(self) -> str:
         """Where other nodes reach this node's agent API: the node IP, agent_listen's port."""
-        host, port = self.node_ip, self.agent_listen.rpartition(":")[2]
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        return self._url(self.agent_listen)
+
+    @property
+    def client_ca_file(self) -> Path:
+        """The CA a client on this node verifies its TLS listeners with: --tls-ca, else the
+        cluster CA the node keeps beside its issued certificate."""
+        return self.tls_ca or self.tls_dir / "ca.crt"
+
+    @property
+    def tls_dir(self) -> Path:
+        """Where the node keeps the certificate the cluster CA issued it (and that CA)."""
+        return self.data_dir / "tls"
+
+    @property
+    def tls_hosts(self) -> tuple[str, ...]:
+        """What this node's certificate must name: every address it is reached on, its name, loopback."""
+        listened = [listen.rpartition(":")[0].strip("[]") for listen in (self.api_listen, self.agent_listen)]
+        specific = [host for host in listened if host not in ("0.0.0.0", "::", "")]
+        return tuple(dict.fromkeys([self.node_ip, *specific, "127.0.0.1", "::1", "localhost", self.node_name]))
 
     @property
     def cni_socket_path(self) -> Path:
@@ -302,6 +344,8 @@ class Config:
         shown["cni_socket"] = str(self.cni_socket)
         shown["kubeconfig"] = str(self.kubeconfig) if self.kubeconfig else None
         shown["service_cidr"] = str(self.service_cidr)
+        for name in ("tls_cert", "tls_key", "tls_ca"):
+            shown[name] = str(getattr(self, name)) if getattr(self, name) else None
         shown["peers"] = list(self.peers)
         shown["vlan_uplinks"] = list(self.vlan_uplinks)
         if self.cluster_secret:
@@ -345,7 +389,21 @@ def load(flags: Mapping[str, Any], config_file: Path | None = None, environ: Map
             raise ConfigError(f"{source}: {raw!r} {exc}") from None
     config = Config(**values)
     config.store_config()  # surface unsafe raft settings now, not at start-up
+    if config.fwd_mode == "routing" and (config.datapath != "ovs" or len(config.vlan_uplinks) != 1):
+        raise ConfigError(
+            f"--fwd-mode routing: needs --datapath ovs and exactly one --vlan-uplinks interface (the link to the BGP router), got {list(config.vlan_uplinks)}"
+        )
     for flag, listen in (("--api-listen", config.api_listen), ("--agent-listen", config.agent_listen)):
         if not config.cluster_secret and not is_loopback(listen.rpartition(":")[0].strip("[]")):
             raise ConfigError(f"{flag} {listen}: refusing a non-loopback API without a cluster secret (node-to-node calls are authenticated with it)")
+    _check_tls(config)
     return config
+
+
+def _check_tls(config: Config) -> None:
+    given = [name for name in ("tls_cert", "tls_key", "tls_ca") if getattr(config, name) is not None]
+    if given and len(given) != 3:
+        missing = sorted({"tls_cert", "tls_key", "tls_ca"} - set(given))
+        raise ConfigError(f"--tls-cert, --tls-key and --tls-ca go together: {', '.join('--' + m.replace('_', '-') for m in missing)} missing")
+    if config.uses_tls and not given and not config.cluster_secret:
+        raise ConfigError("--tls always without --tls-cert/--tls-key/--tls-ca needs a cluster secret (it seals the cluster CA's key in the store)")

@@ -22,13 +22,16 @@ from hypercorn.trio import serve
 from raftstore import Store, StoreError, StoreStatistics, open_store
 
 from . import __version__
+from .agent.router import BgpRouting
 from .agent.service import Agent, AgentSettings, AgentStatistics
 from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .backup.route import SnapshotContext, register_snapshot_route
+from .bgp import BgpSpeaker
 from .cni_server import CniServer, SocketInUseError
 from .cni_server.orphans import OrphanReaper
 from .config import Config, ConfigError
+from .http import auth
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
@@ -41,6 +44,7 @@ from .nodes import keep_registered
 from .sdnotify import Notifier
 from .state import NodeRecord, StateCache
 from .status.routes import StatusContext, register_status_routes
+from .tls.material import TlsFiles, issued_tls_files
 
 log = logging.getLogger("contivd")
 STATUS_SECONDS = 5.0  # how often the systemd STATUS= line is refreshed
@@ -64,20 +68,35 @@ async def _leader_duties(store: Store, netmaster: Netmaster, node_name: str) -> 
             log.warning("no leader: election in progress or no quorum")
 
 
-def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, config: Config) -> KubeHealth | None:
+def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, netmaster: Netmaster, config: Config) -> KubeHealth | None:
     """Kubernetes mode (--kubeconfig): the leader, and only it, keeps the store's Kubernetes
-    services equal to the API server's. The health object says how the watch is doing."""
+    services equal to the API server's, and endpoints following their pods' labels. The
+    health object says how the watch is doing."""
     if config.kubeconfig is None:
         return None
     health = KubeHealth()
-    nursery.start_soon(KubernetesWatch(store, config.kubeconfig, config.service_cidr, health).run)
-    log.info("Kubernetes mode: the Raft leader watches Services and EndpointSlices (service CIDR %s)", config.service_cidr)
+    nursery.start_soon(KubernetesWatch(store, config.kubeconfig, config.service_cidr, health, netmaster).run)
+    log.info("Kubernetes mode: the Raft leader watches Services, EndpointSlices and Pods (service CIDR %s)", config.service_cidr)
     return health
 
 
-def _hypercorn_config(listen: str) -> HypercornConfig:
+async def _node_tls(store: Store, config: Config) -> TlsFiles | None:
+    """The TLS files this node serves with: the operator's, else issued by the cluster CA
+    (waits for the store on a first start); None when every listener is plain loopback HTTP."""
+    if not config.uses_tls:
+        return None
+    if config.tls_cert is not None and config.tls_key is not None and config.tls_ca is not None:
+        return TlsFiles(config.tls_cert, config.tls_key, config.tls_ca)
+    assert config.cluster_secret is not None  # config.load refuses TLS without files or a secret
+    return await issued_tls_files(store, config.tls_dir, config.cluster_secret, config.node_name, config.tls_hosts)
+
+
+def _hypercorn_config(listen: str, tls: TlsFiles | None) -> HypercornConfig:
+    """One listener's settings; TLS with `tls` (the caller passes None for a plain listener)."""
     hconfig = HypercornConfig()
     hconfig.bind = [listen]
+    if tls is not None:
+        hconfig.certfile, hconfig.keyfile = str(tls.certificate), str(tls.key)
     hconfig.accesslog = None
     hconfig.errorlog = logging.getLogger("hypercorn.error")  # our handler and format (logs.configure), not hypercorn's own
     hconfig.graceful_timeout = 5.0
@@ -95,9 +114,13 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             nursery.start_soon(notifier.watchdog)  # from this loop: a stuck loop stops the pings
             role = "read-only member" if config.readonly else f"raft on {config.raft_listen}"
             log.info("store started (%s, peers: %s)", role, ", ".join(config.peers) or "none, single node")
+            tls = await _node_tls(store, config)
+            if tls is not None:
+                http.ssl_context = tls.client_context()  # peers' certificates are verified against the cluster CA
+                log.info("TLS on non-loopback listeners%s; cluster CA sha256 %s", " and loopback" if config.tls == "always" else "", tls.fingerprint)
             netmaster = Netmaster(store, config.node_name)
             nursery.start_soon(_leader_duties, store, netmaster, config.node_name)
-            kube = _start_kubernetes_watch(nursery, store, config)
+            kube = _start_kubernetes_watch(nursery, store, netmaster, config)
             info = NodeRecord(
                 name=config.node_name,
                 raft_address=None if config.readonly else config.raft_listen,
@@ -122,19 +145,41 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     (host, int(port)),
                     net_mode="vlan" if config.net_mode == "vlan" else "vxlan",
                     vlan_uplinks=config.vlan_uplinks,
+                    routing=config.fwd_mode == "routing",
                     audit_seconds=config.audit_interval,
                 )
                 agent = Agent(cache, settings)
                 await nursery.start(agent.run)
-                agent_app = create_agent_app(agent, config.cluster_secret)
-                agent_bound = await nursery.start(partial(serve, agent_app, _hypercorn_config(config.agent_listen), shutdown_trigger=stop.wait))
+                routed = agent.set_bgp_routing if config.fwd_mode == "routing" else None
+                on_routes = None if routed is None else (lambda router_ip, learned: routed(BgpRouting(router_ip, learned)))
+                bgp = BgpSpeaker(cache, config.node_name, config.data_dir / "bgp", on_routes=on_routes)  # idle until a Bgp object names this node
+                await nursery.start(bgp.run)
+                agent_app = create_agent_app(agent, auth.Authenticator(config.cluster_secret, auth.store_lookup(store)), bgp)
+                agent_bound = await nursery.start(
+                    partial(
+                        serve,
+                        agent_app,
+                        _hypercorn_config(config.agent_listen, tls if config.listener_tls(config.agent_listen) else None),
+                        shutdown_trigger=stop.wait,
+                    )
+                )
                 log.info("agent API listening on %s", ", ".join(agent_bound))
             context = ApiContext(
-                store, cache, netmaster, config.node_name, config.node_ip, config.cluster_secret, http, config.contiv_error_compat, agent, kube
+                store,
+                cache,
+                netmaster,
+                config.node_name,
+                config.node_ip,
+                config.cluster_secret,
+                http,
+                config.contiv_error_compat,
+                agent,
+                kube,
+                tls_ca=tls.ca_pem if tls is not None else None,
             )
             endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None  # the orphan scan's view, with a CNI server
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
-                control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret))
+                control = LeaderRouter(store, LocalControlPlane(netmaster), RemoteControlPlane(store, http, config.cluster_secret, config.node_name))
                 cni_server = CniServer(
                     control,
                     cache,
@@ -153,15 +198,22 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                     reaper = OrphanReaper(cni_server, config.orphan_grace, on_reclaimed=observe_orphan)
                     await nursery.start(reaper.run)
                     endpoint_datapath = reaper.view
+            await nursery.start(context.audit.run)
             api = create_app(context)
-            register_status_routes(api.quart, StatusContext(store, cache, config.node_name, config.cluster_secret, agent, endpoint_datapath))
-            register_import_route(api.quart, ImportContext(store, config.cluster_secret))
-            register_snapshot_route(api.quart, SnapshotContext(store, config.cluster_secret))
+            status = StatusContext(store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath, http.ssl_context)
+            register_status_routes(api.quart, status)
+            register_import_route(api.quart, ImportContext(store, context.access, context.audit))
+            register_snapshot_route(api.quart, SnapshotContext(store, context.access))
             api_stopped = trio.Event()
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:
                 try:
-                    await serve(api.asgi, _hypercorn_config(config.api_listen), shutdown_trigger=stop.wait, task_status=task_status)
+                    await serve(
+                        api.asgi,
+                        _hypercorn_config(config.api_listen, tls if config.listener_tls(config.api_listen) else None),
+                        shutdown_trigger=stop.wait,
+                        task_status=task_status,
+                    )
                 finally:
                     api_stopped.set()
 

@@ -130,6 +130,20 @@ class StateCollector(Collector):
         for (service, reason), count in sorted(kube.skip_counts().items()):
             skipped.add_metric([service, reason], count)
         yield skipped
+        relabelled, not_applied = kube.label_counts()
+        yield CounterMetricFamily(
+            "contivd_k8s_endpoints_relabelled",
+            "Endpoints this node (as leader) moved between groups or relabelled after their pod's labels changed",
+            value=relabelled,
+        )
+        unapplied = CounterMetricFamily(
+            "contivd_k8s_pod_label_changes_not_applied",
+            "Pod label changes this node (as leader) could not apply, by pod and reason (tenant/network change, unknown group, ...)",
+            labels=["pod", "reason"],
+        )
+        for (pod, reason), count in sorted(not_applied.items()):
+            unapplied.add_metric([pod, reason], count)
+        yield unapplied
 
     def _raft(self) -> Iterator[Metric]:
         stats = self.store.statistics()
@@ -142,6 +156,16 @@ class StateCollector(Collector):
             ("contivd_raft_leader_known", "1 when this member knows a leader", int(stats.leader is not None)),
             ("contivd_raft_voters", "Voting members", len(stats.voters)),
             ("contivd_raft_connected_voters", "Voting members this one is connected to", len(stats.connected_voters)),
+            (
+                "contivd_raft_can_commit",
+                "1 when a write through this member can commit now (see /readyz for why not)",
+                int(not stats.commit_blockers),
+            ),
+            (
+                "contivd_store_data_dir_full",
+                "1 while this member cannot write its data dir (writes are refused with 503)",
+                int(stats.disk_problem is not None),
+            ),
             ("contivd_store_keys", "Keys in the store", stats.keys),
             ("contivd_store_revision", "Store revision", stats.revision),
         ):

@@ -11,6 +11,7 @@ from openflow._ofp import ConnectionClosed as ConnectionClosed
 from openflow._ofp import FlowRecord as FlowRecord
 from openflow._ofp import OpenFlowError as OpenFlowError
 from openflow._ofp import SwitchError as SwitchError
+from openflow._ofp import flow_records as flow_records
 from openflow.desired import Desired as Desired
 from openflow.desired import desired as desired
 from openflow.diff import Plan as Plan

@@ -50,6 +50,7 @@ _ONF_BUNDLE_ADD = ofp.ONF_ET_BUNDLE_ADD_MESSAGE
 _BCT_COMMIT_REPLY = ofp.ONF_BCT_COMMIT_REPLY
 _BCT_DISCARD_REPLY = ofp.ONF_BCT_DISCARD_REPLY
 _EXP_HEADER = struct.Struct("!II")  # experimenter, exp_type (after the 8-byte header)
+_MULTIPART_FLAGS = struct.Struct("!H")  # ofp_multipart_reply flags, after the header and the 2-byte type
 _BUNDLE_ID_OFFSET = 16  # bundle_id u32 in both bundle control and bundle add
 _BUNDLE_FLAGS_OFFSET = 22  # flags u16 in both
 _BUNDLE_INNER_OFFSET = 24  # the embedded message of a bundle add
@@ -163,10 +164,11 @@ class PacketIn:
 
 @dataclass(frozen=True, slots=True)
 class RequestDone:
-    """A request finished; ``result`` is a list of :class:`FlowRecord` for flow dumps, else None."""
+    """A request finished; ``result`` holds a flow dump's FLOW_STATS reply messages as received
+    (:func:`flow_records` parses them), else None."""
 
     request: int
-    result: list[FlowRecord] | None = None
+    result: tuple[bytes, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +207,9 @@ class _Op:
     done_xid: int
     """The xid whose reply finishes the current phase."""
     xids: list[int] = field(default_factory=list)
-    records: list[FlowRecord] = field(default_factory=list)
+    parts: list[bytes] = field(default_factory=list)
+    """A flow dump's reply messages, parsed by the caller: at thousands of flows os-ken takes
+    seconds, which must not stall the connection's reader (echo replies, other requests)."""
     error: SwitchError | None = None
     bundle_id: int = 0
     bundle_flags: int = 0
@@ -556,11 +560,11 @@ class Session:
         op = self._by_xid.get(xid)
         if op is None or op.kind is not _Kind.FLOWS:
             return None
-        reply = _parse(msg)
-        op.records.extend(_flow_record(stats) for stats in reply.body)
-        if reply.flags & ofp.OFPMPF_REPLY_MORE:
+        op.parts.append(msg)
+        (flags,) = _MULTIPART_FLAGS.unpack_from(msg, _HEADER.size + 2)
+        if flags & ofp.OFPMPF_REPLY_MORE:
             return None
-        return self._finish(op, RequestDone(op.request, op.records))
+        return self._finish(op, RequestDone(op.request, tuple(op.parts)))
 
     # -- end ---------------------------------------------------------------
 
@@ -626,6 +630,11 @@ def _freeze(value: Any) -> Any:
 def match_items(match: Any) -> tuple[tuple[str, Any], ...]:
     """An os-ken OFPMatch as FlowRecord.match holds it: items sorted by field name, values frozen."""
     return tuple(sorted((k, _freeze(v)) for k, v in match.items()))
+
+
+def flow_records(parts: Iterable[bytes]) -> list[FlowRecord]:
+    """The flows of a dump's FLOW_STATS reply messages (``RequestDone.result``), in order."""
+    return [_flow_record(stats) for msg in parts for stats in _parse(msg).body]
 
 
 def _flow_record(stats: Any) -> FlowRecord:

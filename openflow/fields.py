@@ -83,7 +83,8 @@ class Category(IntEnum):
     QOS = 8
     FORWARD = 9
     FLOOD = 10
-    NETPOL = 11  # Kubernetes NetworkPolicy rules (object: the rule_id)
+    ROUTING = 11  # routing mode: the router port, the uplink, learned routes
+    NETPOL = 12  # Kubernetes NetworkPolicy rules (object: the rule_id)
 
 
 ROUND_BITS = 16

@@ -253,6 +253,47 @@ class HostPort:
     0: none (vlan bridges: the shared private address, so only local backends answer)."""
 
 
+ANYCAST_MAC = 0x000011111111
+"""Contiv's vlrouter MAC: in routing mode the switch answers pods' ARP for their gateway (and
+for other nodes' endpoints) with it, and delivers routed packets to local pods from it."""
+
+
+@dataclass(frozen=True, order=True)
+class Route:
+    """A route the node learned over BGP: ``prefix/length`` through the next hop whose MAC the
+    node resolved (the ToR's address on the router port's link)."""
+
+    prefix: int
+    length: int
+    next_hop_mac: int
+
+    @property
+    def mask(self) -> int:
+        return (0xFFFFFFFF << (32 - self.length)) & 0xFFFFFFFF
+
+    @property
+    def key(self) -> str:
+        """``a.b.c.d/len`` of the network (host bits cleared): the route's owner id."""
+        return f"{ipaddress.IPv4Address(self.prefix & self.mask)}/{self.length}"
+
+
+@dataclass(frozen=True)
+class Router:
+    """Routing mode (Contiv's vlrouter) on a VLAN bridge: the node routes its pods' traffic.
+
+    ``ofport`` is the bridge's internal router port carrying the node's router IP (``address``,
+    the Bgp object's routerip, as Contiv's inb01 did): the ToR peers with it and sends the
+    routed traffic for the node's pods to its ``mac``. ``uplink`` is the ofport of the link to
+    the ToR, which then carries untagged routed traffic only (no VLAN is bridged to it).
+    The learned routes are NodeInputs.routes (each its own owner, so a route change is cheap).
+    """
+
+    ofport: int
+    mac: int
+    address: int
+    uplink: int
+
+
 @dataclass(frozen=True)
 class Fabric:
     """The bridge-wide part of NodeInputs that networks' and remote endpoints' flows depend on.
@@ -266,6 +307,17 @@ class Fabric:
     uplinks: tuple[int, ...] = ()
     round: int = 0
     host_port: HostPort | None = None
+    router: Router | None = None
+    """Routing mode: the router port and the uplink (the learned routes are not bridge-wide)."""
+
+    @property
+    def routed(self) -> bool:
+        """Routing mode: the node routes (a VLAN bridge with a router), it does not bridge to other nodes."""
+        return self.router is not None and self.encap == "vlan"
+
+    def gateway_mac(self, net: NetworkRef) -> int:
+        """The MAC the switch answers for ``net``'s gateway: the anycast MAC when routing, else ``02:02:<gateway ip>``."""
+        return ANYCAST_MAC if self.routed else vip_mac(net.gateway)
 
     @cached_property
     def _tunnel_by_vtep(self) -> dict[int, TunnelPort]:
@@ -290,12 +342,16 @@ class NodeInputs:
     services: tuple[ServiceSpec, ...] = ()
     round: int = 0
     host_port: HostPort | None = None
+    router: Router | None = None
+    """Set in routing mode (VLAN bridge only): see :class:`Router`."""
+    routes: tuple[Route, ...] = ()
+    """Routes learned over BGP, one per prefix (installed in routing mode only)."""
     netpol: tuple[NetpolPod, ...] = ()
     """Kubernetes NetworkPolicy rules, per pod."""
 
     @cached_property
     def fabric(self) -> Fabric:
-        return Fabric(self.encap, self.tunnels, self.uplinks, self.round, self.host_port)
+        return Fabric(self.encap, self.tunnels, self.uplinks, self.round, self.host_port, self.router)
 
     def ports(self) -> tuple[LocalPort, ...]:
         """Local ports on this bridge (networks of its encap), sorted."""

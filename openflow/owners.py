@@ -10,6 +10,9 @@ alone (plus the round or the bridge's :class:`Fabric`), never from the whole Nod
   flood flows and the two flood groups, whose buckets list the network's local ports;
 * a policy rule: its one flow;
 * a pod's Kubernetes NetworkPolicy rules (those whose pod end it is): their flows;
+* the router (routing mode): the uplink's and the router port's flows, rebuilt with the Fabric
+  that carries it;
+* a learned route (routing mode): its one flow;
 * a service: VIP ARP reply, VIP flows, one select group per service port, and the host port's
   classifier flow to the VIP when the node enters it (NodePort; the Fabric carries the host port).
 
@@ -28,17 +31,31 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from openflow.flow import Flow, Group, PipelineError, key_order, sort_flows
-from openflow.flows import arp, base, classifier, dstepg, forward, netpol, policy, qos, service, spoofguard
-from openflow.inputs import Fabric, HostPort, LocalPort, NetpolPod, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec
+from openflow.flows import arp, base, classifier, dstepg, forward, netpol, policy, qos, routing, service, spoofguard
+from openflow.inputs import (
+    ANYCAST_MAC,
+    Fabric,
+    HostPort,
+    LocalPort,
+    NetpolPod,
+    NetworkRef,
+    NodeInputs,
+    PolicyRuleSpec,
+    RemoteEndpoint,
+    Route,
+    Router,
+    ServiceSpec,
+)
 from openflow.pipeline import Tables
 from openflow.plan import Desired, Plan
 
 Owner = tuple[str, str | NetworkRef]
 """("pipeline", ""), ("port", endpoint id), ("remote", endpoint id), ("network", NetworkRef),
-("rule", rule id), ("service", service id) or ("netpol", pod)."""
+("rule", rule id), ("service", service id), ("netpol", pod), ("router", "") or ("route", prefix) (routing mode)."""
 FlowKey = tuple[int, int, tuple[tuple[str, int, int | None], ...]]
 
 PIPELINE: Owner = ("pipeline", "")
+ROUTER: Owner = ("router", "")
 RULE = "rule"
 
 
@@ -54,7 +71,8 @@ def build_pipeline(tables: Tables, round_: int) -> Built:
     return Built((*base.pipeline_flows(tables, round_), *service.pipeline_flows(tables, round_), *netpol.pipeline_flows(tables, round_)))
 
 
-def build_port(tables: Tables, port: LocalPort, round_: int, host: HostPort | None = None) -> Built:
+def build_port(tables: Tables, port: LocalPort, round_: int, host: HostPort | None = None, routed: bool = False) -> Built:
+    """``routed``: routing mode, the port's /32 is also delivered from the anycast MAC."""
     return Built(
         (
             *classifier.port_flows(tables, port, round_),
@@ -64,6 +82,7 @@ def build_port(tables: Tables, port: LocalPort, round_: int, host: HostPort | No
             *dstepg.endpoint_flows(tables, port, round_),
             *qos.port_flows(tables, port, round_),
             *forward.port_flows(tables, port, round_),
+            *(routing.port_flows(tables, port, round_) if routed else ()),
         )
     )
 
@@ -71,7 +90,7 @@ def build_port(tables: Tables, port: LocalPort, round_: int, host: HostPort | No
 def build_remote(tables: Tables, remote: RemoteEndpoint, fabric: Fabric) -> Built:
     return Built(
         (
-            *arp.endpoint_flows(tables, remote, fabric.round),
+            *arp.endpoint_flows(tables, remote, fabric.round, ANYCAST_MAC if fabric.routed else None),
             *dstepg.endpoint_flows(tables, remote, fabric.round),
             *forward.remote_flows(tables, remote, fabric),
         )
@@ -82,10 +101,15 @@ def build_network(tables: Tables, net: NetworkRef, ofports: Iterable[int], fabri
     """``ofports``: the network's local ports on this bridge (its flood buckets)."""
     flows = (
         *classifier.network_flows(tables, net, fabric),
-        *arp.network_flows(tables, net, fabric.round),
+        *arp.network_flows(tables, net, fabric),
         *forward.network_flows(tables, net, fabric.round, fabric),
     )
     return Built(flows, tuple(forward.network_groups(tables, net, ofports, fabric)))
+
+
+def build_route(tables: Tables, route: Route, router: Router, round_: int) -> Built:
+    """A learned route's flow (routing mode only)."""
+    return Built((routing.route_flow(tables, route, router, round_),))
 
 
 def build_rule(tables: Tables, rule: PolicyRuleSpec, round_: int) -> Built:
@@ -121,10 +145,15 @@ def all_owners(tables: Tables, inputs: NodeInputs) -> Iterator[tuple[Owner, Buil
     unique_ids("service", (s.service_id for s in inputs.services))
     unique_ids("NetworkPolicy pod", (p.pod for p in inputs.netpol))
     yield PIPELINE, build_pipeline(tables, inputs.round)
+    unique_ids("route", (r.key for r in inputs.routes))
+    if fabric.router is not None and fabric.routed:
+        yield ROUTER, Built(tuple(routing.router_flows(tables, fabric.router, inputs.round)))
+        for route in inputs.routes:
+            yield ("route", route.key), build_route(tables, route, fabric.router, inputs.round)
     members: dict[NetworkRef, list[int]] = {}
     for port in ports:
         members.setdefault(port.network, []).append(port.ofport)
-        yield ("port", port.endpoint_id), build_port(tables, port, inputs.round, fabric.host_port)
+        yield ("port", port.endpoint_id), build_port(tables, port, inputs.round, fabric.host_port, fabric.routed)
     for remote in remotes:
         yield ("remote", remote.endpoint_id), build_remote(tables, remote, fabric)
     for net, ofports in members.items():

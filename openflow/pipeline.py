@@ -101,8 +101,9 @@ PIPELINE: tuple[TableSpec, ...] = (
     ),
     TableSpec(
         "forward", "egress",
-        "L2 by network and eth_dst: local port, tunnel (tun_id = VNI) or VLAN uplink; flood groups; the node's address to the host port",
-        _f("metadata", "eth_dst", "eth_type", "ipv4_dst"), set_fields=_f("tun_id", "vlan_vid", "eth_dst"),
+        "L2 by network and eth_dst: local port, tunnel (tun_id = VNI) or VLAN uplink; flood groups; the node's address to the host port;"
+        " routing mode: local /32s and learned routes (L3, MACs rewritten)",
+        _f("metadata", "eth_dst", "eth_type", "ipv4_dst"), set_fields=_f("tun_id", "vlan_vid", "eth_src", "eth_dst"),
     ),
     TableSpec(
         "session_affinity", "service",

@@ -15,6 +15,7 @@ from ._backup import read_backup_file as read_backup_file
 from ._config import StoreConfig as StoreConfig
 from ._config import is_loopback as is_loopback
 from ._config import parse_address as parse_address
+from ._disk_space import DataDirFullError as DataDirFullError
 from ._errors import InvalidKeyError as InvalidKeyError
 from ._errors import InvalidValueError as InvalidValueError
 from ._errors import LeaseNotFoundError as LeaseNotFoundError
@@ -25,6 +26,7 @@ from ._errors import UnavailableError as UnavailableError
 from ._image import KeyRecord as KeyRecord
 from ._image import LeaseRecord as LeaseRecord
 from ._image import StoreImage as StoreImage
+from ._journal_check import JournalDamagedError as JournalDamagedError
 from ._protocol import KeyValueStore as KeyValueStore
 from ._seed import Recovered as Recovered
 from ._seed import move_aside as move_aside

@@ -10,6 +10,7 @@ import trio
 
 from ._config import StoreConfig
 from ._errors import StoreConfigError
+from ._journal_check import JournalDamagedError
 from ._wire import CURRENT_VERSION
 
 
@@ -66,6 +67,8 @@ def serve(
         trio.run(run, config)
     except StoreConfigError as exc:
         raise click.UsageError(str(exc)) from None
+    except JournalDamagedError as exc:
+        raise click.ClickException(f"cannot start the store member: {exc}") from None
 
 
 def main() -> None:

@@ -8,25 +8,32 @@ through `_pysyncobj_compat`, the one module that names PySyncObj's private inter
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import logging
 import os
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
+from pysyncobj.journal import LAST_RECORD_OFFSET_OFFSET
 from pysyncobj.pickle import dumps as pickle_dumps
 from pysyncobj.pickle import load as pickle_load
 from pysyncobj.syncobj import SyncObjException
 
 from . import _pysyncobj_compat as compat
+from ._append_guard import install_append_guard
 from ._config import StoreConfig
 from ._crypto import AeadSealer
+from ._disk_space import RESERVE_BYTES, DataDirFullError, DiskSpace
 from ._errors import StoreConfigError
 from ._fsm import StateMachine
+from ._journal_check import JOURNAL, SNAPSHOT, JournalChecksums, JournalDamagedError, check_raft_dir
 from ._transport import FramedTransport
 
 log = logging.getLogger("raftstore")
@@ -52,6 +59,13 @@ FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if k.isupper()}
 TICK_SECONDS = 0.05
 PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
 APPEND_ENTRIES_BYTES = 64 * 1024 * 1024  # bytes of entries per AppendEntries at most
+_RECORD_OVERHEAD = 24  # a journal record: size, index, term, command, size
+# Check-quorum: a leader that has had no answer from a majority for this long steps down
+# (PySyncObj's leaderFallbackTimeout, 30 s by default). About one election timeout
+# (PySyncObj's 0.4-1.4 s), so that an isolated leader stops claiming leadership — in
+# statistics, /info and /readyz, and for the writes waiting on it — by the time the majority
+# elects another; heartbeats go out every 0.1 s, so a healthy follower answers ten times first.
+LEADER_FALLBACK_SECONDS = 1.0
 
 
 class _ReplicatedStateMachine(compat.ConsumerBase):
@@ -160,36 +174,96 @@ class _JournalFlusher:
                 self._cond.notify_all()
 
 
-def _make_durable(syncobj: SyncObj, snapshot: str | None) -> tuple[Callable[[], None], Callable[[dict[str, Any]], None]]:
-    """Group commit: the journal reaches the disk before PySyncObj acknowledges anything.
+@dataclass(frozen=True)
+class _Durable:
+    """What _make_durable hands back: the tick loop's flush and disk probe, the transport's
+    before-send hook, and what close() must release."""
+
+    flush: Callable[[], None]
+    before_send: Callable[[dict[str, Any]], None]
+    probe: Callable[[], None]
+    close: Callable[[], None]
+
+
+def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsync: bool) -> _Durable:
+    """Group commit: the journal reaches the disk before PySyncObj acknowledges anything
+    (with `fsync`; without it, the write path, disk-full handling and checksums stay, only the
+    journal flushes go).
 
     PySyncObj appends into an mmap and never msyncs (see shared/raft-notes.md). Appends only
     mark the journal dirty; it is flushed once before any answer or vote leaves this member
     (a follower's entries are on disk before it acknowledges them) and before every tick
     (the leader counts its own copy towards a commit only inside a tick). On the leader the
     flush of a new entry starts while the entry is being sent (see _JournalFlusher). Term and
-    vote are fsynced before a vote is sent.
-    Returns the flush function the tick loop calls and the transport's before-send hook.
+    vote are fsynced before a vote is sent. The journal stays allocated RESERVE_BYTES ahead of
+    its end, so a full filesystem fails a write cleanly instead of with SIGBUS (_disk_space),
+    and every record's checksum goes to `raft.journal.sums` before the record is written
+    (JournalChecksums; the start-up check verifies them).
     """
     journal = compat.JournalFile.of(syncobj)
     flusher = _JournalFlusher(journal.fileno)
+    sums = JournalChecksums(journal.path + ".sums")
+    sums.rebuild([tuple(journal.journal[i]) for i in range(len(journal.journal))])
+    (written_end,) = struct.unpack("<I", os.pread(journal.fileno(), 4, LAST_RECORD_OFFSET_OFFSET))  # where records end now
+    failed_at = -1  # offset of the last journal write that failed
+
+    def reserve(needed: int) -> bool:
+        """Allocate the journal up to `needed` + RESERVE_BYTES and map it; False on ENOSPC."""
+        mapped = journal.mapped_size()
+        if needed + RESERVE_BYTES <= mapped:
+            return True
+        flusher.wait_idle()  # no helper fdatasync holds the descriptor while the file changes
+        for target in (max(needed + RESERVE_BYTES, 2 * mapped), needed + RESERVE_BYTES):  # double, as PySyncObj does, if there is room
+            try:
+                os.posix_fallocate(journal.fileno(), 0, target)
+            except OSError as exc:
+                error = exc
+                continue
+            journal.grow_mapping(target)
+            return True
+        space.failed(journal.path, error)
+        return False
 
     def write(offset: int, data: bytes) -> None:
         # pwrite, not a store into the mmap: on ext4 a page dirtied through the mapping makes
         # the next fdatasync commit the filesystem journal too (page_mkwrite updates the inode),
         # 0.8 ms against 0.16 ms here. The mapping shares the page cache, so PySyncObj's reads
-        # through it see these bytes. Growing the file (size doubles; it may reopen the file)
-        # stays PySyncObj's, once no helper fdatasync holds the old descriptor.
-        if offset + len(data) > journal.mapped_size():
-            flusher.wait_idle()
-            journal.raw_write(offset, data)
-        else:
-            os.pwrite(journal.fileno(), data, offset)
+        # through it see these bytes. The file grows here, never by PySyncObj's mapping stores.
+        nonlocal written_end, failed_at
+        needed = offset + len(data)
+        if not reserve(needed) and needed > journal.mapped_size():
+            failed_at = offset
+            raise _full(journal.path)
+        try:
+            os.pwrite(journal.fileno(), data, offset)  # ENOSPC here only in holes an older raftstore left
+        except OSError as exc:
+            failed_at = offset
+            space.failed(journal.path, exc)
+            raise _full(journal.path) from None
+        written_end = max(written_end, needed)
         flusher.wrote()
 
+    def _full(path: str) -> DataDirFullError:
+        return DataDirFullError(space.problem.message if space.problem else f"cannot write {path}")
+
     def add(command: bytes, idx: int, term: int) -> None:
-        journal.raw_add(command, idx, term)
-        if compat.is_leader(syncobj) and (syncobj.otherNodes or syncobj.readonlyNodes):  # alone, nothing overlaps the flush
+        # Room for the whole record first: PySyncObj lists an entry before writing it, so a
+        # failed write would leave its in-memory log ahead of the file.
+        needed = written_end + _RECORD_OVERHEAD + len(command)
+        if not reserve(needed) and needed > journal.mapped_size():
+            raise _full(journal.path)
+        nonlocal failed_at
+        entries, failed_at = len(journal.journal), -1
+        if not entries:  # PySyncObj emptied the journal (compaction rewrites it from the start)
+            sums.start_over(idx)
+        sums.record(idx, term, command)  # before the record: after a crash a record matches its slot or is absent
+        try:
+            journal.raw_add(command, idx, term)
+        except DataDirFullError:  # a hole left by an older raftstore
+            if failed_at != LAST_RECORD_OFFSET_OFFSET:  # the record itself did not reach the file (not only the header's end offset)
+                journal.forget_entries_from(entries)
+            raise
+        if fsync and compat.is_leader(syncobj) and (syncobj.otherNodes or syncobj.readonlyNodes):  # alone, nothing overlaps the flush
             flusher.start()
 
     def delete_entries_to(entry_to: int) -> None:
@@ -209,15 +283,27 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None) -> tuple[Callable[[], 
     path = journal.meta_path
 
     def store_meta(meta: dict[str, Any]) -> None:
-        with open(path + ".tmp", "wb") as f:
-            f.write(pickle_dumps(meta))
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(path + ".tmp", "wb") as f:
+                f.write(pickle_dumps(meta))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(path + ".tmp")
+            space.failed(path, exc)
+            raise _full(path) from None
         os.replace(path + ".tmp", path)
         fsync_path(os.path.dirname(path) or ".")
 
+    def probe() -> None:
+        if space.probe_due() and reserve(written_end) and space.has_free_space():
+            space.cleared()
+
     journal.install(write=write, add=add, delete_entries_to=delete_entries_to, store_meta=store_meta)
-    return flusher.flush, before_send
+    if not fsync:
+        return _Durable(lambda: None, lambda message: None, probe, sums.close)
+    return _Durable(flusher.flush, before_send, probe, sums.close)
 
 
 def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
@@ -305,13 +391,20 @@ class RaftNode:
         self._on_leadership = on_leadership
         self._replicated = _ReplicatedStateMachine(config.history_limit, on_applied)
         journal = dump = None
+        self.disk = DiskSpace("")  # never fails without a data dir
         if config.data_dir is not None:
             data_dir = Path(config.data_dir)
             try:
                 data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             except OSError as exc:
                 raise StoreConfigError(f"cannot create data dir {data_dir}: {exc.strerror}") from None
-            journal, dump = str(data_dir / "raft.journal"), str(data_dir / "raft.snapshot")
+            try:
+                check_raft_dir(data_dir)  # before PySyncObj reads it: never serve a shortened history
+            except JournalDamagedError as exc:
+                log.error("refusing to start: %s", exc)
+                raise
+            journal, dump = str(data_dir / JOURNAL), str(data_dir / SNAPSHOT)
+            self.disk = DiskSpace(str(data_dir))
         conf = SyncObjConf(
             password=None,  # the transport seals frames itself (AES-GCM, _crypto.AeadSealer)
             autoTick=False,
@@ -322,6 +415,7 @@ class RaftNode:
             logCompactionMinEntries=config.compaction_min_entries,
             logCompactionMinTime=config.compaction_min_seconds,
             commandsWaitLeader=True,
+            leaderFallbackTimeout=LEADER_FALLBACK_SECONDS,
             connectionRetryTime=0.5,  # default 5 s: a member started before its peers idled that long
             maxBindRetries=5,
             bindRetryTime=0.2,
@@ -341,13 +435,17 @@ class RaftNode:
             self._syncobj = SyncObj(config.listen, list(config.peers), conf, consumers=[self._replicated], transportClass=make_transport)
         except SyncObjException as exc:
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
+        install_append_guard(self._syncobj, self._transport)  # the transport make_transport made
         if dump is not None:
             _align_journal_with_snapshot(self._syncobj, dump)
         self._flush: Callable[[], None] = lambda: None
-        if config.fsync and journal is not None:
-            self._flush, before_send = _make_durable(self._syncobj, dump)
+        self._probe_disk: Callable[[], None] = lambda: None
+        self._release: Callable[[], None] = lambda: None
+        if journal is not None:
+            durable = _make_durable(self._syncobj, dump, self.disk, config.fsync)
+            self._flush, self._probe_disk, self._release = durable.flush, durable.probe, durable.close
             assert self._transport is not None
-            self._transport.before_send = before_send
+            self._transport.before_send = durable.before_send
         self._propagation = _CommitPropagation(self._syncobj)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._tick_loop, name="raftstore-tick", daemon=True)
@@ -362,11 +460,14 @@ class RaftNode:
                 # A zero-wait pass after every wake-up lets a leader commit what the previous
                 # pass appended without waiting out the poll (a single voter has no peer
                 # whose answer would wake it).
+                self._probe_disk()  # first: a follower's ticks fail while appends do, and must still notice space return
                 self._flush()
                 self._syncobj.doTick(0.0)
                 self._flush()
                 self._syncobj.doTick(self._propagation.wait_time(TICK_SECONDS))
                 self._propagation.propagate_if_due()
+            except DataDirFullError:  # logged once by DiskSpace; the next ticks go on, probing
+                self._stopping.wait(TICK_SECONDS)
             except Exception:  # PySyncObj's own tick loop does the same: log and go on
                 log.exception("raft tick failed")
                 self._stopping.wait(TICK_SECONDS)
@@ -386,6 +487,7 @@ class RaftNode:
         except Exception:
             log.exception("final journal flush failed")
         self._syncobj.destroy()
+        self._release()
 
     # ---- commands and reads --------------------------------------------------------------
 
@@ -437,6 +539,10 @@ class RaftNode:
     def wire_formats(self) -> tuple[tuple[str, int], ...]:
         """(peer, wire format) per connected peer; read-only peers are named readonly-N."""
         return () if self._transport is None else self._transport.connected_versions()
+
+    def down_since(self) -> dict[str, float]:
+        """Voter address → wall-clock time since which this member has no link to it."""
+        return {} if self._transport is None else self._transport.down_since()
 
     @staticmethod
     def member_lists(status: dict[str, Any]) -> Iterator[tuple[str, bool]]:

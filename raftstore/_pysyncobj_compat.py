@@ -1,7 +1,7 @@
 """Every reach into PySyncObj's private internals, checked once against the pinned release.
 
 raftstore changes PySyncObj's behaviour in a few places it offers no hook for (durable
-journal writes, commit propagation, snapshot loading); its message path goes through
+journal writes, commit propagation, snapshot loading, a follower's log truncation); its message path goes through
 PySyncObj's own Transport extension point (`_transport.py`), which needs only the poller.
 Those patches depend on private, name-mangled attributes that any PySyncObj
 release may rename. This module is the only one in raftstore allowed to name them: at import
@@ -69,7 +69,14 @@ from pysyncobj.journal import FileJournal, MetaStorer, ResizableFile  # noqa: E4
 # Methods replaced or called, by owner; each must be defined by that class itself (not only by
 # a base such as Journal, whose methods are abstract placeholders).
 PATCHED_METHODS: dict[type, tuple[str, ...]] = {
-    SyncObj: ("_SyncObj__applyLogEntries", "_SyncObj__sendAppendEntries", "_isLeader", "_getLeader"),
+    SyncObj: (
+        "_SyncObj__applyLogEntries",
+        "_SyncObj__sendAppendEntries",
+        "_SyncObj__onMessageReceived",
+        "_SyncObj__sendNextNodeIdx",
+        "_isLeader",
+        "_getLeader",
+    ),
     SyncObjConsumer: ("_deserialize",),
     FileJournal: ("add", "deleteEntriesTo", "flush"),
     ResizableFile: ("write",),
@@ -78,8 +85,8 @@ PATCHED_METHODS: dict[type, tuple[str, ...]] = {
 # Instance attributes read or replaced, by owner; each must be assigned by the class's __init__.
 INSTANCE_ATTRIBUTES: dict[type, tuple[str, ...]] = {
     SyncObj: ("_SyncObj__raftLog", "_SyncObj__properies", "_poller"),
-    FileJournal: ("_FileJournal__journalFile", "_FileJournal__metaStorer"),
-    ResizableFile: ("_ResizableFile__f", "_ResizableFile__mm"),
+    FileJournal: ("_FileJournal__journalFile", "_FileJournal__metaStorer", "_FileJournal__journal"),
+    ResizableFile: ("_ResizableFile__f", "_ResizableFile__mm", "_ResizableFile__fileName"),
 }
 
 
@@ -146,9 +153,9 @@ def override(syncobj: SyncObj, name: str, value: Any) -> None:
     _private(syncobj, "_SyncObj__properies").add(mangled)
 
 
-def private_method(syncobj: SyncObj, name: str) -> Callable[[], Any]:
+def private_method(syncobj: SyncObj, name: str) -> Callable[..., Any]:
     """A bound private SyncObj method by its unmangled name (the original, to wrap)."""
-    method: Callable[[], Any] = _private(syncobj, f"_SyncObj__{name}")
+    method: Callable[..., Any] = _private(syncobj, f"_SyncObj__{name}")
     return method
 
 
@@ -192,7 +199,6 @@ class JournalFile:
     `raw_*` are PySyncObj's originals; `install` puts the replacements in place."""
 
     journal: Any
-    raw_write: Callable[[int, bytes], None]
     raw_add: Callable[[bytes, int, int], None]
     raw_delete_entries_to: Callable[[int], None]
     meta_path: str
@@ -206,7 +212,11 @@ class JournalFile:
             raise _incompatible(f"the raft log is a {type(found).__name__}, not a FileJournal")
         resizable = _private(found, "_FileJournal__journalFile")
         meta_storer = _private(found, "_FileJournal__metaStorer")
-        return cls(found, resizable.write, found.add, found.deleteEntriesTo, meta_storer.getPath(), resizable, meta_storer)
+        return cls(found, found.add, found.deleteEntriesTo, meta_storer.getPath(), resizable, meta_storer)
+
+    @property
+    def path(self) -> str:
+        return str(_private(self._resizable, "_ResizableFile__fileName"))
 
     def fileno(self) -> int:
         """The journal file's descriptor (it changes when PySyncObj grows the file)."""
@@ -215,6 +225,14 @@ class JournalFile:
     def mapped_size(self) -> int:
         """Bytes of the journal file PySyncObj has mapped; writes past it must grow the file."""
         return int(_private(self._resizable, "_ResizableFile__mm").size())
+
+    def grow_mapping(self, size: int) -> None:
+        """Map `size` bytes of the journal file (already allocated to that size by the caller)."""
+        _private(self._resizable, "_ResizableFile__mm").resize(size)
+
+    def forget_entries_from(self, count: int) -> None:
+        """Drop in-memory entries past `count`: PySyncObj's add lists an entry before writing it."""
+        del _private(self.journal, "_FileJournal__journal")[count:]
 
     def install(
         self,

@@ -37,6 +37,7 @@ from ._config import StoreConfig
 from ._errors import StoreConfigError, UnavailableError
 from ._fsm import StateMachine
 from ._image import StoreImage
+from ._journal_check import check_journal_bytes
 from ._node import SUCCESS, RaftNode, fsync_path
 
 JOURNAL, SNAPSHOT = "raft.journal", "raft.snapshot"
@@ -136,6 +137,8 @@ def recover_image(raft_dir: Path, history_limit: int = 10_000) -> Recovered:
             fsm, covered, last_term = data[1]["fsm"], int(last[1]), int(last[2])
         except Exception as exc:  # noqa: BLE001 - any failure means the same to the operator
             raise StoreConfigError(f"cannot read {snapshot}: {exc}") from None
+    if journal.is_file():
+        check_journal_bytes(journal.read_bytes(), str(journal))  # PySyncObj would load a damaged tail as it is
     entries, commit_index = compat.read_journal(str(journal)) if journal.is_file() else ([], covered)
     replayed, last_index = 0, covered
     for command, index, term in entries:

@@ -13,8 +13,8 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import trio
@@ -25,7 +25,7 @@ from ._config import StoreConfig, parse_address
 from ._errors import StoreClosedError, StoreError, UnavailableError
 from ._fsm import StateMachine
 from ._node import FAIL_NAMES, RETRYABLE, SUCCESS, RaftNode
-from ._types import LeadershipChange, StoreStatistics
+from ._types import LeadershipChange, StoreStatistics, commit_blockers
 
 log = logging.getLogger("raftstore")
 T = TypeVar("T")
@@ -81,6 +81,10 @@ class Store(StateMachineStore):
         self._token = token
         self._leadership_changed = trio.Event()
         self._leader_since = math.inf
+        # Cancel scopes bound to a leadership view (leading?, leader): cancelled by the first
+        # change. Proposals made while leading use one, so that their callers learn of a
+        # step-down (check-quorum or a newer term) at once instead of after the request timeout.
+        self._bound: dict[trio.CancelScope, tuple[bool, str | None]] = {}
         self._closed = False
         self._barrier_wanted = trio.Event()
         self._next_barrier = _Waiter()
@@ -92,6 +96,7 @@ class Store(StateMachineStore):
         self._applied_writes = 0  # successful proposals and their summed propose-to-apply time, for metrics
         self._apply_seconds = 0.0
         self._last_entry_commands = 1
+        self._started = time.time()  # "unreachable since" for a voter never reached
 
     # ---- wiring from the tick thread ---------------------------------------------------------
 
@@ -118,6 +123,11 @@ class Store(StateMachineStore):
                 self._leader_since = time.time()
         else:
             self._leader_since = math.inf
+        if self._bound and self._node is not None:  # also called before the node is set and after close
+            view = (self._node.is_leader(), self._node.leader())
+            for scope, bound_to in self._bound.items():
+                if bound_to != view:
+                    scope.cancel()
         changed, self._leadership_changed = self._leadership_changed, trio.Event()
         changed.set()
 
@@ -194,21 +204,35 @@ class Store(StateMachineStore):
 
     async def _propose(self, command: dict[str, Any]) -> dict[str, Any]:
         """Propose until applied or the request timeout passes; raise on an error result."""
+        self.node.disk.check_writable()  # a full data dir: fail now, naming it, not after the timeout
         text = _commands.encode(command)
         pause, last_reason = RETRY_BACKOFF[0], None
         started = time.monotonic()
-        with trio.move_on_after(self.config.request_timeout):
-            while True:
-                result, reason = await self._submit_once(text)
-                if reason == SUCCESS:
-                    self._applied_writes += 1
-                    self._apply_seconds += time.monotonic() - started
-                    return raise_for_error(result)
-                if reason not in RETRYABLE:
-                    raise StoreError(f"raft refused the command: {FAIL_NAMES.get(reason, reason)}")
-                last_reason = reason
-                await trio.sleep(pause)
-                pause = min(pause * 2, RETRY_BACKOFF[1])
+        # One cancel scope for both ends: the request timeout, and (while this member leads)
+        # a step-down, which _fire_leadership cancels it for.
+        with trio.move_on_after(self.config.request_timeout) as scope:
+            if self.is_leader():
+                self._bound[scope] = self._leadership_view()
+            try:
+                while True:
+                    result, reason = await self._submit_once(text)
+                    if reason == SUCCESS:
+                        self._applied_writes += 1
+                        self._apply_seconds += time.monotonic() - started
+                        return raise_for_error(result)
+                    if reason not in RETRYABLE:
+                        raise StoreError(f"raft refused the command: {FAIL_NAMES.get(reason, reason)}")
+                    last_reason = reason
+                    await trio.sleep(pause)
+                    pause = min(pause * 2, RETRY_BACKOFF[1])
+            finally:
+                self._bound.pop(scope, None)
+        if trio.current_time() < scope.deadline:  # cancelled before the timeout: the step-down
+            raise UnavailableError(
+                "this member lost the Raft leadership (no majority answered it, or a newer term began) before the write committed; "
+                "it may still apply — retrying it is safe"
+            )
+        self.node.disk.check_writable()  # the data dir filled up while this write waited
         why = FAIL_NAMES.get(last_reason, "no answer") if last_reason is not None else "no answer"
         raise UnavailableError(
             f"no leader with a quorum answered within {self.config.request_timeout:g}s ({why}); a write may still apply later — retrying it is safe"
@@ -269,6 +293,24 @@ class Store(StateMachineStore):
                 await changed.wait()
         raise UnavailableError("no leader elected in time")
 
+    def _leadership_view(self) -> tuple[bool, str | None]:
+        return self.is_leader(), self.leader()
+
+    @contextmanager
+    def cancelled_on_leadership_change(self) -> Iterator[trio.CancelScope]:
+        """A cancel scope that the first change of this member's view of the leadership
+        cancels: it gains or loses leadership, or follows another leader or none. Lets a
+        caller abandon work bound to a leader that is gone (contivd's forwarded and
+        leader-only requests); check `scope.cancelled_caught` after the block. Costs a dict
+        entry, no task."""
+        scope = trio.CancelScope()
+        self._bound[scope] = self._leadership_view()
+        try:
+            with scope:
+                yield scope
+        finally:
+            del self._bound[scope]
+
     async def leadership_changes(self) -> AsyncIterator[LeadershipChange]:
         """The current leadership, then one item per change (gained, lost, new leader)."""
         last = None
@@ -327,11 +369,16 @@ class Store(StateMachineStore):
         members = sorted(node.member_lists(status))
         roles = {0: "follower", 1: "candidate", 2: "leader"}
         role = "readonly" if self.config.readonly else roles.get(int(status.get("state", 0)), "follower")
+        disk, leader = node.disk.problem, node.leader()
+        connected = tuple(a for a, up in members if up)
+        voters = tuple(sorted([a for a, _ in members] + ([self.config.listen] if self.config.listen else [])))
+        down_since = node.down_since()
+        started = self._started
         revision, keys, leases, cluster_id = node.read(lambda f: (f.revision, f.key_count(), f.lease_count(), f.cluster_id))
         return StoreStatistics(
             self_address=self.config.listen,
             role=role,  # type: ignore[arg-type]
-            leader=node.leader(),
+            leader=leader,
             term=int(status.get("raft_term", 0)),
             commit_index=int(status.get("commit_idx", 0)),
             last_applied=int(status.get("last_applied", 0)),
@@ -339,13 +386,24 @@ class Store(StateMachineStore):
             revision=revision,
             keys=keys,
             leases=leases,
-            voters=tuple(sorted([a for a, _ in members] + ([self.config.listen] if self.config.listen else []))),
-            connected_voters=tuple(a for a, connected in members if connected),
+            voters=voters,
+            connected_voters=connected,
             readonly_members=int(status.get("readonly_nodes_count", 0)),
             has_quorum=bool(status.get("has_quorum", False)),
             fsync=self.config.fsync and self.config.data_dir is not None,
             cluster_id=cluster_id,
             wire_formats=node.wire_formats(),
+            disk_problem=None if disk is None else disk.message,
+            disk_problem_since=None if disk is None else disk.since,
+            unreachable_voters=tuple((a, down_since.get(a, started)) for a, up in members if not up),
+            commit_blockers=commit_blockers(
+                self_address=self.config.listen,
+                voters=voters,
+                leader=leader,
+                connected_voters=connected,
+                has_quorum=bool(status.get("has_quorum", False)),
+                disk_problem=None if disk is None else disk.message,
+            ),
         )
 
 

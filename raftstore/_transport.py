@@ -90,6 +90,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         self._links: dict[Node, _Connection] = {}  # handshake done
         self._pending: set[_Connection] = set()  # handshake under way
         self._last_attempt: dict[TCPNode, float] = {}
+        self._down_since: dict[str, float] = {}  # voter address → wall-clock time its link went down (or we started)
         self._server: socket.socket | None = None
         self._bind_attempts = 0
         self._last_bind = 0.0
@@ -118,6 +119,8 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
     def addNode(self, node: TCPNode) -> None:
         self._nodes.add(node)
         self._by_address[node.address] = node
+        if node not in self._links:
+            self._down_since.setdefault(node.address, time.time())
 
     def dropNode(self, node: Node) -> None:
         connection = self._links.pop(node, None)
@@ -128,6 +131,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         if isinstance(node, TCPNode):
             self._nodes.discard(node)
             self._by_address.pop(node.address, None)
+            self._down_since.pop(node.address, None)
         self._readonly.discard(node)
         self._last_attempt.pop(node, None)
 
@@ -349,6 +353,8 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         if node in self._readonly:
             self._onReadonlyNodeConnected(node)
         else:
+            if isinstance(node, TCPNode):
+                self._down_since.pop(node.address, None)
             self._onNodeConnected(node)
 
     def _write(self, connection: _Connection, frame: bytes) -> None:
@@ -411,6 +417,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         else:
             self._onNodeDisconnected(node)
             if isinstance(node, TCPNode):
+                self._down_since.setdefault(node.address, time.time())
                 self._dial_if_needed(node, time.monotonic())
 
     def _describe(self, connection: _Connection) -> str:
@@ -426,3 +433,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         """(peer, wire format in use) per connected peer; safe to call from any thread."""
         links = list(self._links.items())  # a copy: the tick thread changes the dict
         return tuple(sorted((str(node), c.channel.negotiated.version) for node, c in links if c.channel.negotiated))
+
+    def down_since(self) -> dict[str, float]:
+        """Voter address → wall-clock time since which no link to it is up; any thread."""
+        return self._down_since.copy()  # one C-level copy: the tick thread changes the dict

@@ -132,3 +132,32 @@ class StoreStatistics:
     fsync: bool
     cluster_id: str | None = None  # set once the cluster was seeded by a restore or a recovery
     wire_formats: tuple[tuple[str, int], ...] = ()  # (peer, Raft wire format in use with it) per connected peer
+    disk_problem: str | None = None  # why the data dir cannot be written (names the file and errno); writes fail meanwhile
+    disk_problem_since: float | None = None  # wall-clock seconds
+    unreachable_voters: tuple[tuple[str, float], ...] = ()  # (voter address, wall-clock time since which no link to it is up)
+    commit_blockers: tuple[str, ...] = ("unknown",)  # why a write through this member cannot commit now; empty: it can
+
+
+def commit_blockers(
+    *,
+    self_address: str | None,
+    voters: tuple[str, ...],
+    leader: str | None,
+    connected_voters: tuple[str, ...],
+    has_quorum: bool,
+    disk_problem: str | None,
+) -> tuple[str, ...]:
+    """Why a write through this member cannot commit now, as far as it can tell (none: it can).
+    It must be able to write its data dir, reach a majority of the voters (itself included) and
+    know a leader that it is or has a link to (a follower cut off from the leader cannot forward)."""
+    reasons = []
+    if disk_problem is not None:
+        reasons.append(f"its data dir is unwritable ({disk_problem})")
+    if not has_quorum:
+        reached = len(connected_voters) + (self_address is not None and self_address in voters)
+        reasons.append(f"it reaches {reached} of {len(voters)} voters, a majority is {len(voters) // 2 + 1}")
+    if leader is None:
+        reasons.append("it knows no leader (an election is under way, or too few voters are reachable)")
+    elif leader != self_address and leader not in connected_voters:
+        reasons.append(f"it has no link to the leader {leader}")
+    return tuple(reasons)

@@ -139,4 +139,5 @@ class MemoryStore(StateMachineStore):
             readonly_members=0,
             has_quorum=True,
             fsync=False,
+            commit_blockers=(),
         )

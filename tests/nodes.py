@@ -7,6 +7,7 @@ Shared by the node agent and CNI tests. Everything here cleans up by PID and by 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -22,9 +23,11 @@ from typing import Any
 from tests.support.waiting import free_ports
 
 CALL = (
-    # Accept: application/json: contivd's typed errors (4xx + JSON), not Contiv's 500 + text (Decision 1)
-    "import httpx,json,sys; h={'Accept': 'application/json'} | ({'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {});"
-    " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10); print(json.dumps([r.status_code, r.text]))"
+    # Accept: application/json: contivd's typed errors (4xx + JSON), not Contiv's 500 + text (Decision 1);
+    # argv[5]: the CA file https:// answers are verified against
+    "import httpx,json,ssl,sys; h={'Accept': 'application/json'} | ({'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {});"
+    " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10, verify=ssl.create_default_context(cafile=sys.argv[5]) if sys.argv[5] else True);"
+    " print(json.dumps([r.status_code, r.text]))"
 )
 
 
@@ -48,15 +51,26 @@ class Node:
     def raft_address(self) -> str:
         return f"{self.host}:{self.raft}"
 
+    @property
+    def ca_file(self) -> Path:
+        """The cluster CA this node was issued its certificate by (contivd writes it on start)."""
+        return self.data / "tls" / "ca.crt"
+
+    def url(self, port: int | None = None, host: str | None = None) -> str:
+        """A listener's base URL: https off loopback (contivd serves TLS there), http on it."""
+        host = host or self.host
+        scheme = "http" if ipaddress.ip_address(host).is_loopback else "https"
+        return f"{scheme}://{host}:{port or self.api}"
+
     def api_call(
         self, method: str, path: str, body: Any = None, port: int | None = None, token: str | None = None, host: str | None = None
     ) -> tuple[int, Any]:
         """Call, from this node's namespace, the node's API (or another port, e.g. the agent's; or another host)."""
-        url = f"http://{host or self.host}:{port or self.api}{path}"
+        url = self.url(port, host) + path
         payload = json.dumps(body) if body is not None else ""
-        out = sh(
-            "ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, self.token if token is None else token, check=False
-        )
+        verify = str(self.ca_file) if url.startswith("https") else ""
+        token = self.token if token is None else token
+        out = sh("ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, token, verify, check=False)
         if out.returncode:
             return 0, out.stderr[-300:]
         status, text = json.loads(out.stdout)
@@ -75,6 +89,20 @@ class Node:
         self.data.mkdir(parents=True, exist_ok=True)
         self.log = open(self.data / "contivd.log", "ab")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+
+    def bootstrap_token(self, name: str, role: str = "admin") -> str:
+        """A token minted as root does on a node (`contivd auth bootstrap`, signed with the
+        cluster secret); retried until the cluster has a leader to write it."""
+        args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "auth", "bootstrap", name, "--role", role,
+                "--api-listen", f"{self.host}:{self.api}", "--control-ip", self.host, "--cluster-secret", SECRET,
+                "--data-dir", str(self.data)]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
+
+        def mint() -> str | None:
+            out = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+            return out.stdout.strip() if out.returncode == 0 else None
+
+        return str(wait_until(mint, 60, f"`contivd auth bootstrap {name}` to succeed", self))
 
     def ovs_vsctl(self, *args: str) -> None:
         sh("ip", "netns", "exec", self.ns, "ovs-vsctl", f"--db=unix:{self.data / 'ovs' / 'db.sock'}", *args)
@@ -179,20 +207,25 @@ def add_underlay(node: Node, vtep: str) -> None:
 
 
 @contextmanager
-def cluster_of_nodes(root: Path, count: int, *extra: str) -> Iterator[list[Node]]:
-    """`count` voting nodes on one fabric, each with a VXLAN underlay and `vl0` as its VLAN uplink
-    link; yields them once every API answers. Stops every node and removes every namespace."""
+def cluster_of_nodes(root: Path, count: int, *extra: str, readonly: int = 0) -> Iterator[list[Node]]:
+    """`count` nodes on one fabric, each with a VXLAN underlay and `vl0` as its VLAN uplink
+    link; yields them once every API answers. The last `readonly` of them join as read-only
+    members (never leaders), the others vote. Stops every node and removes every namespace."""
     fabric = Fabric()
-    nodes = [Node(root, f"node-{i + 1}", f"198.19.0.{i + 1}", SECRET) for i in range(count)]
+    nodes = [Node(root, f"node-{i + 1}", f"198.19.0.{i + 1}") for i in range(count)]
+    voters = nodes[: count - readonly]
     try:
         fabric.create()
         for index, node in enumerate(nodes):
             node.create_namespace()
             fabric.plug(node, index)
         for index, node in enumerate(nodes):
-            peers = ",".join(other.raft_address for other in nodes if other is not node)
-            node.start("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index), *extra)
+            peers = ",".join(other.raft_address for other in voters if other is not node)
+            member = () if node in voters else ("--readonly",)
+            node.start("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index), *member, *extra)
+        token = nodes[0].bootstrap_token("tests-admin")  # the nodes' callers are other hosts: they need a token
         for index, node in enumerate(nodes):
+            node.token = token
             wait_until(lambda n=node: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 60, f"{node.name}'s API", node)
             add_underlay(node, vtep_of(index))
         yield nodes

@@ -17,11 +17,11 @@ import trio
 from pyroute2 import NetlinkError
 
 from openflow import HostPort, NodeInputs
-from openflow.inputs import Encap, mac
+from openflow.inputs import Encap, Route, Router, mac
 
 from ..ovs import VLAN_BRIDGE, VXLAN_BRIDGE, BridgeSpec, OvsBridge, PortInfo, PortKind, PortSpec
 from ..state import StateSnapshot
-from . import hostnet
+from . import hostnet, router
 from .inputs import InputsBuilder, vtep_peers
 from .push import Pusher
 
@@ -70,8 +70,14 @@ class BridgeDatapath:
     attached) reads nothing from OVSDB and converts, builds and sends only what changed.
     """
 
-    def __init__(self, encap: Encap, bridge: OvsBridge, node: str, uplinks: Sequence[str] = ()):
+    def __init__(self, encap: Encap, bridge: OvsBridge, node: str, uplinks: Sequence[str] = (), routed: bool = False):
         self.encap = encap
+        self.routed = routed and encap == "vlan"
+        """Routing mode: the bridge routes through its router port (see router.py)."""
+        self.bgp = router.BgpRouting()  # the speaker's router address and learned routes (Agent.set_bgp_routing)
+        self._router: Router | None = None
+        self._routes: tuple[Route, ...] = ()  # learned, with their next hops' MACs, as the last full sync resolved them
+        self._router_problems: list[str] = []
         self.bridge = bridge
         self.uplink_names = tuple(uplinks)
         self.pusher = Pusher()
@@ -143,6 +149,8 @@ class BridgeDatapath:
             else:
                 self._uplinks = await self._ensure_uplinks(listed)
             self._host_port = await self._ensure_host_port(listed, snapshot)
+            if self.routed:
+                self._router, self._routes = await self._ensure_router(listed)
             self._routed = None
             self.ports = {
                 p.external_ids[ENDPOINT_ID]: AttachedPort(p.name, p.ofport, (p.ingress_policing_rate_kbps, p.ingress_policing_burst_kb))
@@ -155,9 +163,11 @@ class BridgeDatapath:
             snapshot,
             {endpoint: port.ofport for endpoint, port in ports.items()},
             self._tunnels,
-            self._uplinks,
+            () if self.routed else self._uplinks,  # routing mode bridges nothing to the uplink, with or without a Bgp object
             self.pusher.round,
             self._host_port,
+            self._router,
+            self._routes,
         )
         await self.pusher.push(built.inputs)
         self.last_inputs = built.inputs
@@ -170,6 +180,7 @@ class BridgeDatapath:
                 if self.ports.get(local.endpoint_id) == port:
                     self.ports[local.endpoint_id] = AttachedPort(port.name, port.ofport, wanted)
         problems = (*built.problems, self._host_problem) if self._host_problem else built.problems
+        problems += tuple(self._router_problems)
         self.last = SyncResult(problems, len(built.inputs.local_ports), len(self._tunnels), len(self._uplinks), full)
         return self.last
 
@@ -197,6 +208,37 @@ class BridgeDatapath:
         own = snapshot.nodes.get(self.node)
         source = int(ipaddress.IPv4Address(own.vtep_ip)) if self.encap == "vxlan" and own is not None and own.vtep_ip else 0
         return HostPort(ofport, mac(port_mac, f"host port {name}"), int(address), source)
+
+    async def _ensure_router(self, listed: list[PortInfo]) -> tuple[Router | None, tuple[Route, ...]]:
+        """Routing mode's router port with the node's router IP, and the learned routes whose next
+        hop's MAC the kernel knows; None (and a problem line) until the node has a Bgp object."""
+        bgp, name = self.bgp, router.ROUTER_PORT_NAME
+        port = next((p for p in listed if p.name == name and p.ofport > 0), None)
+        if bgp.router_ip is None or not self._uplinks:
+            self._router_problems = [
+                f"routing mode: {'no Bgp object names this node' if bgp.router_ip is None else 'no uplink'}; nothing is routed yet"
+            ]
+            if port is not None:  # a Bgp object deleted: its router IP leaves the port
+                await trio.to_thread.run_sync(router.ensure_router_address, name, None)
+            return None, ()
+        ofport = (
+            port.ofport
+            if port is not None
+            else await self.bridge.ensure_port(PortSpec(name, PortKind.INTERNAL, external_ids={router.ROUTER_PORT_OWNER: self.encap}))
+        )
+        try:
+            port_mac = await trio.to_thread.run_sync(router.ensure_router_address, name, bgp.router_ip)
+            neighbours = await trio.to_thread.run_sync(router.neighbour_macs, name)
+        except (NetlinkError, OSError) as exc:
+            self._router_problems = [f"router port {name}: {exc}"]
+            return None, ()
+        if port_mac is None:
+            self._router_problems = [f"router port {name}: OVS has not created its interface yet"]
+            return None, ()
+        routes, self._router_problems, unresolved = router.learned_routes(bgp.learned, neighbours)
+        if unresolved:
+            await trio.to_thread.run_sync(router.probe, name, sorted(unresolved))
+        return Router(ofport, mac(port_mac, f"router port {name}"), int(bgp.router_ip.ip), min(self._uplinks)), routes
 
     async def _route_pods(self, inputs: NodeInputs) -> None:
         """The node's routes to its pods (and entered VIPs) through the host port, when they changed."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from openflow import InputError, LocalPort, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec, TunnelPort
 from openflow.flow import IP_TCP, IP_UDP
-from openflow.inputs import TCP_FLAGS, Backend, Encap, HostPort, NetpolPod, NetworkRef, ServicePort, bandwidth_kbps, ipv4, mac
+from openflow.inputs import TCP_FLAGS, Backend, Encap, HostPort, NetpolPod, NetworkRef, Route, Router, ServicePort, bandwidth_kbps, ipv4, mac
 
 from ..model import PolicyRule
 from ..state import EndpointGroupState, EndpointState, KubeServiceState, NetworkState, NodeRecord, ServiceLBState, StateSnapshot
@@ -190,6 +190,8 @@ class InputsBuilder:
         uplinks: Sequence[int] = (),
         round: int = 0,
         host_port: HostPort | None = None,
+        router: Router | None = None,
+        routes: tuple[Route, ...] = (),
     ) -> Built:
         """ports: endpoint id → ofport attached here; tunnels: remote VTEP IP → VXLAN ofport."""
         problems: list[str] = []
@@ -261,6 +263,8 @@ class InputsBuilder:
             round=round,
             host_port=host_port,
             netpol=netpol,
+            router=router,
+            routes=routes,
         )
         return Built(inputs, tuple(problems))
 

@@ -22,11 +22,11 @@ import trio
 
 import fastpath
 from fastpath import Messages
-from openflow import GroupCommand, NodeInputs, SwitchConnection, SwitchError, encode_groups
+from openflow import GroupCommand, NodeInputs, SwitchConnection, SwitchError, encode_groups, flow_records
 from openflow.diff import Plan, round_sweep
 from openflow.encode import encode_delete_cookie, encode_flow_bundle
 from openflow.fields import ROUND_MASK, round_of
-from openflow.incremental import Drift, FlowState
+from openflow.incremental import Drift, FlowState, Held
 
 log = logging.getLogger("contivd.agent")
 
@@ -66,6 +66,21 @@ class Audit:
     held: Drift
     switch: Drift | None
     """None when no switch is connected or nothing was pushed to it yet."""
+
+
+@dataclass(frozen=True)
+class AuditJob:
+    """One audit's material (Pusher.start_audit); ``run`` is pure: seconds of CPU at thousands of
+    flows (os-ken parsing the dump, the flows built again from scratch), so not on the event loop."""
+
+    held: Held
+    inputs: NodeInputs
+    dump: tuple[bytes, ...] | None
+    """The switch's FLOW_STATS replies; None when no switch holds what was pushed."""
+
+    def run(self) -> Audit:
+        switch = None if self.dump is None else self.held.switch_drift(flow_records(self.dump))
+        return Audit(self.held.audit(self.inputs), switch)
 
 
 class Pusher:
@@ -156,13 +171,22 @@ class Pusher:
         return len(plan.add_groups)
 
     async def audit(self, inputs: NodeInputs) -> Audit:
-        """Drift of what was pushed from ``inputs`` recomputed from scratch (pure), and from the
+        """Drift of what was pushed from ``inputs`` recomputed from scratch, and from the
         switch's own flows (one flow dump; call it between pushes, from the task that pushes)."""
-        held = self._state.audit(self._own_round(inputs))
+        job = await self.start_audit(inputs)
+        return await trio.to_thread.run_sync(job.run)
+
+    async def start_audit(self, inputs: NodeInputs) -> AuditJob:
+        """What an audit compares, taken at one moment: call it between pushes, from the task
+        that pushes (what is held, the inputs it came from, the switch's flow dump unparsed).
+        Comparing is ``AuditJob.run``, which the caller may leave to a worker thread while
+        pushes go on."""
+        inputs = self._own_round(inputs)
+        held = self._state.held()
         connection = self.connection
         if connection is None or connection.closed or self._state.needs_full_update:
-            return Audit(held, None)
-        return Audit(held, self._state.switch_drift(await connection.dump_flows()))
+            return AuditJob(held, inputs, None)
+        return AuditJob(held, inputs, await connection.dump_flow_messages())
 
     def flows_per_table(self) -> dict[int, int]:
         """How many installed flows each table id holds (metrics)."""

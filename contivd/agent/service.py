@@ -5,7 +5,8 @@ whenever the state snapshot changes, a port is attached or detached, a switch (r
 the periodic audit fires. A sync is *incremental* (only the objects that changed are converted
 and only their flows sent, in one bundle) unless it must be *full*: after a (re)connect, when
 the node registry changed (tunnels), and every RESYNC_SECONDS (ports attached by other tools
-show up). Every `audit_seconds` (--audit-interval) a full sync is also an audit: it compares what each bridge
+show up). Every `audit_seconds` (--audit-interval; the first at a random point, so that nodes started together
+do not audit together) a full sync is also an audit: it compares what each bridge
 holds with a from-scratch computation and with the switch's own flows, reports any drift in
 statistics() and /metrics, and repairs it under a new cookie round. Failures are logged and kept in statistics(); the next change retries. It never
 stops the daemon.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import logging
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,8 @@ from . import hostnet, noderules
 from .datapath import BridgeDatapath, bridge_spec
 from .inputs import KUBE_SERVICE_PREFIX
 from .netpolstats import STATS_SECONDS, RuleHits, netpol_hits
+from .push import AuditJob
+from .router import BgpRouting
 from .trace import OvsTrace, ovs_trace
 
 log = logging.getLogger("contivd.agent")
@@ -51,6 +55,7 @@ class AgentSettings:
     openflow_listen: tuple[str, int] = ("127.0.0.1", 6653)
     net_mode: Encap = "vxlan"
     vlan_uplinks: tuple[str, ...] = field(default=())
+    routing: bool = False  # --fwd-mode routing: the VLAN bridge routes (its one uplink leads to the BGP router)
     audit_seconds: float = 60.0  # an audit parses every flow the switch dumps: ~0.1 s of CPU per 1,000 flows
 
     @property
@@ -97,6 +102,8 @@ class Agent:
         self._hurry = trio.Event()  # someone waits for the next sync (wait_programmed): no debounce
         self._full = True  # the next sync must be a full one
         self._audit_due = False
+        self._judging = False  # an audit's comparison is running in a worker thread
+        self._repair: set[Encap] = set()  # bridges an audit found drifted: reprogrammed under a new round
         self._synced = trio.Event()
         self._port_epoch = 0  # bumped by every port added or removed
         self._switches_up = True  # the last sync found every bridge's switch connected
@@ -112,6 +119,19 @@ class Agent:
         self._node_rules_checked = float("-inf")
         self._node_rules_problem = ""
         self.db_socket = ""
+        self._background: trio.Nursery | None = None  # where audits are judged, beside the syncs
+        self._bgp = BgpRouting()
+
+    def set_bgp_routing(self, routing: BgpRouting) -> None:
+        """The BGP speaker's router address and learned routes changed: the routing bridge's next
+        full sync installs them (a route change is a Fabric change, see openflow.incremental)."""
+        if routing == self._bgp:
+            return
+        self._bgp = routing
+        for datapath in self.datapaths.values():
+            datapath.bgp = routing
+        self._full = True
+        self._changed.set()
 
     async def wait_synced(self) -> None:
         """Wait for the next completed sync (tests, readiness)."""
@@ -180,6 +200,7 @@ class Agent:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
+            self._background = nursery
             ovs = self.settings.ovs
             if ovs == "auto":
                 ovs = system_db_socket() or "managed"
@@ -202,7 +223,8 @@ class Agent:
                     bridge = ovsdb.bridge(bridge_spec(encap, datapath_type, f"tcp:{host}:{port}"))
                     await bridge.ensure_bridge()
                     uplinks = self.settings.vlan_uplinks if encap == "vlan" else ()
-                    self.datapaths[encap] = BridgeDatapath(encap, bridge, self.settings.node_name, uplinks)
+                    self.datapaths[encap] = BridgeDatapath(encap, bridge, self.settings.node_name, uplinks, self.settings.routing)
+                    self.datapaths[encap].bgp = self._bgp
                 nursery.start_soon(self._follow_state)
                 nursery.start_soon(self._watch_switch, controller)
                 nursery.start_soon(self._resync_timer)
@@ -248,7 +270,10 @@ class Agent:
                 log.info("reading NetworkPolicy flow statistics failed: %s", exc)
 
     async def _resync_timer(self) -> None:
-        next_audit = trio.current_time() + self.settings.audit_seconds
+        # The first audit at a random point of the first 1.5 intervals: nodes started together
+        # (a cluster's boot, an upgrade) would otherwise audit together for ever, each one's
+        # seconds of CPU at once.
+        next_audit = trio.current_time() + self.settings.audit_seconds * random.uniform(0.5, 1.5)
         while True:
             await trio.sleep(RESYNC_SECONDS)
             self._full = True
@@ -290,9 +315,12 @@ class Agent:
         snapshot = self.cache.catch_up()
         covered = (snapshot.revision, self._port_epoch)
         changes = snapshot.changes_since(self._synced_revision)
-        audit, self._audit_due = self._audit_due, False
-        full = audit or self._full or changes is None or any(change.kind == "node" for change in changes)
-        self._full = False
+        audit = self._audit_due and not self._judging  # one audit at a time; a due one waits for the last
+        self._audit_due &= not audit
+        for encap in self._repair:
+            self.datapaths[encap].pusher.start_new_round()
+        full = audit or self._full or bool(self._repair) or changes is None or any(change.kind == "node" for change in changes)
+        self._full, self._repair = False, set()
         try:
             results = [await datapath.sync(snapshot, full) for datapath in self.datapaths.values()]
         except BaseException:
@@ -359,17 +387,30 @@ class Agent:
 
     async def _audit(self) -> None:
         """Does what each bridge holds equal a from-scratch computation, and does the switch hold
-        it? Drift is counted (statistics, /metrics) and repaired by a full push."""
+        it? The material is taken here, between pushes (the switch's flow dump is the only wait);
+        the comparison, seconds of CPU at thousands of flows, runs in a worker thread while syncs
+        go on (a change waits for none of it). Drift is counted (statistics, /metrics) and
+        repaired by the next sync: a full push under a new round."""
+        jobs = [(encap, await d.pusher.start_audit(d.last_inputs)) for encap, d in self.datapaths.items() if d.last_inputs is not None]
+        assert self._background is not None
+        self._judging = True
+        self._background.start_soon(self._judge, jobs)
+
+    async def _judge(self, jobs: list[tuple[Encap, AuditJob]]) -> None:
+        try:  # pure work: abandoned, not awaited, when the agent stops
+            judged = [(encap, await trio.to_thread.run_sync(job.run, abandon_on_cancel=True)) for encap, job in jobs]
+        except Exception:  # noqa: BLE001 - the agent never stops the daemon; the next audit tries again
+            log.exception("agent: an audit failed")
+            return
+        finally:
+            self._judging = False
         drift = 0
-        for datapath in self.datapaths.values():
-            if datapath.last_inputs is None:
-                continue
-            found = await datapath.pusher.audit(datapath.last_inputs)
+        for encap, found in judged:
             counted = sum(dataclasses.astuple(found.held)) + (sum(dataclasses.astuple(found.switch)) if found.switch else 0)
             if counted:
-                log.warning("agent: audit of %s found %d flows/groups drifted (%s); reprogramming it", datapath.bridge.name, counted, found)
-                datapath.pusher.start_new_round()
-                self._full = True
+                name = self.datapaths[encap].bridge.name
+                log.warning("agent: audit of %s found %d flows/groups drifted (%s); reprogramming it", name, counted, found)
+                self._repair.add(encap)
                 self._changed.set()
             drift += counted
         self._drift = drift

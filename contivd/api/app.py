@@ -26,10 +26,21 @@ from raftstore import Store
 from .. import __version__
 from ..agent.service import Agent
 from ..agent.trace import TraceError
-from ..http import auth
+from ..bgp import bgp_oper
+from ..http import auth, tokens
+from ..http.audit import AuditTrail, object_key, stored
 from ..http.control import HOPS_HEADER, REVISION_HEADER
-from ..http.errors import CONTIV_NO_ROUTE, TYPED_ERRORS_HEADER, BadRequestError, NoRouteError, UnauthorizedError, answer_for, wants_contiv_errors
+from ..http.errors import (
+    CONTIV_NO_ROUTE,
+    TYPED_ERRORS_HEADER,
+    BadRequestError,
+    NoRouteError,
+    UnauthorizedError,
+    answer_for,
+    wants_contiv_errors,
+)
 from ..http.forwarder import ForwardingClient
+from ..http.leadership import unless_leader_changes
 from ..k8s import KubeHealth
 from ..k8s.listing import kubernetes_services, trace_address
 from ..metrics import Metrics, StoreSummaries
@@ -39,11 +50,17 @@ from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
 from ..state.records import policy_rule_to_json
+from ..tls.fingerprint import fingerprint_pem
+from . import access
 from .health import OpsEndpoints
-from .routes import ROUTES, Route, openapi_document
+from .routes import ROUTES, Route, openapi_document, required_role
 
 log = logging.getLogger("contivd.api")
-FORWARD_TIMEOUT_SECONDS = 15.0
+# A forwarded write may wait on the leader for the store's request timeout (5 s) before the
+# leader answers 503 itself; a little more than that, not a value that outlasts every client.
+# A leader that is gone is noticed sooner: connections time out after 1 s, and a forward is
+# abandoned as soon as this member follows another leader (http/leadership.py).
+FORWARD_TIMEOUT_SECONDS = 6.0
 
 
 @dataclass
@@ -60,12 +77,17 @@ class ApiContext:
     contiv_error_compat: bool = False
     agent: Agent | None = None  # None when the node runs without a datapath (--datapath none)
     kube: KubeHealth | None = None  # Kubernetes mode (--kubeconfig): how the leader's watch is doing
+    tls_ca: str | None = None  # PEM of the CA this node's TLS certificate chains to; None: plain HTTP
     # The store summary (endpoints per node, IPAM usage) the metrics and systemd's STATUS=
     # line both read: one cache, so a changed store is summarised once, not once per reader.
     summaries: StoreSummaries = field(init=False)
+    access: auth.Authenticator = field(init=False)  # tokens from this node's replica, signatures with the secret
+    audit: AuditTrail = field(init=False)  # main runs its store writer
 
     def __post_init__(self) -> None:
         self.summaries = StoreSummaries(self.cache)
+        self.access = auth.Authenticator(self.secret, auth.store_lookup(self.store))
+        self.audit = AuditTrail(self.store, self.node_name)
 
 
 @dataclass(frozen=True)
@@ -136,7 +158,32 @@ class Handlers:
             return await self.nm.inspect_endpoint(key)
         if self._collection(collection) in UNSUPPORTED_COLLECTIONS:
             raise self._unsupported_missing(collection)
-        return await self.nm.inspect_object(collection, key)
+        answer = await self.nm.inspect_object(collection, key)
+        if collection == "Bgps":
+            answer["Oper"] = await self._bgp_oper(key)
+        return answer
+
+    async def _bgp_oper(self, hostname: str) -> dict[str, Any]:
+        """The Bgp object's Oper from its node's speaker (`/inspect/bgp` on the node agent), as
+        Contiv's netmaster filled it in; empty, and logged, when the node cannot answer."""
+        try:
+            called = await self._call_agent(hostname, "GET", "/inspect/bgp")
+        except (OSError, ConnectionError, trio.TooSlowError) as exc:
+            log.warning("Bgp %s: the node's /inspect/bgp did not answer: %s", hostname, exc)
+            return {}
+        if called is None or called[0] != 200:
+            return {}
+        return bgp_oper(json.loads(called[1]))
+
+    async def _call_agent(self, node_name: str, method: str, path: str) -> tuple[int, bytes] | None:
+        """A signed call to a node agent's API; None when the node is unknown or runs no agent."""
+        node = next((n for n in registered_nodes(self.ctx.store) if n.name == node_name), None)
+        if node is None or not node.agent_url:
+            return None
+        headers = {auth.SIGNATURE_HEADER: auth.sign(self.ctx.secret, method, path, b"")} if self.ctx.secret else {}
+        headers[auth.PRINCIPAL_HEADER] = f"node:{self.ctx.node_name}"
+        status, _, body = await self.ctx.http.request(method, node.agent_url, path, headers, b"")
+        return status, body
 
     async def _plugin(self, body: bytes, call: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
         payload = _parse_json(body)
@@ -179,6 +226,7 @@ class Handlers:
             "nodes": [n.to_json() for n in nodes],
             "agent": asdict(self.ctx.agent.statistics()) if self.ctx.agent is not None else None,
             "kubernetes": asdict(self.ctx.kube.view()) if self.ctx.kube is not None else None,
+            "tls": {"caFingerprint": fingerprint_pem(self.ctx.tls_ca)} if self.ctx.tls_ca else None,
         }
 
     async def kubernetes_services(self, body: bytes) -> Any:
@@ -245,21 +293,34 @@ class Handlers:
     async def _reclaim_on_node(self, ep: EndpointState) -> None:
         """Ask the endpoint's node agent to drop its OVS port (Contiv's reclaimEndpoint); a node
         that is down or runs no agent is only logged: its next sync drops the flows anyway."""
-        node = next((n for n in registered_nodes(self.ctx.store) if n.name == ep.homing_host), None)
-        if node is None or not node.agent_url:
-            return
-        path = f"/debug/reclaimEndpoint/{ep.id}"
-        headers = {auth.SIGNATURE_HEADER: auth.sign(self.ctx.secret, "DELETE", path, b"")} if self.ctx.secret else {}
         try:
-            status, _, body = await self.ctx.http.request("DELETE", node.agent_url, path, headers, b"")
+            called = await self._call_agent(ep.homing_host, "DELETE", f"/debug/reclaimEndpoint/{ep.id}")
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
-            log.warning("reclaiming endpoint %s on node %s failed: %s", ep.id, node.name, exc)
+            log.warning("reclaiming endpoint %s on node %s failed: %s", ep.id, ep.homing_host, exc)
             return
+        if called is None:
+            return
+        status, body = called
         if status != 200:
-            log.warning("reclaiming endpoint %s on node %s: HTTP %d %s", ep.id, node.name, status, body[:200].decode(errors="replace"))
+            log.warning("reclaiming endpoint %s on node %s: HTTP %d %s", ep.id, ep.homing_host, status, body[:200].decode(errors="replace"))
+        else:
+            log.info("node %s's agent reclaimed endpoint %s", ep.homing_host, ep.id)
 
     async def openapi(self, body: bytes) -> Any:
         return openapi_document(__version__)
+
+    async def list_tokens(self, body: bytes) -> Any:
+        return await access.list_tokens(self.ctx.store)
+
+    async def create_token(self, body: bytes, name: str) -> Any:
+        return AtRevision(*await access.create_token(self.ctx.store, name, _parse_json(body)))
+
+    async def revoke_token(self, body: bytes, name: str) -> Any:
+        return AtRevision(*await access.revoke_token(self.ctx.store, name))
+
+    async def list_audit(self, body: bytes) -> Any:
+        await self.ctx.store.sync()
+        return [entry.to_json() for entry in stored(self.ctx.store)]
 
 
 @dataclass(frozen=True)
@@ -289,7 +350,7 @@ def _error_answer(exc: BaseException, contiv_compat: bool = False) -> Answer:
     answer = answer_for(exc)
     if contiv_compat and isinstance(exc, NoRouteError):
         return _contiv_text_answer(404, CONTIV_NO_ROUTE)
-    if contiv_compat and answer.status != 401:  # Contiv answered every error 500 with its text (Decision 1); it had no 401
+    if contiv_compat and answer.status not in (401, 403):  # Contiv answered every error 500 with its text (Decision 1); it had no access control
         return _contiv_text_answer(500, answer.contiv_text)
     return _answer({"error": answer.message}, answer.status, {"retry-after": str(answer.retry_after)} if answer.retry_after else None)
 
@@ -302,10 +363,10 @@ class Dispatcher:
         self.handlers = Handlers(ctx)
         self.metrics = metrics
 
-    def authenticate(self, req: Incoming) -> None:
-        auth.authenticate(self.ctx.secret, req.method, req.path, req.body, req.headers, req.remote)
+    def authenticate(self, req: Incoming) -> tokens.Principal:
+        return self.ctx.access.identify(req.method, req.path, req.body, req.headers, req.remote)
 
-    async def forward(self, route: Route, req: Incoming) -> Answer:
+    async def forward(self, route: Route, req: Incoming, principal: tokens.Principal) -> Answer:
         hops = int(req.headers.get(HOPS_HEADER.lower(), "0") or 0)
         url = leader_api_url(self.ctx.store)
         contiv = wants_contiv_errors(req.headers, self.ctx.contiv_error_compat)
@@ -318,8 +379,11 @@ class Dispatcher:
                 headers[name] = req.headers[name.lower()]
         if self.ctx.secret:
             headers[auth.SIGNATURE_HEADER] = auth.sign(self.ctx.secret, route.method, req.path, req.body)
+        headers[auth.PRINCIPAL_HEADER] = principal.name  # the leader's audit trail names the caller
         try:
-            status, answer_headers, body = await self.ctx.http.request(route.method, url, req.path, headers, req.body)
+            status, answer_headers, body = await unless_leader_changes(
+                self.ctx.store, lambda: self.ctx.http.request(route.method, url, req.path, headers, req.body), f"forwarding to the leader at {url}"
+            )
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
             log.warning("forwarding %s %s to the leader at %s failed: %s", route.method, req.path, url, exc)
             return _error_answer(_no_leader(f"the leader at {url} did not answer: {exc}"), contiv)
@@ -336,16 +400,28 @@ class Dispatcher:
         return answer
 
     async def _dispatch(self, route: Route, params: Mapping[str, str], req: Incoming) -> Answer:
+        principal: tokens.Principal | None = None
         try:
-            self.authenticate(req)
+            principal = self.authenticate(req)
+            tokens.require(principal, required_role(route, params))
             if route.write and not self.ctx.store.is_leader():
-                return await self.forward(route, req)
-            value = await getattr(self.handlers, route.name)(req.body, **params)
-            if isinstance(value, AtRevision):
-                return _answer(value.value, headers={REVISION_HEADER.lower(): str(value.revision)})
-            return _answer(value)
+                return await self.forward(route, req, principal)
+            answer = await self._run(route, params, req)
         except Exception as exc:  # noqa: BLE001 - every error becomes an answer
-            return _error_answer(exc, wants_contiv_errors(req.headers, self.ctx.contiv_error_compat))
+            answer = _error_answer(exc, wants_contiv_errors(req.headers, self.ctx.contiv_error_compat))
+        if route.write and principal is not None:  # executed (or refused) here: the leader's trail
+            self.ctx.audit.record(principal.name, route.method, route.path, object_key(params, req.body), answer[0])
+        return answer
+
+    async def _run(self, route: Route, params: Mapping[str, str], req: Incoming) -> Answer:
+        handler = getattr(self.handlers, route.name)
+        if route.write:  # on the leader: a write it can no longer commit ends when it steps down
+            value = await unless_leader_changes(self.ctx.store, lambda: handler(req.body, **params), f"{route.method} {req.path}")
+        else:
+            value = await handler(req.body, **params)
+        if isinstance(value, AtRevision):
+            return _answer(value.value, headers={REVISION_HEADER.lower(): str(value.revision)})
+        return _answer(value)
 
 
 class PluginFastPath:
@@ -407,12 +483,12 @@ def create_app(ctx: ApiContext) -> ApiApp:
     metrics = Metrics(ctx.store, ctx.agent, ctx.summaries, ctx.kube)
     dispatcher = Dispatcher(ctx, metrics)
 
-    def authorized(scope: dict[str, Any]) -> bool:
+    def refusal(scope: dict[str, Any]) -> str | None:
         try:
-            dispatcher.authenticate(incoming_from_scope(scope, b""))
-        except UnauthorizedError:
-            return False
-        return True
+            dispatcher.authenticate(incoming_from_scope(scope, b""))  # every role may read /metrics
+        except UnauthorizedError as exc:
+            return str(exc)
+        return None
 
     def register(route: Route) -> None:
         async def view(**params: str) -> Response:
@@ -447,7 +523,7 @@ def create_app(ctx: ApiContext) -> ApiApp:
     async def not_allowed(_: Exception) -> Response:
         return no_route(405, f"method {request.method} not allowed on {request.path}")
 
-    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, authorized, ctx.kube), app, dispatcher)
+    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, refusal, ctx.kube, ctx.tls_ca), app, dispatcher)
 
 
 def _no_leader(detail: str = "no leader is known yet (election in progress or no quorum)") -> Exception:

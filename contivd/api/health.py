@@ -1,20 +1,25 @@
-"""`/healthz`, `/readyz` and `/metrics`: what load balancers, orchestrators and Prometheus ask.
+"""`/healthz`, `/readyz`, `/metrics` and `/ca.crt`: what load balancers, orchestrators,
+Prometheus and TLS clients ask.
 
 They are answered in front of the Quart app (like the plugin fast path) so a scrape or a probe
 costs no routing. `/healthz` says the process and its event loop answer; `/readyz` says the node
 can do its job, listing every failing check; `/metrics` is authenticated like the API (loopback,
-a node signature or the cluster secret as a bearer token) because it names nodes and networks.
+a node signature or a token of any role) because it names nodes and networks.
+`/ca.crt` is the CA the node's TLS certificate chains to (public, unauthenticated): `contivd ctl
+--fingerprint` fetches it and trusts it only when its SHA-256 is the pinned one.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
-from raftstore import Store
+from raftstore import Store, StoreStatistics
 
 from ..agent.service import Agent
 from ..k8s import KubeHealth
@@ -31,6 +36,8 @@ def readiness_failures(store: Store, agent: Agent | None, kube: KubeHealth | Non
     stats = store.statistics()
     if stats.leader is None or not stats.has_quorum:
         failures["store_leader"] = "no Raft leader with a quorum is known (election in progress or too few members up)"
+    if stats.commit_blockers:
+        failures["store_commit"] = "this node cannot commit writes: " + "; ".join(stats.commit_blockers)
     if agent is not None:
         agent_stats = agent.statistics()
         if not agent_stats.switch_connected:
@@ -46,6 +53,19 @@ def readiness_failures(store: Store, agent: Agent | None, kube: KubeHealth | Non
     return failures
 
 
+def raft_view(stats: StoreStatistics, now: float) -> dict[str, Any]:
+    """What /readyz adds even when ready: whether this node can commit, and the voters it
+    has no link to, since when (an operator's first question when a member goes away)."""
+    return {
+        "can_commit": not stats.commit_blockers,
+        "commit_blockers": list(stats.commit_blockers),
+        "unreachable": [
+            {"address": address, "since": datetime.fromtimestamp(since, UTC).isoformat(timespec="seconds"), "seconds": round(now - since)}
+            for address, since in stats.unreachable_voters
+        ],
+    }
+
+
 class OpsEndpoints:
     """ASGI front answering the three operational paths; everything else goes to `app`."""
 
@@ -55,10 +75,12 @@ class OpsEndpoints:
         store: Store,
         agent: Agent | None,
         metrics: Metrics,
-        authorized: Callable[[dict[str, Any]], bool],
+        refusal: Callable[[dict[str, Any]], str | None],  # why a /metrics request is refused (None: allowed)
         kube: KubeHealth | None = None,
+        ca_pem: str | None = None,
     ):
-        self.app, self.store, self.agent, self.metrics, self.authorized, self.kube = app, store, agent, metrics, authorized, kube
+        self.app, self.store, self.agent, self.metrics, self.refusal, self.kube = app, store, agent, metrics, refusal, kube
+        self.ca_pem = ca_pem
 
     async def __call__(self, asgi_scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         scope = cast(dict[str, Any], asgi_scope)
@@ -67,13 +89,16 @@ class OpsEndpoints:
             await _respond(send, 200, "application/json", b'{"status": "ok"}\n')
         elif path == "/readyz":
             failures = readiness_failures(self.store, self.agent, self.kube)
-            body = {"ready": not failures, "failing": failures}
+            body = {"ready": not failures, "failing": failures, "raft": raft_view(self.store.statistics(), time.time())}
             await _respond(send, 503 if failures else 200, "application/json", (json.dumps(body) + "\n").encode())
         elif path == "/metrics":
-            if not self.authorized(scope):
-                await _respond(send, 401, "application/json", b'{"error": "metrics need loopback, a node signature or the cluster secret"}\n')
+            refused = self.refusal(scope)
+            if refused is not None:
+                await _respond(send, 401, "application/json", (json.dumps({"error": refused}) + "\n").encode())
             else:
                 await _respond(send, 200, CONTENT_TYPE, self.metrics.render())
+        elif path == "/ca.crt" and self.ca_pem:
+            await _respond(send, 200, "application/x-pem-file", self.ca_pem.encode())
         else:
             await self.app(asgi_scope, receive, send)
 

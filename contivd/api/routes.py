@@ -1,10 +1,19 @@
-"""The HTTP routes, declared once as data: registration and the OpenAPI document use the same
-table, so the document covers every route by construction."""
+"""The HTTP routes, declared once as data: registration, access control and the OpenAPI
+document use the same table, so each covers every route by construction. Every route names the
+role it needs (a route without one does not construct); `required_role` lets operators write the
+collections of endpoint and service-level settings that are otherwise admin's."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..http.tokens import Role
+
+VIEWER, OPERATOR, ADMIN = Role.VIEWER, Role.OPERATOR, Role.ADMIN
+# Collections whose writes operators may make (endpoint and service-level settings).
+OPERATOR_COLLECTIONS = frozenset({"netprofiles", "serviceLBs"})
 
 
 @dataclass(frozen=True)
@@ -15,35 +24,62 @@ class Route:
     summary: str
     write: bool = False  # executed by the leader: other members forward it
     body: str | None = None  # OpenAPI description of the JSON body
+    role: Role = field(kw_only=True)  # the least role allowed to call it
 
 
 ROUTES: tuple[Route, ...] = (
-    Route("list_objects", "GET", "/api/v1/<collection>/", "List every object of a collection, sorted by key"),
-    Route("get_object", "GET", "/api/v1/<collection>/<key>/", "Get one object"),
-    Route("put_object", "POST", "/api/v1/<collection>/<key>/", "Create or update an object", True, "the object"),
-    Route("put_object", "PUT", "/api/v1/<collection>/<key>/", "Create or update an object (same as POST)", True, "the object"),
-    Route("delete_object", "DELETE", "/api/v1/<collection>/<key>/", "Delete an object; answers the key", True),
-    Route("inspect_object", "GET", "/api/v1/inspect/<collection>/<key>/", "Configuration and operational state"),
-    Route("alloc_address", "POST", "/plugin/allocAddress", "Allocate an address", True, "AddressAllocRequest"),
-    Route("release_address", "POST", "/plugin/releaseAddress", "Release an address", True, "AddressReleaseRequest"),
-    Route("create_endpoint", "POST", "/plugin/createEndpoint", "Create an endpoint (idempotent)", True, "CreateEndpointRequest"),
-    Route("delete_endpoint", "POST", "/plugin/deleteEndpoint", "Delete an endpoint (idempotent)", True, "DeleteEndpointRequest"),
-    Route("update_endpoint", "POST", "/plugin/updateEndpoint", "Update endpoint labels on start/die", True, "UpdateEndpointRequest"),
-    Route("version", "GET", "/version", "contivd version"),
-    Route("info", "GET", "/info", "Cluster membership, leader and registered nodes"),
-    Route("services", "GET", "/services", "Every service load balancer state"),
-    Route("service", "GET", "/service/<key>", "One service load balancer state"),
-    Route("kubernetes_services", "GET", "/kubernetes/services", "Kubernetes Services as the leader resolved them (Kubernetes mode), each with kind"),
+    Route("list_objects", "GET", "/api/v1/<collection>/", "List every object of a collection, sorted by key", role=VIEWER),
+    Route("get_object", "GET", "/api/v1/<collection>/<key>/", "Get one object", role=VIEWER),
+    Route("put_object", "POST", "/api/v1/<collection>/<key>/", "Create or update an object", True, "the object", role=ADMIN),
+    Route("put_object", "PUT", "/api/v1/<collection>/<key>/", "Create or update an object (same as POST)", True, "the object", role=ADMIN),
+    Route("delete_object", "DELETE", "/api/v1/<collection>/<key>/", "Delete an object; answers the key", True, role=ADMIN),
+    Route("inspect_object", "GET", "/api/v1/inspect/<collection>/<key>/", "Configuration and operational state", role=VIEWER),
+    Route("alloc_address", "POST", "/plugin/allocAddress", "Allocate an address", True, "AddressAllocRequest", role=OPERATOR),
+    Route("release_address", "POST", "/plugin/releaseAddress", "Release an address", True, "AddressReleaseRequest", role=OPERATOR),
+    Route("create_endpoint", "POST", "/plugin/createEndpoint", "Create an endpoint (idempotent)", True, "CreateEndpointRequest", role=OPERATOR),
+    Route("delete_endpoint", "POST", "/plugin/deleteEndpoint", "Delete an endpoint (idempotent)", True, "DeleteEndpointRequest", role=OPERATOR),
+    Route("update_endpoint", "POST", "/plugin/updateEndpoint", "Update endpoint labels on start/die", True, "UpdateEndpointRequest", role=OPERATOR),
+    Route("version", "GET", "/version", "contivd version", role=VIEWER),
+    Route("info", "GET", "/info", "Cluster membership, leader and registered nodes", role=VIEWER),
+    Route("services", "GET", "/services", "Every service load balancer state", role=VIEWER),
+    Route("service", "GET", "/service/<key>", "One service load balancer state", role=VIEWER),
+    Route(
+        "kubernetes_services",
+        "GET",
+        "/kubernetes/services",
+        "Kubernetes Services as the leader resolved them (Kubernetes mode), each with kind",
+        role=VIEWER,
+    ),
     Route(
         "kubernetes_trace",
         "GET",
         "/kubernetes/trace/<path:spec>",
         "NetworkPolicy's verdict for SRC/DST[/PROTO/PORT] (IP, endpoint id or namespace/name) and the rules deciding it",
+        role=VIEWER,
     ),
-    Route("debug_ofnet", "GET", "/debug/ofnet", "Endpoints and policy rules as the datapath master sees them"),
-    Route("debug_epcleanup", "DELETE", "/debug/epcleanup/tenant/<tenant>/<category>/<key>", "Delete stale endpoints", True),
-    Route("openapi", "GET", "/api/v1/openapi.json", "This document"),
+    Route("debug_ofnet", "GET", "/debug/ofnet", "Endpoints and policy rules as the datapath master sees them", role=VIEWER),
+    Route("debug_epcleanup", "DELETE", "/debug/epcleanup/tenant/<tenant>/<category>/<key>", "Delete stale endpoints", True, role=OPERATOR),
+    Route("openapi", "GET", "/api/v1/openapi.json", "This document", role=VIEWER),
+    Route("list_tokens", "GET", "/api/v1/auth/tokens/", "Operator tokens (never the tokens themselves)", role=ADMIN),
+    Route(
+        "create_token",
+        "POST",
+        "/api/v1/auth/tokens/<name>/",
+        "Create a token; the answer is the only time it is shown",
+        True,
+        "TokenRequest",
+        role=ADMIN,
+    ),
+    Route("revoke_token", "DELETE", "/api/v1/auth/tokens/<name>/", "Revoke a token (every node refuses it once replicated)", True, role=ADMIN),
+    Route("list_audit", "GET", "/api/v1/audit/", "The audit trail: the newest writes, oldest first", role=VIEWER),
 )
+
+
+def required_role(route: Route, params: Mapping[str, str]) -> Role:
+    """The role one call needs: the route's, or operator for writes to OPERATOR_COLLECTIONS."""
+    if route.role is ADMIN and route.write and params.get("collection") in OPERATOR_COLLECTIONS:
+        return OPERATOR
+    return route.role
 
 
 def openapi_path(path: str) -> str:
@@ -65,7 +101,10 @@ def openapi_document(version: str) -> dict[str, object]:
             "responses": {
                 "200": {"description": "success", "content": {"application/json": {}}},
                 "400": {"description": "invalid input", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-                "401": {"description": "node-to-node call without valid credentials"},
+                "401": {"description": "no valid token or node signature (unknown, expired or revoked token; the reason is given)"},
+                "403": {
+                    "description": f"the token's role is below the one needed ({route.role.label}, operator for {', '.join(sorted(OPERATOR_COLLECTIONS))})"
+                },
                 "404": {"description": "unknown object"},
                 "409": {"description": "conflict: exists, in use, overlap, address taken"},
                 "503": {"description": "no leader or quorum; retry (Retry-After)"},

@@ -2,7 +2,7 @@
 
 It lives here, not in contivd.ctl, because it checks the file with raftstore's backup reader
 and ctl imports nothing of the daemon or the store. It reads --server and --token from the
-`ctl` group like every ctl command.
+`ctl` group like every ctl command, and verifies an https:// server as ctl's client does.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import click
 
 from raftstore import BackupFileError
 
+from ..ctl.client import Client
 from .save import SnapshotSaveError, save_snapshot
 
 
@@ -38,7 +39,8 @@ def save(ctx: click.Context, file: Path) -> None:
     """Save the store's snapshot to FILE (atomically, mode 0600, checked before it is kept)."""
     server = _ctl_param(ctx, "server") or "http://127.0.0.1:9999"
     try:
-        header = save_snapshot(server, _ctl_param(ctx, "token"), file)
+        client = ctx.find_object(Client)
+        header = save_snapshot(server, _ctl_param(ctx, "token"), file, client.verify if client is not None else True)
     except (SnapshotSaveError, BackupFileError) as exc:
         raise click.ClickException(str(exc)) from None
     cluster = f", cluster {header.cluster_id}" if header.cluster_id else ""

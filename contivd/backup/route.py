@@ -6,7 +6,7 @@ copied in one step under the apply lock) and streams it in the backup format
 chunk as the client reads, so a 100 000-endpoint store never sits encoded in memory. Other
 members answer 503 with the leader's API URL (as the import route does): the image must come
 from the member whose state includes every acknowledged write without a forward of tens of
-megabytes. Authenticated like every API call (contivd.http.auth): it holds the whole store.
+megabytes. Authenticated like every API call (contivd.http.auth), admin only: it holds the whole store.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from quart_trio import QuartTrio
 from raftstore import Store, encode_image
 
 from ..http import auth
-from ..http.errors import UnauthorizedError, answer_for
+from ..http.errors import answer_for
+from ..http.tokens import Role
 from ..nodes import leader_api_url
 from .protocol import SNAPSHOT_PATH
 
@@ -33,7 +34,7 @@ REVISION_HEADER = "X-Contivd-Snapshot-Revision"
 @dataclass(frozen=True)
 class SnapshotContext:
     store: Store
-    secret: str | None
+    access: auth.Authenticator
 
 
 def _reply(status: int, value: dict[str, object]) -> Response:
@@ -47,13 +48,11 @@ def register_snapshot_route(app: QuartTrio, ctx: SnapshotContext) -> None:
     async def store_backup_snapshot() -> Response:
         headers = {k.lower(): v for k, v in request.headers.items()}
         try:
-            auth.authenticate(ctx.secret, request.method, request.full_path.rstrip("?"), b"", headers, request.remote_addr)
+            ctx.access.check(request.method, request.full_path.rstrip("?"), b"", headers, request.remote_addr, Role.ADMIN)
             if not ctx.store.is_leader():
                 leader = leader_api_url(ctx.store)
                 return _reply(503, {"error": f"not the leader: ask {leader or 'the leader (none elected yet)'}", "leader": leader})
             image = await ctx.store.export_image()
-        except UnauthorizedError as exc:
-            return _reply(401, {"error": str(exc)})
         except Exception as exc:  # noqa: BLE001 - the API's one error mapping answers the rest
             error = answer_for(exc)
             return _reply(error.status, {"error": error.message})

@@ -11,6 +11,7 @@ is removed on every failure.
 from __future__ import annotations
 
 import os
+import ssl
 from pathlib import Path
 
 import httpx
@@ -38,9 +39,9 @@ def _error_text(answer: httpx.Response) -> tuple[str, str | None]:
     return str(body.get("error") or f"HTTP {answer.status_code}"), leader if isinstance(leader, str) else None
 
 
-def _download(url: str, headers: dict[str, str], partial: Path) -> str | None:
+def _download(url: str, headers: dict[str, str], partial: Path, verify: bool | ssl.SSLContext) -> str | None:
     """Stream `url` into `partial`; the leader's URL if this node is not the leader."""
-    with httpx.stream("GET", url, headers=headers, timeout=SAVE_TIMEOUT_SECONDS) as answer:
+    with httpx.stream("GET", url, headers=headers, timeout=SAVE_TIMEOUT_SECONDS, verify=verify) as answer:
         if answer.status_code != 200:
             answer.read()
             message, leader = _error_text(answer)
@@ -56,15 +57,16 @@ def _download(url: str, headers: dict[str, str], partial: Path) -> str | None:
     return None
 
 
-def save_snapshot(server: str, token: str | None, path: Path) -> BackupHeader:
-    """Save the cluster's snapshot to `path` atomically (0600); its header (revision, keys …)."""
+def save_snapshot(server: str, token: str | None, path: Path, verify: bool | ssl.SSLContext = True) -> BackupHeader:
+    """Save the cluster's snapshot to `path` atomically (0600); its header (revision, keys …).
+    `verify`: how https:// servers are verified (ctl's --ca-file/--fingerprint context)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     target = server.rstrip("/")
     try:
         for _ in range(2):
             try:
-                leader = _download(target + SNAPSHOT_PATH, headers, partial)
+                leader = _download(target + SNAPSHOT_PATH, headers, partial, verify)
             except httpx.HTTPError as exc:
                 raise SnapshotSaveError(f"snapshot from {target} failed: {exc or type(exc).__name__}") from None
             except OSError as exc:

@@ -21,13 +21,11 @@ from cni.protocol import (
 )
 from raftstore import UnavailableError
 
+from ..k8s.labels import GROUP_LABEL, NETWORK_LABEL, TENANT_LABEL
 from ..model import ConflictError, ModelError, NotFoundError, ValidationError
 from ..netmaster.control import CreateEndpoint
 from ..state import EndpointState, NetworkState
 
-TENANT_LABEL = "io.contiv.tenant"
-NETWORK_LABEL = "io.contiv.network"
-GROUP_LABEL = "io.contiv.net-group"
 DEFAULT_TENANT = "default"
 DEFAULT_NETWORK = "default-net"  # Contiv's k8s default
 
@@ -109,8 +107,19 @@ def endpoint_labels(request: Request, pod_labels: Mapping[str, str]) -> dict[str
     return {**pod_labels, **runtime_labels(request.config)}
 
 
-def create_request(target: Target, attachment: Attachment, node: str, pod_name: str) -> CreateEndpoint:
-    return CreateEndpoint(target.tenant, target.network, attachment.endpoint_name, node, target.group, attachment.container_id, pod_name)
+def create_request(target: Target, attachment: Attachment, node: str, pod: tuple[str, str] | None) -> CreateEndpoint:
+    """The endpoint names its Kubernetes pod (`<namespace>/<name>`): the leader's pod watch finds it by that."""
+    namespace, name = pod or ("", "")
+    return CreateEndpoint(
+        target.tenant,
+        target.network,
+        attachment.endpoint_name,
+        node,
+        target.group,
+        attachment.container_id,
+        name,
+        f"{namespace}/{name}" if pod else "",
+    )
 
 
 def is_ours(endpoint: EndpointState, node: str) -> bool:

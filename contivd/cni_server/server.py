@@ -336,7 +336,7 @@ class CniServer:
         snapshot = self.cache.catch_up()  # this node's own earlier ADDs are in it: each waited for its revision
         if find_endpoints(snapshot.endpoints.values(), attachment, self.node_name):
             raise CniError(ALREADY_ADDED, f"container {attachment.container_id} already has interface {attachment.ifname}; DEL it first")
-        created = create_request(target, attachment, self.node_name, pod[1] if pod else "")
+        created = create_request(target, attachment, self.node_name, pod)
         # Every undo step is idempotent, so all are armed before anything starts: a step that
         # fails or is cancelled half-way leaves nothing behind. Reverse order: port, veth, endpoint.
         self._adding.add(attachment)

@@ -1,7 +1,7 @@
 """The HTTP side of `contivd ctl`: a small synchronous client with one error type.
 
 It owns one httpx.Client for the duration of a command (close it, or use it as a context
-manager), sends the cluster secret as a bearer token when one is given (needed only from
+manager), sends an operator token as a bearer token when one is given (needed only from
 other hosts: contivd trusts loopback callers), and turns every failure — unreachable
 server, timeout, non-2xx answer, unreadable body — into `CtlError` carrying the text to
 show the user: the server's own `{"error": ...}` message when there is one. It does not
@@ -10,10 +10,13 @@ retry: a 503 (no leader yet) is reported as the server words it, and the user re
 
 from __future__ import annotations
 
+import ssl
 from types import TracebackType
 from typing import Any, Self
 
 import httpx
+
+from .trust import untrusted_message
 
 DEFAULT_SERVER = "http://127.0.0.1:9999"
 REQUEST_TIMEOUT_SECONDS = 30.0  # longer than a raft election, so writes during one still answer
@@ -43,8 +46,9 @@ def _server_message(answer: httpx.Response) -> str:
 class Client:
     """JSON requests to one contivd API server."""
 
-    def __init__(self, server: str, token: str | None = None, transport: httpx.BaseTransport | None = None, *, verify: bool = True):
+    def __init__(self, server: str, token: str | None = None, transport: httpx.BaseTransport | None = None, *, verify: bool | ssl.SSLContext = True):
         self.server = server.rstrip("/")
+        self.verify = verify  # what other HTTP clients of a ctl command (snapshot save) verify the server with
         # Accept: application/json chooses contivd's typed errors (4xx + JSON) over Contiv's 500 + text.
         headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
         self._http = httpx.Client(base_url=self.server, headers=headers, timeout=REQUEST_TIMEOUT_SECONDS, transport=transport, verify=verify)
@@ -63,6 +67,8 @@ class Client:
         try:
             answer = self._http.request(method, path, json=body)
         except httpx.ConnectError as exc:
+            if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+                raise CtlError(untrusted_message(self.server, str(exc))) from None
             raise CtlError(
                 f"cannot connect to contivd at {self.server}: {exc}. Is it running there? Choose the server with --server URL or CONTIVD_SERVER."
             ) from None

@@ -2,7 +2,7 @@
 
 This module only translates. It turns each record into a click command, opens one Client
 per invocation (server from `--server` or netctl's `--netmaster` / CONTIVD_SERVER or
-NETMASTER, bearer token from `--token` / CONTIVD_TOKEN) and prints what actions.py returns. Exit statuses are netctl's: 1 for usage
+NETMASTER, bearer token from `--token` / CONTIVD_TOKEN, else both from ctl.toml) and prints what actions.py returns. Exit statuses are netctl's: 1 for usage
 errors (click's own and netctl's client-side checks), 3 when the request failed (any
 CtlError, printed as `Error: <message>` on stderr). It talks HTTP only and never imports
 daemon internals, so it works against any contivd (or Contiv) server.
@@ -15,10 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from . import actions
+from .access import audit_group, auth_group, login
 from .client import DEFAULT_SERVER, Client, CtlError
 from .commands import ALIASES, DEFAULT_TENANT, GROUPS, RESOURCES, SETTERS, SHOWS, Arg, Option, Resource, Setter, Show
+from .config import config_path, effective, read_settings
+from .trust import TrustError, verification
 
 
 class AliasedGroup(click.Group):
@@ -203,8 +207,18 @@ def _server_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 @click.pass_context
-def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool) -> None:
-    ctx.obj = ctx.with_resource(Client(server, token, verify=not insecure))
+def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool, ca_file: str | None, fingerprint: str | None) -> None:
+    """The client for the subcommand, with flags over the environment over ctl.toml; the
+    resolved server and token go back into the params, where every subcommand finds them."""
+    given = ctx.get_parameter_source("server") not in (ParameterSource.DEFAULT, None)
+    settings = effective(server, given, token, read_settings(config_path()))
+    target = settings.server or server
+    ctx.params.update(server=target, token=settings.token)
+    try:
+        verify = verification(target, ca_file or settings.ca_file, fingerprint or settings.fingerprint, insecure)
+    except TrustError as exc:
+        raise CtlError(str(exc)) from None
+    ctx.obj = ctx.with_resource(Client(target, settings.token, verify=verify))
 
 
 def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.Group:
@@ -223,11 +237,19 @@ def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.G
             ),
             click.Option(
                 ["token", "--token"], envvar="CONTIVD_TOKEN", default=None,
-                help="Cluster secret, sent as a bearer token; needed from other hosts [env CONTIVD_TOKEN].",
+                help="Operator token (`auth token create`), sent as a bearer token; needed from other hosts [env CONTIVD_TOKEN, else ctl.toml].",
             ),
             click.Option(
                 ["insecure", "--insecure"], envvar="INSECURE", is_flag=True,
                 help="Do not verify the server's TLS certificate, as netctl's flag [env INSECURE].",
+            ),
+            click.Option(
+                ["ca_file", "--ca-file"], envvar="CONTIVD_CA_FILE", default=None,
+                help="Trust this CA (PEM) for https:// servers, e.g. a node's /var/lib/contivd/tls/ca.crt [env CONTIVD_CA_FILE].",
+            ),
+            click.Option(
+                ["fingerprint", "--fingerprint"], envvar="CONTIVD_FINGERPRINT", default=None,
+                help="Trust the server's CA only if its SHA-256 fingerprint is this one (`ctl cluster status` shows it) [env CONTIVD_FINGERPRINT].",
             ),
         ],
     )  # fmt: skip
@@ -244,6 +266,8 @@ def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.G
             groups[name].add_command(command)
     for group in groups.values():
         root.add_command(group)
+    for command in (auth_group, audit_group, login):
+        root.add_command(command)
     return root
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from . import output
@@ -78,6 +79,27 @@ def _node_role(node: Mapping[str, Any], leader: str | None) -> str:
     return "leader" if leader and node.get("raft_address") == leader else "voter"
 
 
+def _can_commit(raft: Mapping[str, Any]) -> str | None:
+    """`yes`, or `NO: why` (an answer without the field, from an older contivd: empty)."""
+    if "commit_blockers" not in raft:
+        return None
+    blockers = raft["commit_blockers"] or ()
+    return "NO: " + "; ".join(blockers) if blockers else "yes"
+
+
+def _unreachable(raft: Mapping[str, Any], names: Mapping[Any, Any]) -> str | None:
+    """The voters the answering node has no Raft link to, each with the UTC time it went away."""
+    if "unreachable_voters" not in raft:
+        return None
+    return (
+        ", ".join(
+            f"{names.get(address) or address} ({address}) since {datetime.fromtimestamp(since, UTC):%Y-%m-%d %H:%M:%S} UTC"
+            for address, since in raft["unreachable_voters"]
+        )
+        or "none"
+    )
+
+
 def cluster_status(info: Mapping[str, Any]) -> str:
     """`GET /info` as an operator reads it: raft state as seen by the answering node, then
     the nodes registered in the store (the live membership, since registrations expire)."""
@@ -99,6 +121,9 @@ def cluster_status(info: Mapping[str, Any]) -> str:
             ("Quorum", raft.get("has_quorum")),
             ("Members", ", ".join(raft.get("voters") or ()) or "none"),
             ("Connected peers", ", ".join(raft.get("connected_voters") or ()) or "none"),
+            ("TLS CA (sha256)", (info.get("tls") or {}).get("caFingerprint") or "none (plain HTTP)"),
+            ("Can commit", _can_commit(raft)),
+            ("Unreachable", _unreachable(raft, names)),
         )
     )
     rows = (

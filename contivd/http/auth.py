@@ -1,9 +1,9 @@
-"""Authentication of node-to-node HTTP calls with the cluster secret.
+"""Authentication: node-to-node calls signed with the cluster secret, operators' tokens.
 
 A forwarding node signs method, path, a timestamp and the body with HMAC-SHA256 under a key
 derived from the cluster secret; the receiver checks the signature and that the timestamp is
-within a short window (replays of old requests fail). Operators' tools may instead send the
-secret itself as a bearer token. Comparisons are constant-time.
+within a short window (replays of old requests fail). Operators send a token with a role
+(contivd.http.tokens); the secret itself is refused from them. Comparisons are constant-time.
 """
 
 from __future__ import annotations
@@ -12,11 +12,17 @@ import hashlib
 import hmac
 import ipaddress
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
+from raftstore import KeyValueStore
+
+from ..state import keys
 from .errors import UnauthorizedError
+from .tokens import Principal, Role, TokenRecord, check_token, require, token_name
 
 SIGNATURE_HEADER = "X-Contivd-Signature"
+PRINCIPAL_HEADER = "X-Contivd-Principal"  # on a signed call: who the node acts for (the audit trail's "who")
+LOCAL = Principal("local", Role.ADMIN)
 MAX_SKEW_SECONDS = 30.0
 
 
@@ -44,11 +50,6 @@ def verify(secret: str, header: str, method: str, path: str, body: bytes, now: f
     return hmac.compare_digest(expected.encode(), header.encode())
 
 
-def bearer_ok(secret: str, authorization: str) -> bool:
-    scheme, _, token = authorization.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), secret.encode())
-
-
 def _is_loopback_peer(address: str | None) -> bool:
     """A peer address (never resolved: a name is not a loopback peer) on loopback or a unix socket."""
     try:
@@ -57,18 +58,64 @@ def _is_loopback_peer(address: str | None) -> bool:
         return address == "<local>"  # unix socket peers
 
 
-def authenticate(secret: str | None, method: str, path: str, body: bytes, headers: Mapping[str, str], remote: str | None) -> None:
-    """Accept a node signature, the secret as a bearer token, or a loopback caller; else raise
-    UnauthorizedError. `headers` have lower-case names; `path` includes the query string."""
-    signature = headers.get(SIGNATURE_HEADER.lower())
-    if signature is not None:
-        if not secret or not verify(secret, signature, method, path, body):
-            raise UnauthorizedError("invalid node signature")
-        return
-    authorization = headers.get("authorization")
-    if authorization:
-        if not secret or not bearer_ok(secret, authorization):
-            raise UnauthorizedError("invalid bearer token")
-        return
-    if not _is_loopback_peer(remote):
-        raise UnauthorizedError("requests from other hosts must be signed by a cluster node or carry the cluster secret as a bearer token")
+def _is_secret(secret: str | None, token: str) -> bool:
+    return bool(secret) and hmac.compare_digest(token.encode(), (secret or "").encode())
+
+
+class Authenticator:
+    """Who a request comes from, and whether their role allows it.
+
+    A valid node signature is a cluster member (role node), acting for whoever its
+    `PRINCIPAL_HEADER` names (the caller of a request it forwards, or itself); a bearer token is
+    checked against its record in this node's replica of the store; a loopback caller without
+    credentials is the local administrator (the API listens on loopback unless configured, and
+    a caller presenting a token gets that token's role even there). The cluster secret itself
+    is refused as a bearer token: it keys Raft's encryption and must not travel in operators'
+    requests."""
+
+    def __init__(self, secret: str | None, lookup: Callable[[str], TokenRecord | None], clock: Callable[[], float] = time.time):
+        self.secret = secret
+        self.lookup = lookup
+        self.clock = clock
+
+    def identify(self, method: str, path: str, body: bytes, headers: Mapping[str, str], remote: str | None) -> Principal:
+        """The caller, or UnauthorizedError with the reason. `headers` have lower-case names;
+        `path` includes the query string."""
+        signature = headers.get(SIGNATURE_HEADER.lower())
+        if signature is not None:
+            if not self.secret or not verify(self.secret, signature, method, path, body):
+                raise UnauthorizedError("invalid node signature")
+            return Principal(headers.get(PRINCIPAL_HEADER.lower()) or "node", Role.NODE)
+        authorization = headers.get("authorization")
+        if authorization:
+            scheme, _, token = authorization.partition(" ")
+            token = token.strip()
+            if scheme.lower() != "bearer" or not token:
+                raise UnauthorizedError("the Authorization header must be 'Bearer <token>'")
+            if _is_secret(self.secret, token):
+                raise UnauthorizedError(
+                    "the cluster secret is accepted from cluster nodes only; use an operator token "
+                    "(`contivd auth bootstrap` as root on a node, then `contivd ctl auth token create`)"
+                )
+            name = token_name(token)
+            return check_token(token, self.lookup(name) if name else None, self.clock())
+        if _is_loopback_peer(remote):
+            return LOCAL
+        raise UnauthorizedError("requests from other hosts need an operator token (Authorization: Bearer <token>) or a node signature")
+
+    def check(self, method: str, path: str, body: bytes, headers: Mapping[str, str], remote: str | None, needed: Role) -> Principal:
+        """`identify`, then ForbiddenError unless the caller's role is at least `needed`."""
+        principal = self.identify(method, path, body, headers, remote)
+        require(principal, needed)
+        return principal
+
+
+def store_lookup(store: KeyValueStore) -> Callable[[str], TokenRecord | None]:
+    """Token records from this node's replica (no round trip: a revocation applies here as soon
+    as it has replicated)."""
+
+    def lookup(name: str) -> TokenRecord | None:
+        kv = store.get_nowait(keys.token(name))
+        return None if kv is None else TokenRecord.from_json(kv.value)
+
+    return lookup

@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import trio
 
@@ -25,10 +26,12 @@ from ..state import EndpointState
 from . import auth
 from .errors import TYPED_ERRORS_HEADER
 from .forwarder import ForwardingClient
+from .leadership import unless_leader_changes
 
 log = logging.getLogger("contivd.control")
 REVISION_HEADER = "X-Contivd-Revision"  # the store revision that holds a write's result
 HOPS_HEADER = "X-Contivd-Hops"
+T = TypeVar("T")
 
 
 def error_from_answer(status: int, message: str) -> Exception:
@@ -47,21 +50,24 @@ def error_from_answer(status: int, message: str) -> Exception:
 class RemoteControlPlane:
     """Forwards to whichever node the registry names as the Raft leader (signed with the secret)."""
 
-    def __init__(self, store: Store, http: ForwardingClient, secret: str | None):
+    def __init__(self, store: Store, http: ForwardingClient, secret: str | None, node_name: str = ""):
         self.store = store
         self.http = http
         self.secret = secret
+        self.principal = f"node:{node_name}" if node_name else "node"  # the leader's audit trail names this node
 
     async def _post(self, path: str, body: dict[str, Any]) -> tuple[Any, int]:
         url = leader_api_url(self.store)
         if url is None:
             raise UnavailableError("no leader is known yet (election in progress or no quorum)")
         data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", TYPED_ERRORS_HEADER: "typed", HOPS_HEADER: "1"}
+        headers = {"Content-Type": "application/json", TYPED_ERRORS_HEADER: "typed", HOPS_HEADER: "1", auth.PRINCIPAL_HEADER: self.principal}
         if self.secret:
             headers[auth.SIGNATURE_HEADER] = auth.sign(self.secret, "POST", path, data)
         try:
-            status, answer_headers, raw = await self.http.request("POST", url, path, headers, data)
+            status, answer_headers, raw = await unless_leader_changes(
+                self.store, lambda: self.http.request("POST", url, path, headers, data), f"forwarding to the leader at {url}"
+            )
         except (OSError, ConnectionError, trio.TooSlowError) as exc:
             raise UnavailableError(f"the leader at {url} did not answer: {exc}") from None
         try:
@@ -94,14 +100,18 @@ class LeaderRouter:
         self.local = local
         self.remote = remote
 
-    def _pick(self) -> ControlPlane:
-        return self.local if self.store.is_leader() else self.remote
+    async def _route(self, what: str, call: Callable[[ControlPlane], Awaitable[T]]) -> T:
+        """The remote plane abandons its own forwards when the leader changes; a local write
+        is abandoned when this member stops leading (http/leadership.py)."""
+        if self.store.is_leader():
+            return await unless_leader_changes(self.store, lambda: call(self.local), what)
+        return await call(self.remote)
 
     async def create_endpoint(self, request: CreateEndpoint) -> Committed:
-        return await self._pick().create_endpoint(request)
+        return await self._route("creating an endpoint", lambda plane: plane.create_endpoint(request))
 
     async def delete_endpoint(self, request: DeleteEndpoint) -> int:
-        return await self._pick().delete_endpoint(request)
+        return await self._route("deleting an endpoint", lambda plane: plane.delete_endpoint(request))
 
     async def update_endpoint(self, request: UpdateEndpoint) -> int:
-        return await self._pick().update_endpoint(request)
+        return await self._route("updating an endpoint", lambda plane: plane.update_endpoint(request))

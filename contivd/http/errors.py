@@ -32,7 +32,11 @@ class NoRouteError(NotFoundError):
 
 
 class UnauthorizedError(Exception):
-    """A node-to-node call without a valid signature or token."""
+    """A call without a valid node signature or token (401, with the reason)."""
+
+
+class ForbiddenError(Exception):
+    """An authenticated caller whose role lacks the right (403, naming the role needed)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ def answer_for(exc: BaseException) -> ErrorAnswer:
         return ErrorAnswer(400, str(exc), contiv_text=contiv)
     if isinstance(exc, UnauthorizedError):
         return ErrorAnswer(401, str(exc) or "unauthorized", contiv_text=str(exc) or "unauthorized")
+    if isinstance(exc, ForbiddenError):
+        return ErrorAnswer(403, str(exc), contiv_text=str(exc))
     if isinstance(exc, NotFoundError):
         return ErrorAnswer(404, str(exc), contiv_text=contiv)
     if isinstance(exc, ConflictError):

@@ -1,6 +1,7 @@
 """Kubernetes mode's control-plane half: the Raft leader lists and watches Services and
 EndpointSlices (one watch per cluster) and keeps `/contiv.io/k8s/services/` equal to them;
-every node's agent programs those records. See docs/kubernetes.md."""
+every node's agent programs those records. It watches Pods too, and moves a running pod's
+endpoint between groups when the pod's labels change (pods.py). See docs/kubernetes.md."""
 
 from .client import KubeApi as KubeApi
 from .status import KubeHealth as KubeHealth

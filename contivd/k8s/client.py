@@ -131,13 +131,13 @@ class KubeApi:
                 except OSError:
                     pass
 
-    def post_event(self, namespace: str, name: str, reason: str, message: str) -> None:
-        """A Warning Event about a Service (what `kubectl describe service` shows)."""
+    def post_event(self, kind: str, namespace: str, name: str, reason: str, message: str) -> None:
+        """A Warning Event about a core/v1 object, a Service or a Pod (what `kubectl describe` shows)."""
         from kubernetes import client
 
         body = client.CoreV1Event(
             metadata=client.V1ObjectMeta(generate_name=f"{name}."),
-            involved_object=client.V1ObjectReference(kind="Service", api_version="v1", namespace=namespace, name=name),
+            involved_object=client.V1ObjectReference(kind=kind, api_version="v1", namespace=namespace, name=name),
             reason=reason,
             message=message,
             type="Warning",
@@ -145,6 +145,20 @@ class KubeApi:
         )
         with _translated_errors():
             self.core.create_namespaced_event(namespace, body, _request_timeout=(CONNECT_SECONDS, READ_SECONDS))
+
+
+def post_event_soon(api: KubeApi, kind: str, key: str, reason: str, message: str) -> None:
+    """Post a Warning Event about `<namespace>/<name>` from a thread of its own: best effort,
+    the caller (on the event loop) does not wait, and a failure is only logged."""
+
+    def post() -> None:
+        namespace, _, name = key.partition("/")
+        try:
+            api.post_event(kind, namespace, name, reason, message)
+        except (KubeRefused, KubeUnavailable) as exc:
+            log.info("could not post the %s Event for %s %s: %s", reason, kind, key, exc)
+
+    threading.Thread(target=post, daemon=True, name="k8s-event").start()
 
 
 @contextmanager

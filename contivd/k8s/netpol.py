@@ -16,7 +16,6 @@ logged the same way. Not responsible for programming flows (every node's agent d
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,7 +29,7 @@ from ..model.netpolicy import Compiled, Compiler, Namespace, Pod, Policy, parse_
 from ..state import RecordError, keys
 from ..state.records import netpol_pod_from_json, netpol_pod_to_json
 from .client import KubeApi
-from .reflector import Listed, Update, reflect
+from .reflector import Listed, Relisting, Update, reflect_kinds
 from .resolve import object_key
 from .status import KubeHealth
 from .view import NAMESPACES, NETWORK_POLICIES, PODS
@@ -100,27 +99,13 @@ class NetpolSync:
         self.compiler = ObjectsCompiler()
 
     async def run(self) -> None:
-        send, receive = trio.open_memory_channel[Update](256)
-        stopping = threading.Event()
-        try:
-            async with trio.open_nursery() as nursery, receive:
-                for kind in KINDS:
-                    nursery.start_soon(self._reflect, kind, send.clone(), stopping)
-                send.close()
-                await self._consume(receive)
-        finally:
-            stopping.set()
-
-    async def _reflect(self, kind: str, send: trio.MemorySendChannel[Update], stopping: threading.Event) -> None:
-        def emit(update: Update) -> None:
-            trio.from_thread.run(send.send, update)
-
-        async with send:
-            await trio.to_thread.run_sync(reflect, self.api, kind, emit, self.health, stopping, abandon_on_cancel=True)
+        await reflect_kinds(self.api, KINDS, self.health, self._consume)
 
     def apply(self, update: Update) -> None:
         if isinstance(update, Listed):
             self.objects[update.kind] = {object_key(o): o for o in update.objects}
+        elif isinstance(update, Relisting):
+            return  # the kind's objects stay as they were until its Listed replaces them
         elif update.event == "DELETED":
             self.objects[update.kind].pop(object_key(update.object), None)
         else:
@@ -133,6 +118,8 @@ class NetpolSync:
                 self.apply(update)
                 if isinstance(update, Listed):
                     listed.add(update.kind)
+                elif isinstance(update, Relisting):  # stale until relisted: compiling now could drop pods' rules
+                    listed.discard(update.kind)
                 try:
                     update = receive.receive_nowait()
                 except trio.WouldBlock:

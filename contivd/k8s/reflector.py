@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import trio
 
 from .client import KubeApi, KubeRefused, KubeUnavailable
 from .status import KubeHealth
@@ -31,13 +33,21 @@ class Listed:
 
 
 @dataclass(frozen=True)
+class Relisting:
+    """The kind's history is gone (410): a `Listed` follows. Until it does, what is known of the
+    kind is stale, so nothing should be reconciled against it."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
 class Changed:
     kind: str
     event: str  # ADDED, MODIFIED, DELETED
     object: dict[str, Any]
 
 
-Update = Listed | Changed
+Update = Listed | Relisting | Changed
 
 
 def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: KubeHealth, stopping: threading.Event) -> None:
@@ -72,6 +82,7 @@ def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: Kub
             if exc.status == 410:
                 log.info("watch of %s: resourceVersion %s is gone (%s): relisting", kind, resource_version, exc)
                 resource_version = ""
+                emit(Relisting(kind))
                 continue
             token = " (check the kubeconfig's token)" if exc.status in (401, 403) else ""
             problem = f"the API server refused the {kind} list/watch: {exc}{token}"
@@ -86,3 +97,29 @@ def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: Kub
         if stopping.wait(backoff):
             return
         backoff = min(backoff * 2, MAX_BACKOFF)
+
+
+async def reflect_kinds(
+    api: KubeApi, kinds: Iterable[str], health: KubeHealth, consume: Callable[[trio.MemoryReceiveChannel[Update]], Awaitable[None]]
+) -> None:
+    """Reflect each of `kinds` in a worker thread of its own into one channel `consume` reads,
+    until `consume` returns or the caller is cancelled; then the threads and their watches end."""
+    send, receive = trio.open_memory_channel[Update](64)
+    stopping = threading.Event()
+
+    async def run(kind: str, send: trio.MemorySendChannel[Update]) -> None:
+        def emit(update: Update) -> None:
+            trio.from_thread.run(send.send, update)
+
+        async with send:
+            await trio.to_thread.run_sync(reflect, api, kind, emit, health, stopping, abandon_on_cancel=True)
+
+    try:
+        async with trio.open_nursery() as nursery, receive:
+            for kind in kinds:
+                nursery.start_soon(run, kind, send.clone())
+            send.close()
+            await consume(receive)
+    finally:
+        stopping.set()
+        api.stop_watches()

@@ -25,6 +25,8 @@ class KubeHealth:
         self.services = 0
         self.skipped_now: dict[str, str] = {}
         self.skips: Counter[tuple[str, str]] = Counter()  # (service key, reason) -> times found unprogrammable
+        self.labels_not_applied: Counter[tuple[str, str]] = Counter()  # (pod key, reason) -> label changes left unapplied
+        self.relabelled = 0  # endpoints moved or relabelled after their pod's labels changed
 
     def ok(self, kind: str) -> None:
         with self._lock:
@@ -60,3 +62,16 @@ class KubeHealth:
     def clear_skip(self, service: str) -> None:
         with self._lock:
             self.skipped_now.pop(service, None)
+
+    def record_label_change(self, pod: str, reason: str | None) -> None:
+        """A pod's label change applied (`reason` None) or left unapplied for `reason`."""
+        with self._lock:
+            if reason is None:
+                self.relabelled += 1
+            else:
+                self.labels_not_applied[(pod, reason)] += 1
+
+    def label_counts(self) -> tuple[int, dict[tuple[str, str], int]]:
+        """(endpoints relabelled, unapplied label changes by (pod, reason))."""
+        with self._lock:
+            return self.relabelled, dict(self.labels_not_applied)

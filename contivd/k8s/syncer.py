@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -30,9 +29,10 @@ from raftstore import Delete, KeyValueStore, Op, Put, StoreError
 
 from ..state import KubeServiceState, keys
 from ..state.records import RecordError
-from .client import KubeApi, KubeRefused, KubeUnavailable
+from .client import KubeApi, post_event_soon
 from .netpol import NetpolSync
-from .reflector import Changed, Listed, Update, reflect
+from .pods import EndpointRelabeller, PodSync
+from .reflector import Changed, Listed, Relisting, Update, reflect_kinds
 from .resolve import Skipped
 from .status import KubeHealth
 from .view import ENDPOINT_SLICES, SERVICES, ClusterView
@@ -54,29 +54,17 @@ class ServiceSync:
 
     async def run(self) -> None:
         """Watch and write until cancelled (leadership lost)."""
-        send, receive = trio.open_memory_channel[Update](64)
-        stopping = threading.Event()
-        try:
-            async with trio.open_nursery() as nursery, receive:
-                for kind in (SERVICES, ENDPOINT_SLICES):
-                    nursery.start_soon(self._reflect, kind, send.clone(), stopping)
-                send.close()
-                await self._consume(receive)
-        finally:
-            stopping.set()
-            self.api.stop_watches()
-
-    async def _reflect(self, kind: str, send: trio.MemorySendChannel[Update], stopping: threading.Event) -> None:
-        def emit(update: Update) -> None:
-            trio.from_thread.run(send.send, update)
-
-        async with send:
-            await trio.to_thread.run_sync(reflect, self.api, kind, emit, self.health, stopping, abandon_on_cancel=True)
+        await reflect_kinds(self.api, (SERVICES, ENDPOINT_SLICES), self.health, self._consume)
 
     async def _consume(self, receive: trio.MemoryReceiveChannel[Update]) -> None:
         listed: set[str] = set()
         async for update in receive:
-            if isinstance(update, Listed):
+            if isinstance(update, Relisting):
+                # Both watches usually lose their history together (an API server restarted or
+                # compacted): reconciling when the first relist is in, against the other kind's
+                # stale view, would write every Service twice (once with the old endpoints).
+                listed.discard(update.kind)
+            elif isinstance(update, Listed):
                 self.view.replace(update.kind, update.objects)
                 listed.add(update.kind)
                 if listed == {SERVICES, ENDPOINT_SLICES}:  # both kinds known: the store can follow
@@ -149,25 +137,27 @@ class ServiceSync:
             self.skipped[service] = resolution
             log.warning("Kubernetes service %s skipped (%s): %s", service, resolution.reason, resolution.message)
             self.health.record_skip(service, resolution.reason)
-            namespace, _, name = service.partition("/")
-            threading.Thread(target=self._post_event, args=(namespace, name, resolution), daemon=True, name="k8s-event").start()
+            post_event_soon(self.api, "Service", service, SKIP_EVENT_REASON, f"contivd does not program this Service: {resolution.message}")
         return None
-
-    def _post_event(self, namespace: str, name: str, skipped: Skipped) -> None:
-        try:
-            self.api.post_event(namespace, name, SKIP_EVENT_REASON, f"contivd does not program this Service: {skipped.message}")
-        except (KubeRefused, KubeUnavailable) as exc:
-            log.info("could not post the skip Event for %s/%s: %s", namespace, name, exc)
 
 
 class KubernetesWatch:
     """Kubernetes mode on one node: nothing until it is the Raft leader; then the client is
     built (off the event loop, once: importing `kubernetes` costs seconds of CPU, which
-    followers never pay) and a ServiceSync and a NetpolSync run for the term. An unusable kubeconfig is logged
+    followers never pay) and a ServiceSync, a NetpolSync (and, given the netmaster, a PodSync) run for the term. An unusable kubeconfig is logged
     and reported by readiness; the node keeps serving everything else."""
 
-    def __init__(self, store: KeyValueStore, kubeconfig: Path, service_cidr: ipaddress.IPv4Network, health: KubeHealth):
+    def __init__(
+        self,
+        store: KeyValueStore,
+        kubeconfig: Path,
+        service_cidr: ipaddress.IPv4Network,
+        health: KubeHealth,
+        netmaster: EndpointRelabeller | None = None,
+    ):
+        """With `netmaster`, pods are watched too and their endpoints follow their labels (pods.py)."""
         self.store, self.kubeconfig, self.service_cidr, self.health = store, kubeconfig, service_cidr, health
+        self.netmaster = netmaster
         self.api: KubeApi | None = None
 
     async def run(self) -> None:
@@ -183,10 +173,13 @@ class KubernetesWatch:
                     log.error("the Kubernetes watch cannot start: %s", exc)
                     self.health.failed("kubeconfig", str(exc))
                     await trio.sleep_forever()
-            assert self.api is not None
+            api = self.api
+            assert api is not None
             async with trio.open_nursery() as nursery:  # NetworkPolicy beside Services, for the same term
-                nursery.start_soon(NetpolSync(self.store, self.api, self.health).run)
-                await ServiceSync(self.store, self.api, self.service_cidr, self.health).run()
+                nursery.start_soon(ServiceSync(self.store, api, self.service_cidr, self.health).run)
+                nursery.start_soon(NetpolSync(self.store, api, self.health).run)
+                if self.netmaster is not None:
+                    nursery.start_soon(PodSync(self.store, api, self.netmaster, self.health).run)
         finally:
             self.health.stop()
 

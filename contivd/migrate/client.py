@@ -6,6 +6,7 @@ the tree is sent there once. Errors become MigrationError with the server's mess
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,14 +18,21 @@ from .source import MigrationError
 IMPORT_TIMEOUT_SECONDS = 300.0  # planning and one transaction of a whole installation on the leader
 
 
-def submit_import(server: str, values: Mapping[str, str], force: bool, token: str | None = None) -> dict[str, Any]:
-    """Send the tree to the leader; its answer (`revision`, `counts`)."""
+def submit_import(server: str, values: Mapping[str, str], force: bool, token: str | None = None, ca_file: str | None = None) -> dict[str, Any]:
+    """Send the tree to the leader; its answer (`revision`, `counts`). `ca_file`: the CA an
+    https:// server is verified against (the cluster CA), else the system's."""
     headers = {"Accept": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
     body = {"values": dict(values), "force": force}
     target = server.rstrip("/")
     for _ in range(2):
         try:
-            answer = httpx.post(target + IMPORT_PATH, json=body, headers=headers, timeout=IMPORT_TIMEOUT_SECONDS)
+            answer = httpx.post(
+                target + IMPORT_PATH,
+                json=body,
+                headers=headers,
+                timeout=IMPORT_TIMEOUT_SECONDS,
+                verify=ssl.create_default_context(cafile=ca_file) if ca_file else True,
+            )
         except httpx.HTTPError as exc:
             raise MigrationError(f"cannot reach contivd at {target}: {exc or type(exc).__name__}") from None
         try:

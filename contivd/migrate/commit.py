@@ -10,8 +10,8 @@ whole (nothing written; the user retries). With `force` every configuration obje
 key not in the plan is deleted in the same transaction; the guard also covers every network
 state, so an endpoint created meanwhile fails the import instead of dangling.
 
-Authenticated like every API write (contivd.http.auth); answered only by the leader (others
-say where it is).
+Authenticated like every API write (contivd.http.auth), admin only, and audited; answered only
+by the leader (others say where it is).
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ from quart_trio import QuartTrio
 from raftstore import Delete, KeyValueStore, Put, Store, mod_revision_is
 
 from ..http import auth
-from ..http.errors import BadRequestError, UnauthorizedError, answer_for
+from ..http.audit import AuditTrail
+from ..http.errors import BadRequestError, answer_for
+from ..http.tokens import Role
 from ..model import ConflictError
 from ..nodes import leader_api_url
 from ..state import keys as layout
@@ -43,7 +45,8 @@ OWNED_PREFIXES = (layout.MODEL_PREFIX, f"{layout.ROOT}/state/", f"{layout.ROOT}/
 @dataclass(frozen=True)
 class ImportContext:
     store: Store
-    secret: str | None
+    access: auth.Authenticator
+    audit: AuditTrail
 
 
 async def commit_plan(store: KeyValueStore, plan: ImportPlan, force: bool) -> int:
@@ -91,7 +94,16 @@ def register_import_route(app: QuartTrio, ctx: ImportContext) -> None:
         assert isinstance(body, bytes)
         headers = {k.lower(): v for k, v in request.headers.items()}
         try:
-            auth.authenticate(ctx.secret, request.method, request.full_path.rstrip("?"), body, headers, request.remote_addr)
+            who = ctx.access.check(request.method, request.full_path.rstrip("?"), body, headers, request.remote_addr, Role.ADMIN).name
+        except Exception as exc:  # noqa: BLE001 - the API's one error mapping answers it (401/403)
+            error = answer_for(exc)
+            return reply(error.status, {"error": error.message})
+        answer = await _import(ctx, body)
+        ctx.audit.record(who, request.method, IMPORT_PATH, "", answer.status_code)
+        return answer
+
+    async def _import(ctx: ImportContext, body: bytes) -> Response:
+        try:
             if not ctx.store.is_leader():
                 leader = leader_api_url(ctx.store)
                 return reply(503, {"error": f"not the leader: send the import to {leader or 'the leader (none elected yet)'}", "leader": leader})
@@ -100,8 +112,6 @@ def register_import_route(app: QuartTrio, ctx: ImportContext) -> None:
             revision = await commit_plan(ctx.store, plan, force)
         except MigrationError as exc:
             return reply(400, {"error": str(exc)})
-        except UnauthorizedError as exc:
-            return reply(401, {"error": str(exc)})
         except Exception as exc:  # noqa: BLE001 - the API's one error mapping answers the rest
             error = answer_for(exc)
             return reply(error.status, {"error": error.message})

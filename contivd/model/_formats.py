@@ -60,6 +60,7 @@ IP_POOL = Format(rf"{_IP4}(?:-{_IP4})?", "a.b.c.d-e.f.g.h or a single a.b.c.d")
 # never works; it is refused up front.
 RULE_ADDRESS = Format(rf"{_IP4}(?:/{_PREFIX31})?", "a.b.c.d or a.b.c.d/len (len 1-31)")
 ROUTER_IP = Format(rf"{_IP4}(?:-{_OCTET})?/{_PREFIX31}", "a.b.c.d/len")
+AS_NUMBER = Format(r"[0-9]{1,10}", "an AS number (1-4294967295)")
 PVT_SUBNET = Format(rf"{_IP4}/16", "a.b.c.d/16")
 PROTOCOL = Format(r"tcp|udp|icmp|[0-9]{1,3}", "tcp, udp, icmp or an IP protocol number")
 # Contiv's pattern, minus its `[kmgKMG{1}]` slip that also took '{', '1' and '}' as units.

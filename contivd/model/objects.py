@@ -282,10 +282,10 @@ _SPECS = (
         "Bgps",
         ("hostname",),
         (
-            Field("as", max_len=64),
+            Field("as", max_len=64, fmt=formats.AS_NUMBER.optional()),
             _name("hostname", 256),
             Field("neighbor", max_len=15, fmt=formats.IPV4.optional()),
-            Field("neighbor-as", max_len=64),
+            Field("neighbor-as", max_len=64, fmt=formats.AS_NUMBER.optional()),
             Field("routerip", fmt=formats.ROUTER_IP),
         ),
     ),

@@ -32,14 +32,15 @@ class CreateEndpoint:
     group: str = ""
     container: str = ""
     common_name: str = ""
+    k8s_pod: str = ""  # `<namespace>/<name>` of the Kubernetes pod, when the CNI server knows it
 
     @property
     def endpoint_id(self) -> str:
         return layout.ep_id(self.tenant, self.network, self.endpoint)
 
     def to_json(self) -> dict[str, Any]:
-        """The `/plugin/createEndpoint` body."""
-        return {
+        """The `/plugin/createEndpoint` body (`K8sPod`, contivd's extension, only when set)."""
+        body = {
             "TenantName": self.tenant,
             "NetworkName": self.network,
             "ServiceName": self.group,
@@ -47,6 +48,7 @@ class CreateEndpoint:
             "EPCommonName": self.common_name,
             "ConfigEP": {"Container": self.container, "Host": self.host},
         }
+        return body | ({"K8sPod": self.k8s_pod} if self.k8s_pod else {})
 
 
 @dataclass(frozen=True)

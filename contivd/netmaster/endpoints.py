@@ -88,6 +88,8 @@ def create_endpoint(reads: Reads, writes: Writes, request: Mapping[str, Any], no
         "containerId": _text(config, "Container", required=False),
         "epCommonName": _text(request, "EPCommonName", required=False),
     }
+    if pod := _text(request, "K8sPod", required=False):  # contivd's extension: absent otherwise, as in Contiv
+        state["k8sPod"] = pod
     writes.put(net_key, net)
     if epg_key and epg is not None:
         epg["epCount"] = epg.get("epCount", 0) + 1
@@ -150,6 +152,55 @@ def update_endpoint(reads: Reads, writes: Writes, request: Mapping[str, Any]) ->
     writes.put(ep_key, state)
     services.refresh_tenant(reads, writes, tenant)
     return {"IPAddress": request.get("IPAddress", state["ipAddress"])}
+
+
+def _string_map(request: Mapping[str, Any], field: str) -> dict[str, str]:
+    value = request.get(field) or {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValidationError(field, f"{field} must map strings to strings")
+    return dict(value)
+
+
+def relabel_endpoint(reads: Reads, writes: Writes, request: Mapping[str, Any]) -> dict[str, Any]:
+    """Move a running endpoint to the group `Group` ("": none) and replace its labels with
+    `Labels`, in one commit: group counts, the endpoint's group id and key, the tenant's
+    services. Its address, MAC and port stay, so the node re-programs its flows without a new
+    interface. Refused (nothing written) for an unknown group, a group of another network, or
+    when either group hands out addresses from its own ipPool (the address would have to change)."""
+    tenant = _text(request, "Tenant")
+    network = _text(request, "Network")
+    endpoint_id = layout.ep_id(tenant, network, _text(request, "EndpointID"))
+    group = _text(request, "Group", required=False)
+    labels = _string_map(request, "Labels")
+    ep_key = layout.ep_state(endpoint_id)
+    state: dict[str, Any] | None = reads.state(ep_key)
+    if state is None:
+        raise NotFoundError(f"endpoint {endpoint_id} not found")
+    old_group = state.get("serviceName") or ""
+    if group != old_group:
+        new_key, new_epg = _group(reads, tenant, group, network)
+        old_key = layout.epg_state(tenant, old_group) if old_group else None
+        old_epg = reads.state(old_key) if old_key else None
+        for name, epg in ((old_group, old_epg), (group, new_epg)):
+            if epg is not None and epg.get("IPPool"):
+                raise ValidationError(
+                    "Group", f"endpoint group {name} hands out addresses from its ipPool {epg['IPPool']}: moving {endpoint_id} needs a new address"
+                )
+        if old_key and old_epg is not None:
+            old_epg["epCount"] = max(0, old_epg.get("epCount", 0) - 1)
+            writes.put(old_key, old_epg)
+        if new_key and new_epg is not None:
+            new_epg["epCount"] = new_epg.get("epCount", 0) + 1
+            writes.put(new_key, new_epg)
+        state["serviceName"] = group
+        state["endpointGroupId"] = new_epg["endpointGroupId"] if new_epg else 0
+        state["endpointGroupKey"] = f"{group}:{tenant}" if group else ""
+    elif (state.get("labels") or {}) == labels:
+        return state  # nothing to change
+    state["labels"] = labels
+    writes.put(ep_key, state)
+    services.refresh_tenant(reads, writes, tenant)
+    return state
 
 
 def parse_network_id(network_id: str) -> tuple[str, str, str]:

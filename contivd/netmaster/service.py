@@ -200,6 +200,10 @@ class Netmaster:
     async def update_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
         return await self._batched(request, lambda reads, writes: endpoints.update_endpoint(reads, writes, request), "Tenant", "Network")
 
+    async def relabel_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Move an endpoint between groups and replace its labels (the leader's pod watch)."""
+        return await self._batched(request, lambda reads, writes: endpoints.relabel_endpoint(reads, writes, request), "Tenant", "Network")
+
     async def alloc_address(self, request: Mapping[str, Any]) -> dict[str, Any]:
         return await self._batched_on_network_id(request, endpoints.alloc_address)
 
@@ -250,6 +254,11 @@ class Netmaster:
                         reads.restore(checkpoint)
                         writes.reset(saved_writes)
                         outcomes.append(("error", exc))
+                if not writes and any(kind == "result" for kind, _ in outcomes):
+                    # Answered from local state alone (a retried create finds its endpoint):
+                    # a barrier through the log first, so that a leader cut off from the
+                    # majority answers 503 rather than acknowledging anything.
+                    await self.store.sync()
                 committed = self.store.revision if not writes else None
                 if committed is None:
                     result = await self.store.txn(reads.guards(), writes.ops())
@@ -261,5 +270,15 @@ class Netmaster:
             error: Exception = ConflictRetryError("endpoint state kept changing during the write; retry")
         except Exception as exc:  # store unavailable, invalid input …: every waiter learns it
             error = exc
+        except BaseException:
+            # The committing caller was cancelled (it gave up: the node lost the leadership,
+            # or it is shutting down). The other requests of its batch wait for an answer
+            # in their slots; without one they would commit someone else's batch and find
+            # none. Their write may still apply, as after any store timeout.
+            for _, slot in work:
+                slot["error"] = UnavailableError(
+                    "the write was abandoned before it committed (this node stopped leading); it may still apply — retrying it is safe"
+                )
+            raise
         for _, slot in work:
             slot["error"] = error

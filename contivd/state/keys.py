@@ -21,6 +21,8 @@ NODES_PREFIX = f"{ROOT}/nodes/"
 # Kubernetes mode: what the leader's watch of the API server resolved (not Contiv's layout).
 K8S_SERVICES_PREFIX = f"{ROOT}/k8s/services/"
 K8S_NETPOL_PREFIX = f"{ROOT}/k8s/netpol/"  # compiled NetworkPolicy rules, per pod
+# TLS: the cluster CA (certificate, and its key sealed with the cluster secret); not Contiv's layout.
+TLS_CA = f"{ROOT}/tls/ca"
 
 
 def model(kind: str, key: str) -> str:
@@ -65,3 +67,13 @@ def k8s_netpol(pod: str) -> str:
 
 def node(name: str) -> str:
     return f"{NODES_PREFIX}{name}"
+
+
+# Access control and the audit trail: contivd's own, outside Contiv's tree (an import of a Contiv
+# tree neither sees nor replaces them).
+TOKENS_PREFIX = "/contivd/auth/tokens/"
+AUDIT_PREFIX = "/contivd/audit/"
+
+
+def token(name: str) -> str:
+    return f"{TOKENS_PREFIX}{name}"

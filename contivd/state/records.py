@@ -66,6 +66,7 @@ class Wire:
     missing: Any = ""
     required: bool = False
     render: Callable[[Any], Any] | None = None
+    omit_empty: bool = False  # a contivd extension of Contiv's record: absent when empty, so Contiv's shape stays
 
 
 def _int(attr: str, name: str) -> Wire:
@@ -94,7 +95,7 @@ class _Record:
         return _parse(cls.KIND, value, build)
 
     def _wire_json(self) -> dict[str, Any]:
-        return {w.name: (w.render or (lambda x: x))(getattr(self, w.attr)) for w in self.WIRE}
+        return {w.name: (w.render or (lambda x: x))(getattr(self, w.attr)) for w in self.WIRE if not (w.omit_empty and not getattr(self, w.attr))}
 
 
 def _parse(kind: str, value: Any, build: Callable[[Mapping[str, Any]], T]) -> T:
@@ -127,6 +128,7 @@ class EndpointState(_Record):
     labels: Labels | None = None  # None: stored as null (never labelled), () an empty object
     container_id: str = ""
     ep_common_name: str = ""
+    k8s_pod: str = ""  # `<namespace>/<name>` of the Kubernetes pod the CNI server made it for (the leader's pod watch finds it by this)
 
     KIND: ClassVar[str] = "endpoint"
     WIRE: ClassVar[tuple[Wire, ...]] = (
@@ -145,6 +147,7 @@ class EndpointState(_Record):
         Wire("labels", "labels", _optional_labels, None, render=_labels_json),
         Wire("container_id", "containerId"),
         Wire("ep_common_name", "epCommonName"),
+        Wire("k8s_pod", "k8sPod", omit_empty=True),
     )
 
     @property

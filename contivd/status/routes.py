@@ -2,7 +2,7 @@
 the live event stream, on the API listener.
 
 Read-only, and authenticated like every other read (contivd.http.auth: loopback needs
-nothing, other hosts a node signature or the cluster secret as a bearer token). The store part
+nothing, other hosts a node signature or an operator token of any role). The store part
 of the snapshot is built from the node's StateCache and cached per snapshot revision, the
 cluster part (peer reports fetched over HTTP, signed like forwarded requests) for
 CLUSTER_TTL_SECONDS, so many open pages cost one build. The event stream waits on the cache
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -30,11 +31,13 @@ from raftstore import KeyValueStore
 
 from ..agent.service import Agent
 from ..http import auth
+from ..http.audit import stored
 from ..http.errors import UnauthorizedError, answer_for
 from ..http.forwarder import ForwardingClient
+from ..http.tokens import Role
 from ..nodes import registered_nodes
 from ..state import StateCache
-from .snapshot import cluster_model, node_report, store_model
+from .snapshot import cluster_model, node_report, recent_writes, store_model
 
 log = logging.getLogger("contivd.status")
 
@@ -60,16 +63,18 @@ def _asset(name: str) -> bytes:
 
 @dataclass(frozen=True)
 class StatusContext:
-    """What the page reads: this node's store, typed state and agent, and the cluster secret
-    its reads are authenticated with (as every API read: contivd.http.auth)."""
+    """What the page reads: this node's store, typed state and agent, and how its readers are
+    authenticated (as every API read: contivd.http.auth)."""
 
     store: KeyValueStore
     cache: StateCache
     node_name: str
-    secret: str | None
+    secret: str | None  # signs this node's requests for its peers' reports
+    access: auth.Authenticator
     agent: Agent | None = None  # None when the node runs without a datapath
     # Local endpoint id → [datapath state, healthy], from the CNI server's orphan scan (None: no CNI server here).
     endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None
+    peer_tls: ssl.SSLContext | None = None  # verifies peers' https:// API certificates (the cluster CA)
 
 
 class StatusService:
@@ -77,7 +82,7 @@ class StatusService:
 
     def __init__(self, ctx: StatusContext):
         self.ctx = ctx
-        self.peers = ForwardingClient(timeout=PEER_TIMEOUT_SECONDS)
+        self.peers = ForwardingClient(timeout=PEER_TIMEOUT_SECONDS, ssl_context=ctx.peer_tls)
         self._store_part: tuple[int, str] = (-1, "")
         self._cluster_part: tuple[float, dict[str, Any]] = (0.0, {})
         self._cluster_lock = trio.Lock()
@@ -126,7 +131,8 @@ class StatusService:
     async def snapshot(self) -> str:
         cluster = await self.cluster_part()
         revision, store = self.store_part()
-        return f'{{"revision":{revision},"generatedAt":{time.time():.3f},"cluster":{json.dumps(cluster)},"store":{store}}}'
+        writes = json.dumps(recent_writes(stored(self.ctx.store)))
+        return f'{{"revision":{revision},"generatedAt":{time.time():.3f},"cluster":{json.dumps(cluster)},"store":{store},"writes":{writes}}}'
 
     async def events(self) -> AsyncIterator[str]:
         """Server-sent events: `store` (revision moved; refetch the snapshot), `cluster` (the
@@ -158,7 +164,7 @@ def register_status_routes(app: QuartTrio, ctx: StatusContext) -> None:
     async def denied() -> Response | None:
         headers = {k.lower(): v for k, v in request.headers.items()}
         try:
-            auth.authenticate(ctx.secret, request.method, request.full_path.rstrip("?"), b"", headers, request.remote_addr)
+            ctx.access.check(request.method, request.full_path.rstrip("?"), b"", headers, request.remote_addr, Role.VIEWER)
         except UnauthorizedError as exc:
             return Response(json.dumps({"error": str(exc)}) + "\n", status=401, headers={"content-type": "application/json"})
         return None

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from raftstore import StoreStatistics
 
 from ..agent.service import AgentStatistics
+from ..http.audit import AuditEntry
 from ..k8s.listing import service_rows
 from ..state import EndpointGroupState, NodeRecord, StateSnapshot
 from ..state.records import Labels
@@ -173,6 +174,8 @@ def cluster_model(
     """
     members: list[dict[str, Any]] = []
     registered = {n.raft_address for n in nodes if n.raft_address}
+    down_since = dict(local.unreachable_voters)
+    names = {n.raft_address: n.name for n in nodes if n.raft_address}
     leader_name = local.leader or ""
     for node in nodes:
         report = reports.get(node.name)
@@ -200,6 +203,7 @@ def cluster_model(
                 "health": health,
                 "reasons": reasons,
                 "agent": (report or {}).get("agent"),
+                "unreachableSince": down_since.get(node.raft_address or ""),  # no Raft link from this node since (unix time)
             }
         )
     for address in local.voters:
@@ -221,6 +225,7 @@ def cluster_model(
                     "health": "unknown" if connected else "down",
                     "reasons": ["not registered (no node record)"],
                     "agent": None,
+                    "unreachableSince": down_since.get(address),
                 }
             )
     datapath = {endpoint: state for report in reports.values() if report for endpoint, state in (report.get("datapath") or {}).items()}
@@ -237,8 +242,19 @@ def cluster_model(
         "leader": leader_name,
         "term": local.term,
         "hasQuorum": local.has_quorum,
+        "canCommit": not local.commit_blockers,
+        "commitBlockers": list(local.commit_blockers),  # why a write through this node cannot commit now
+        "unreachable": [{"name": names.get(a, a), "raftAddress": a, "since": since} for a, since in local.unreachable_voters],
         "revision": local.revision,
         "members": members,
         "tunnels": tunnels,
         "datapath": datapath,  # endpoint id → [state, healthy], from the reports of the endpoints' nodes
     }
+
+
+WRITES_SHOWN = 20
+
+
+def recent_writes(entries: Sequence[AuditEntry], count: int = WRITES_SHOWN) -> list[dict[str, Any]]:
+    """The page's "last writes": the newest `count` audit entries, newest first."""
+    return [entry.to_json() for entry in reversed(entries[-count:])]

@@ -21,7 +21,7 @@ from openflow.flow import (
     Output,
     SetField,
 )
-from openflow.inputs import LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, vip_mac
+from openflow.inputs import ANYCAST_MAC, Fabric, LocalPort, NetworkRef, NodeInputs, RemoteEndpoint
 from openflow.pipeline import Table, Tables
 
 ARP_REQUEST = 1
@@ -47,19 +47,24 @@ def reply_flow(table: Table, ip: int, mac: int, *, network: int | None, cookie_:
     return table.flow(REPLY_PRIORITY, match, cookie=cookie_, actions=actions)
 
 
-def endpoint_flows(tables: Tables, ep: LocalPort | RemoteEndpoint, round_: int) -> list[Flow]:
+def endpoint_flows(tables: Tables, ep: LocalPort | RemoteEndpoint, round_: int, answer: int | None = None) -> list[Flow]:
+    """The answer for ``ep``'s address: its own MAC, or ``answer`` (routing mode answers for
+    other nodes' endpoints with the anycast MAC: their traffic is routed)."""
     key = cookie(Category.ARP, ep.endpoint_id, round_)
-    return [reply_flow(tables["arp_responder"], ep.ip, ep.mac, network=ep.network.tag, cookie_=key)]
+    return [reply_flow(tables["arp_responder"], ep.ip, ep.mac if answer is None else answer, network=ep.network.tag, cookie_=key)]
 
 
-def network_flows(tables: Tables, net: NetworkRef, round_: int) -> list[Flow]:
-    """The answer for the network's gateway, when it has one."""
+def network_flows(tables: Tables, net: NetworkRef, fabric: Fabric) -> list[Flow]:
+    """The answer for the network's gateway, when it has one (Fabric.gateway_mac)."""
     if not net.gateway:
         return []
-    key = cookie(Category.ARP, f"gateway:{net.net_id}", round_)
-    return [reply_flow(tables["arp_responder"], net.gateway, vip_mac(net.gateway), network=net.tag, cookie_=key)]
+    key = cookie(Category.ARP, f"gateway:{net.net_id}", fabric.round)
+    return [reply_flow(tables["arp_responder"], net.gateway, fabric.gateway_mac(net), network=net.tag, cookie_=key)]
 
 
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
-    endpoints = [f for ep in inputs.known() for f in endpoint_flows(tables, ep, inputs.round)]
-    return sorted(endpoints + [f for net in inputs.networks() for f in network_flows(tables, net, inputs.round)])
+    fabric = inputs.fabric
+    remote_answer = ANYCAST_MAC if fabric.routed else None
+    endpoints = [f for ep in inputs.ports() for f in endpoint_flows(tables, ep, inputs.round)]
+    endpoints += [f for ep in inputs.remotes() for f in endpoint_flows(tables, ep, inputs.round, remote_answer)]
+    return sorted(endpoints + [f for net in inputs.networks() for f in network_flows(tables, net, fabric)])

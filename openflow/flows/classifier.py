@@ -57,7 +57,10 @@ def host_service_flows(tables: Tables, service: ServiceSpec, host: HostPort | No
 
 
 def network_flows(tables: Tables, net: NetworkRef, fabric: Fabric) -> list[Flow]:
-    """What arrives for ``net`` from other nodes: from each tunnel with its VNI, or from each uplink with its VLAN."""
+    """What arrives for ``net`` from other nodes: from each tunnel with its VNI, or from each uplink
+    with its VLAN (none in routing mode: the uplink carries routed traffic, openflow.flows.routing)."""
+    if fabric.routed:
+        return []
     table = tables["classifier"]
     key = cookie(Category.CLASSIFIER, net.net_id, fabric.round)
     remote = meta(NETWORK=net.tag, SRC_EPG=0, REMOTE=1)

@@ -27,7 +27,7 @@ from openflow.flow import (
     PushVlan,
     SetField,
 )
-from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, vip_mac
+from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, RemoteEndpoint
 from openflow.pipeline import Tables
 
 UNICAST_PRIORITY = 100
@@ -36,7 +36,10 @@ MULTICAST = (0x010000000000, 0x010000000000)
 
 
 def _to_remote(fabric: Fabric, net: NetworkRef, vtep: int) -> tuple[Action, ...] | None:
-    """Actions that send a frame of ``net`` to another node (None: no way there yet)."""
+    """Actions that send a frame of ``net`` to another node (None: no way there yet; routing
+    mode bridges nothing to other nodes, it routes: openflow.flows.routing)."""
+    if fabric.routed:
+        return None
     if fabric.encap == "vxlan":
         tunnel = fabric.tunnel_to(vtep)
         return None if tunnel is None else (SetField("tun_id", net.vni), Output(tunnel.ofport))
@@ -80,9 +83,9 @@ def remote_flows(tables: Tables, remote: RemoteEndpoint, fabric: Fabric) -> list
     return [tables["forward"].flow(UNICAST_PRIORITY, match, cookie=cookie(Category.FORWARD, remote.endpoint_id, fabric.round), actions=actions)]
 
 
-def _routed_to(net: NetworkRef, address: int) -> dict[str, MatchValue]:
+def _routed_to(net: NetworkRef, address: int, fabric: Fabric) -> dict[str, MatchValue]:
     """Packets of ``net`` routed through its gateway to ``address``."""
-    return {"metadata": meta(NETWORK=net.tag), "eth_dst": vip_mac(net.gateway), "eth_type": ETH_IPV4, "ipv4_dst": address}
+    return {"metadata": meta(NETWORK=net.tag), "eth_dst": fabric.gateway_mac(net), "eth_type": ETH_IPV4, "ipv4_dst": address}
 
 
 def network_flows(tables: Tables, net: NetworkRef, round_: int, fabric: Fabric | None = None) -> list[Flow]:
@@ -96,10 +99,10 @@ def network_flows(tables: Tables, net: NetworkRef, round_: int, fabric: Fabric |
     if fabric is not None and host is not None and net.gateway:
         to_host = (SetField("eth_dst", host.mac), Output(host.ofport))
         for address in (host.address, host.nodeport_source) if host.nodeport_source else (host.address,):
-            out.append(tables["forward"].flow(UNICAST_PRIORITY, _routed_to(net, address), cookie=key, actions=to_host))
+            out.append(tables["forward"].flow(UNICAST_PRIORITY, _routed_to(net, address, fabric), cookie=key, actions=to_host))
         if host.nodeport_source:
             for tunnel in fabric.tunnels:
-                to_peer = {**_routed_to(net, tunnel.remote_ip), "metadata": meta(NETWORK=net.tag, REMOTE=0)}
+                to_peer = {**_routed_to(net, tunnel.remote_ip, fabric), "metadata": meta(NETWORK=net.tag, REMOTE=0)}
                 out.append(
                     tables["forward"].flow(UNICAST_PRIORITY, to_peer, cookie=key, actions=(SetField("tun_id", net.vni), Output(tunnel.ofport)))
                 )

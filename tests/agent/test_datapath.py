@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.nodes import Node, attach_pod, cluster_of_nodes, reaches, sh, wait_until
+from tests.support.service_pods import first_answer, start_answering
 
 pytestmark = [
     pytest.mark.ovs,
@@ -142,10 +143,15 @@ def test_pods_on_three_nodes_reach_each_other_over_vxlan_and_over_a_vlan_uplink(
         assert status == 200, driver
         assert driver["vxlan"]["connected"] and driver["vxlan"]["tunnels"] == 2, driver
         assert driver["vlan"]["connected"] and driver["vlan"]["uplinks"] == ["vl0"], driver
-        # Another host without the cluster secret is refused; with it (bearer) it is let in.
+        # Another host without a token is refused; with the admin token (bearer) it is let in.
         first, second = nodes[0], nodes[1]
         path = f"/debug/reclaimEndpoint/{vxlan[0]['id']}"
         assert second.api_call("DELETE", path, port=first.agent, host=first.host, token="")[0] == 401
+        status, minted = second.api_call("POST", "/api/v1/auth/tokens/agent-viewer/", {"role": "viewer"})
+        assert status == 200, minted
+        status, refused = second.api_call("DELETE", path, port=first.agent, host=first.host, token=minted["token"])
+        assert status == 403 and "needs role operator" in refused["error"], refused
+        assert second.api_call("GET", "/inspect/driver", port=first.agent, host=first.host, token=minted["token"])[0] == 200
         assert second.api_call("GET", "/inspect/driver", port=first.agent, host=first.host)[0] == 200
         assert reaches(second.pods[0], vxlan[0]["ipAddress"]), "the refused reclaim changed nothing"
         # A node that leaves (its registration lease expires) loses its tunnels on the others.
@@ -220,16 +226,6 @@ def test_tcp_allow_rule_opens_one_port_while_a_deny_keeps_another_closed(node: N
         server.wait()
 
 
-SERVE_NAME = (
-    "import socket,sys\n"
-    "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', int(sys.argv[1]))); s.listen()\n"
-    "print('ready', flush=True)\n"
-    "while True:\n"
-    "    c=s.accept()[0]; c.sendall(sys.argv[2].encode()); c.close()\n"
-)
-FETCH = "import socket,sys; c=socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2); print(c.recv(64).decode())"
-
-
 def test_service_vip_spreads_connections_over_two_providers(node: Node) -> None:
     node.pods.append(node.pods[0] + "x")  # a third pod: the client
     objects = [
@@ -247,20 +243,11 @@ def test_service_vip_spreads_connections_over_two_providers(node: Node) -> None:
     # The VIP lives on the service network: the client reaches it through its default route
     # (the bridge answers ARP for the pods network's gateway), as a CNI-attached pod does.
     sh("ip", "netns", "exec", node.pods[2], "ip", "route", "add", "default", "via", "198.18.0.254")
-    servers = [
-        subprocess.Popen(["ip", "netns", "exec", node.pods[i], sys.executable, "-c", SERVE_NAME, "8080", name], stdout=subprocess.PIPE, text=True)
-        for i, name in enumerate(("p1", "p2"))
-    ]
+    servers: list[subprocess.Popen[str]] = []
     try:
-        for server in servers:
-            assert server.stdout is not None and server.stdout.readline().strip() == "ready"
-
-        def fetch() -> str:
-            out = sh("ip", "netns", "exec", node.pods[2], sys.executable, "-c", FETCH, vip, "80", check=False)
-            return out.stdout.strip() if out.returncode == 0 else ""
-
-        wait_until(fetch, 30, f"the VIP {vip}:80 to answer", node)
-        answers = {fetch() for _ in range(20)}
+        servers += (start_answering(node.pods[i], 8080, name) for i, name in enumerate(("p1", "p2")))
+        wait_until(lambda: first_answer(node.pods[2], vip, 80), 30, f"the VIP {vip}:80 to answer", node)
+        answers = {first_answer(node.pods[2], vip, 80) for _ in range(20)}
         assert answers == {"p1", "p2"}, f"connections to the VIP reached {answers}"
         status, stats = node.api_call("GET", "/svcstats", port=node.agent)
         assert status == 200 and stats["web:default"]["packets"] >= 10, stats  # one SYN per new connection

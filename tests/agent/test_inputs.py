@@ -143,12 +143,14 @@ def kube_service(name: str, cluster_ip: str, protocol: str = "TCP", affinity: in
 
 async def test_kubernetes_services_become_services_and_bad_ones_are_skipped_by_name(state: dict[str, Any]) -> None:
     contiv_vip = state[keys.SERVICE_LB_PREFIX + "api:default"]["ipaddress"]
-    kube = dict((kube_service("web", "10.96.0.10", affinity=10800), kube_service("sctp", "10.96.0.11", "SCTP"), kube_service("clash", contiv_vip)))
+    kube = dict(
+        (kube_service("web", "198.19.112.10", affinity=10800), kube_service("sctp", "198.19.112.11", "SCTP"), kube_service("clash", contiv_vip))
+    )
     built = node_inputs(node="node-a", encap="vxlan", states={**state, **kube}, ports={}, tunnels={"198.19.0.2": 9}, round=1)
     by_id = {s.service_id: s for s in built.inputs.services}
     assert sorted(by_id) == ["api:default", "k8s:shop/web"], "the Contiv serviceLB keeps working beside the Kubernetes Service"
     web = by_id["k8s:shop/web"]
-    assert (web.vip, web.affinity_timeout) == (0x0A60000A, 10800)
+    assert (web.vip, web.affinity_timeout) == (int(ipaddress.IPv4Address("198.19.112.10")), 10800)
     assert [(p.proto, p.port, [(b.ip & 0xFF, b.port) for b in p.backends]) for p in web.ports] == [
         (6, 80, [(7, 8080), (8, 8081)]),
         (17, 53, [(7, 5353)]),
@@ -167,7 +169,9 @@ async def test_a_node_port_service_enters_the_network_of_its_backends(state: dic
         port = KubeServicePort("http", "TCP", 80, node_port, (KubeBackend(backend, 8080),))
         return keys.k8s_service("shop", name), KubeServiceState("shop", name, vip, (port,), 0, "1").to_json()
 
-    kube = dict((record("np", "10.96.0.20", 30080, known), record("plain", "10.96.0.21", 0, known), record("away", "10.96.0.22", 30081, unknown)))
+    kube = dict(
+        (record("np", "198.19.112.20", 30080, known), record("plain", "198.19.112.21", 0, known), record("away", "198.19.112.22", 30081, unknown))
+    )
     built = node_inputs(node="node-a", encap="vxlan", states={**state, **kube}, ports={"pods.default-a1": 5}, tunnels={"198.19.0.2": 9})
     entries = {s.service_id: s.entry_network for s in built.inputs.services if s.service_id.startswith("k8s:")}
     assert entries == {"k8s:shop/np": b1.network, "k8s:shop/plain": None, "k8s:shop/away": None}

@@ -17,12 +17,14 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from contivd.agent.hostnet import HOST_PORT_NAMES
-from tests.nodes import Node, sh
+from tests.nodes import Node, sh, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SOCKET_NAME = "cni.sock"
@@ -118,15 +120,16 @@ class Holdings:
     allocated: tuple[tuple[str, str], ...]
 
 
-GETS = (
-    "import httpx,json,sys; h={'Authorization': 'Bearer '+sys.argv[2]} if sys.argv[2] else {};"
-    " print(json.dumps([httpx.get(sys.argv[1] + p, headers=h, timeout=10).json() for p in sys.argv[3:]]))"
+GETS = (  # argv[3]: the CA file an https:// API is verified against
+    "import httpx,json,ssl,sys; h={'Authorization': 'Bearer '+sys.argv[2]} if sys.argv[2] else {}; v=ssl.create_default_context(cafile=sys.argv[3]) if sys.argv[3] else True;"
+    " print(json.dumps([httpx.get(sys.argv[1] + p, headers=h, timeout=10, verify=v).json() for p in sys.argv[4:]]))"
 )
 
 
 def api_gets(node: Node, *paths: str) -> list[Any]:
     """Several GETs on the node's API in one process (Node.api_call starts one per call)."""
-    out = sh("ip", "netns", "exec", node.ns, sys.executable, "-c", GETS, f"http://{node.host}:{node.api}", node.token, *paths)
+    verify = str(node.ca_file) if node.url().startswith("https") else ""
+    out = sh("ip", "netns", "exec", node.ns, sys.executable, "-c", GETS, node.url(), node.token, verify, *paths)
     answers: list[Any] = json.loads(out.stdout)
     return answers
 
@@ -149,3 +152,39 @@ def create_network(node: Node, name: str, subnet: str, gateway: str = "") -> Non
         body["gateway"] = gateway
     status, answer = node.api_call("POST", f"/api/v1/networks/default:{name}/", body)
     assert status == 200, answer
+
+
+def set_private_subnet(node: Node, subnet: str) -> None:
+    """The global pvtSubnet (host access's node-side addresses), the rest of the global object kept."""
+    status, glob = node.api_call("GET", "/api/v1/globals/global/")
+    assert status == 200, glob
+    body = {k: v for k, v in glob.items() if k not in ("key", "link-sets", "links")} | {"pvtSubnet": subnet}
+    status, answer = node.api_call("POST", "/api/v1/globals/global/", body)
+    assert status == 200, answer
+
+
+def no_preparation(node: Node) -> None:
+    """The default of cni_node's `prepare`: a bare namespace is enough."""
+
+
+@contextmanager
+def cni_node(node: Node, *args: str, prepare: Callable[[Node], None] = no_preparation) -> Iterator[Node]:
+    """`node` running in its own namespace with its API and CNI server answering; stopped at the end
+    (contivd and OVS by PID, its namespaces) even when starting it failed. `prepare` runs in the
+    fresh namespace before contivd starts (addresses, servers contivd must find)."""
+    try:
+        node.create_namespace()
+        prepare(node)
+        node.start(*args)
+        wait_until(lambda: node.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 40, "the node's API", node)
+        wait_until(lambda: run_plugin("STATUS", netconf(node, cniVersion="1.1.0")).status == 0, 40, "the CNI server", node)
+        yield node
+    finally:
+        node.stop()
+
+
+def new_pod(pods: list[Pod]) -> Pod:
+    """A pod namespace, removed with the `pods` fixture's list at the end of the test."""
+    pod = Pod().create()
+    pods.append(pod)
+    return pod

@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -23,10 +22,11 @@ from typing import Any
 import pytest
 
 from contivd.cni_server.resolve import Attachment
-from tests.cni.harness import ROOT, Holdings, Pod, create_network, holdings, netconf, run_plugin, socket_of
+from tests.cni.harness import Holdings, Pod, cni_node, create_network, holdings, netconf, new_pod, run_plugin, socket_of
 from tests.nodes import Node, reaches, sh, wait_until
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
 from tests.support.k8s_apiserver import pod as kube_pod
+from tests.support.service_pods import Processes, processes
 
 pytestmark = [
     pytest.mark.cni,
@@ -42,28 +42,20 @@ def start_args(node: Node) -> tuple[str, ...]:
     return ("--cni-socket", "cni.sock", "--kubeconfig", str(node.data / "kubeconfig"))
 
 
+def start_api_server(running: Processes, node: Node) -> None:
+    """The test Kubernetes API server in the node's namespace, knowing one labelled pod."""
+    node.data.mkdir(parents=True)
+    (node.data / "objects.json").write_text(
+        json.dumps([kube_pod("shop", "db-0", {"io.contiv.network": "labelled", "io.contiv.net-group": "web", "app": "db"})])
+    )
+    (node.data / "kubeconfig").write_text(kubeconfig_text(f"http://127.0.0.1:{KUBE_PORT}", TOKEN))
+    running.start(node.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(KUBE_PORT), str(node.data / "objects.json"))
+
+
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    root = tmp_path_factory.mktemp("cni")
-    n = Node(root)
-    kube: subprocess.Popen[str] | None = None
-    try:
-        n.create_namespace()
-        n.data.mkdir(parents=True)
-        (n.data / "objects.json").write_text(
-            json.dumps([kube_pod("shop", "db-0", {"io.contiv.network": "labelled", "io.contiv.net-group": "web", "app": "db"})])
-        )
-        (n.data / "kubeconfig").write_text(kubeconfig_text(f"http://127.0.0.1:{KUBE_PORT}", TOKEN))
-        kube = subprocess.Popen(
-            ["ip", "netns", "exec", n.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(KUBE_PORT), str(n.data / "objects.json")],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            cwd=ROOT,
-        )
-        assert kube.stdout is not None and kube.stdout.readline().strip() == "ready"
-        n.start(*start_args(n))
-        wait_until(lambda: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 40, "the node's API", n)
+    n = Node(tmp_path_factory.mktemp("cni"))
+    with processes() as running, cni_node(n, *start_args(n), prepare=lambda fresh: start_api_server(running, fresh)):
         create_network(n, "pods", "198.18.0.0/24", "198.18.0.254")
         create_network(n, "tiny", "198.18.1.0/30")
         create_network(n, "labelled", "198.18.2.0/24", "198.18.2.254")
@@ -71,24 +63,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
             "POST", "/api/v1/endpointGroups/default:web/", {"tenantName": "default", "groupName": "web", "networkName": "labelled"}
         )
         assert status == 200, answer
-        wait_until(lambda: run_plugin("STATUS", netconf(n)).status == 0, 40, "the CNI server to report ready", n)
         yield n
-    finally:
-        n.stop()
-        if kube is not None:
-            kube.kill()
-            kube.wait()
-
-
-@pytest.fixture
-def pods() -> Iterator[list[Pod]]:
-    """Pod namespaces made by the test; removed afterwards."""
-    made: list[Pod] = []
-    try:
-        yield made
-    finally:
-        for pod in made:
-            pod.remove()
 
 
 @pytest.fixture
@@ -97,12 +72,6 @@ def baseline(node: Node) -> Iterator[Holdings]:
     before = holdings(node, NETWORKS)
     yield before
     assert holdings(node, NETWORKS) == before, "the test left something behind"
-
-
-def new_pod(pods: list[Pod]) -> Pod:
-    pod = Pod().create()
-    pods.append(pod)
-    return pod
 
 
 def test_version_answers_locally() -> None:
@@ -250,6 +219,7 @@ def test_pod_labels_from_kubernetes_choose_network_group_and_labels(node: Node, 
     status, debug = node.api_call("GET", "/debug/ofnet")
     state = next(s for s in debug["EndpointDb"].values() if s["containerId"] == labelled.container)
     assert state["serviceName"] == "web" and state["labels"]["app"] == "db" and state["epCommonName"] == "db-0"
+    assert state["k8sPod"] == "shop/db-0", "the leader's pod watch finds the endpoint by it"
     # CNI_ARGS outrank the pod's labels
     out = run_plugin(
         "ADD", netconf(node), container=overridden.container, netns=overridden.netns, args=k8s_args + ";io.contiv.network=pods;io.contiv.net-group="

@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from tests.cni.harness import Pod, create_network, holdings, netconf, run_plugin
+from tests.cni.harness import Pod, cni_node, create_network, holdings, new_pod, set_private_subnet
 from tests.nodes import Node, reaches, sh, wait_until
+from tests.support.service_pods import first_answer, start_answering
 
 pytestmark = [
     pytest.mark.cni,
@@ -34,13 +35,6 @@ PVT_SUBNET = "198.18.0.0/16"
 NODE_PRIVATE = "198.18.255.254"
 NODE_IP = "198.19.200.1"  # the node's own address (what a kubelet or a remote client would use)
 SERVICE_CIDR = "198.19.20.0/24"
-SERVE_NAME = (
-    "import socket,sys\n"
-    "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', int(sys.argv[1]))); s.listen()\n"
-    "print('ready', flush=True)\n"
-    "while True:\n"
-    "    c=s.accept()[0]; c.sendall(sys.argv[2].encode()); c.close()\n"
-)
 SERVE_PEER = (  # answers each connection with the address it came from
     "import socket,sys\n"
     "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', int(sys.argv[1]))); s.listen()\n"
@@ -58,62 +52,26 @@ RECEIVE_UDP = (  # prints the first datagram on a port within 2 s, or nothing
     "    print('', flush=True)\n"
 )
 SEND_UDP = "import socket,sys,time\ns=socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nfor _ in range(5): s.sendto(b'hello', (sys.argv[1], int(sys.argv[2]))); time.sleep(0.2)"
-FETCH = "import socket,sys; c=socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2); print(c.recv(64).decode())"
+
+
+def add_node_address(node: Node) -> None:
+    sh("ip", "-n", node.ns, "addr", "add", f"{NODE_IP}/32", "dev", "lo")
 
 
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[Node]:
-    n = Node(tmp_path)
-    try:
-        n.create_namespace()
-        sh("ip", "-n", n.ns, "addr", "add", f"{NODE_IP}/32", "dev", "lo")
-        n.start("--cni-socket", "cni.sock")
-        wait_until(lambda: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 40, "the node's API", n)
-        status, glob = n.api_call("GET", "/api/v1/globals/global/")
-        assert status == 200, glob
-        body = {k: v for k, v in glob.items() if k not in ("key", "link-sets", "links")} | {"pvtSubnet": PVT_SUBNET}
-        status, answer = n.api_call("POST", "/api/v1/globals/global/", body)
-        assert status == 200, answer
-        wait_until(lambda: run_plugin("STATUS", netconf(n, cniVersion="1.1.0")).status == 0, 40, "the CNI server", n)
+    with cni_node(Node(tmp_path), prepare=add_node_address) as n:
+        set_private_subnet(n, PVT_SUBNET)
         yield n
-    finally:
-        n.stop()
-
-
-@pytest.fixture
-def pods() -> Iterator[list[Pod]]:
-    made: list[Pod] = []
-    try:
-        yield made
-    finally:
-        for pod in made:
-            pod.remove()
-
-
-def new_pod(pods: list[Pod]) -> Pod:
-    pod = Pod().create()
-    pods.append(pod)
-    return pod
 
 
 def in_node(node: Node, *command: str) -> subprocess.CompletedProcess[str]:
     return sh("ip", "netns", "exec", node.ns, *command, check=False)
 
 
-def fetch(namespace: str, address: str, port: int) -> str:
-    out = sh("ip", "netns", "exec", namespace, sys.executable, "-c", FETCH, address, str(port), check=False)
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
-def serve(namespace: str, port: int, name: str, script: str = SERVE_NAME) -> subprocess.Popen[str]:
-    server = subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-c", script, str(port), name], stdout=subprocess.PIPE, text=True)
-    assert server.stdout is not None and server.stdout.readline().strip() == "ready"
-    return server
-
-
 def udp_arrives(sender: str, receiver: str, address: str, port: int) -> bool:
     """Does a datagram sent from `sender` to address:port arrive in `receiver` (within 2 s)?"""
-    listener = serve(receiver, port, "", RECEIVE_UDP)
+    listener = start_answering(receiver, port, "", RECEIVE_UDP)
     try:
         sh("ip", "netns", "exec", sender, sys.executable, "-c", SEND_UDP, address, str(port), check=False)
         out, _ = listener.communicate(timeout=10)
@@ -157,21 +115,18 @@ def test_pod_without_gateway_reaches_node_and_vip_and_del_removes_both_ends(node
 
     # the pod reaches the node through host1, ICMP and TCP
     assert reaches(client.name, NODE_IP)
-    node_server = subprocess.Popen(
-        ["ip", "netns", "exec", node.ns, sys.executable, "-c", SERVE_NAME, "7070", "node"], stdout=subprocess.PIPE, text=True
-    )
-    servers = [node_server]
+    servers: list[subprocess.Popen[str]] = []
     try:
-        assert node_server.stdout is not None and node_server.stdout.readline().strip() == "ready"
-        assert fetch(client.name, NODE_IP, 7070) == "node"
+        servers.append(start_answering(node.ns, 7070, "node"))
+        assert first_answer(client.name, NODE_IP, 7070) == "node"
         # the node reaches the pod on its data address
-        servers.append(serve(client.name, 8080, "client"))
+        servers.append(start_answering(client.name, 8080, "client"))
         assert reaches(node.ns, data)
-        assert fetch(node.ns, data, 8080) == "client"
+        assert first_answer(node.ns, data, 8080) == "client"
         # the service VIP through the data interface
-        servers.append(serve(backend.name, 8080, "backend"))
+        servers.append(start_answering(backend.name, 8080, "backend"))
         vip = node.api_call("GET", "/api/v1/inspect/serviceLBs/default:web/")[1]["Oper"]["serviceVip"]
-        wait_until(lambda: fetch(client.name, vip, 80) == "backend", 30, f"the VIP {vip}:80 through eth0", node)
+        wait_until(lambda: first_answer(client.name, vip, 80) == "backend", 30, f"the VIP {vip}:80 through eth0", node)
         # pods do not reach each other through the node: the private addresses are not routed between them
         assert not reaches(client.name, address_of(served.output, "host1"))
     finally:
@@ -220,12 +175,12 @@ def test_node_reaches_its_pods_on_a_gateway_network_while_a_deny_between_pods_ho
     assert client.add(node, network="routed").status == 0
     target = address_of(served.output, "eth0")
     assert "host1" not in server_pod.exec("ip", "link").stdout, "a network with a gateway needs no host access"
-    server = serve(server_pod.name, 8080, "db")
+    server = start_answering(server_pod.name, 8080, "db")
     try:
         wait_until(lambda: reaches(node.ns, target), 30, f"the node to ping its pod {target}", node)
-        assert fetch(node.ns, target, 8080) == "db", "the node's TCP (a kubelet probe) passes the pod's deny rule"
+        assert first_answer(node.ns, target, 8080) == "db", "the node's TCP (a kubelet probe) passes the pod's deny rule"
         assert reaches(client.name, target), "ICMP between the pods is not denied"
-        assert fetch(client.name, target, 8080) == "", "the deny rule still holds between the pods"
+        assert first_answer(client.name, target, 8080) == "", "the deny rule still holds between the pods"
         assert f"{target} dev cvhost-vxlan" in node_routes(node)
     finally:
         server.kill()
@@ -261,10 +216,12 @@ def test_node_with_forwarding_on_carries_no_traffic_between_pods(node: Node, pod
     b_data, b_private, c_data = address_of(added[1].output, "eth0"), address_of(added[1].output, "host1"), address_of(added[2].output, "eth0")
     # A's own route to B's private address through the node (its host1 subnet would ARP for it directly)
     assert a.exec("ip", "route", "add", f"{b_private}/32", "via", NODE_PRIVATE, "dev", "host1").returncode == 0
-    servers = [serve(b.name, 8080, "b"), serve(c.name, 8080, "c")]
+    servers = [start_answering(b.name, 8080, "b"), start_answering(c.name, 8080, "c")]
     try:
-        assert fetch(node.ns, b_data, 8080) == "b" and fetch(node.ns, b_private, 8080) == "b", "the node reaches a pod without a gateway"
-        wait_until(lambda: fetch(node.ns, c_data, 8080) == "c", 30, "the node to reach its pod through the host port", node)
+        assert first_answer(node.ns, b_data, 8080) == "b" and first_answer(node.ns, b_private, 8080) == "b", (
+            "the node reaches a pod without a gateway"
+        )
+        wait_until(lambda: first_answer(node.ns, c_data, 8080) == "c", 30, "the node to reach its pod through the host port", node)
 
         def forwarded() -> list[str]:
             """What A's datagrams reach through the node: B is behind a deny rule, C has no policy.
@@ -274,12 +231,12 @@ def test_node_with_forwarding_on_carries_no_traffic_between_pods(node: Node, pod
             return [what for what, (pod, address) in targets.items() if udp_arrives(a.name, pod.name, address, 9090)]
 
         assert forwarded() == []
-        assert fetch(a.name, b_data, 8080) == "" and fetch(a.name, c_data, 8080) == ""
+        assert first_answer(a.name, b_data, 8080) == "" and first_answer(a.name, c_data, 8080) == ""
         # what stops it is contivd's chain: emptied, the node carries them all, until the agent puts it back
         assert in_node(node, "iptables", "-F", "CONTIVD-FORWARD").returncode == 0
         assert forwarded() == ["B's data address", "B's private address", "C's data address"]
         wait_until(lambda: forwarded() == [], 60, "the agent to restore CONTIVD-FORWARD", node)
-        assert fetch(node.ns, b_data, 8080) == "b" and fetch(node.ns, c_data, 8080) == "c"
+        assert first_answer(node.ns, b_data, 8080) == "b" and first_answer(node.ns, c_data, 8080) == "c"
     finally:
         for server in servers:
             server.kill()
@@ -301,10 +258,10 @@ def test_pod_without_gateway_reaches_the_outside_masqueraded(node: Node, pods: l
         create_network(node, "flat", "198.19.10.0/24")
         pod = new_pod(pods)
         assert pod.add(node, network="flat").status == 0
-        server = serve(outside, 9090, "", SERVE_PEER)
+        server = start_answering(outside, 9090, "", SERVE_PEER)
         try:
-            assert fetch(node.ns, "198.19.250.2", 9090) == "198.19.250.1"
-            assert fetch(pod.name, "198.19.250.2", 9090) == "198.19.250.1", "the pod's private address is masqueraded as the node's"
+            assert first_answer(node.ns, "198.19.250.2", 9090) == "198.19.250.1"
+            assert first_answer(pod.name, "198.19.250.2", 9090) == "198.19.250.1", "the pod's private address is masqueraded as the node's"
             rules = {name: in_node(node, "iptables", *args, "-S").stdout for name, args in (("filter", ()), ("nat", ("-t", "nat")))}
             assert f"-A CONTIVD-POSTROUTING -s {PVT_SUBNET} -j MASQUERADE" in rules["nat"], rules
             # contivd stops (a restart, an upgrade): its chains stay as they were, so neither the
@@ -313,7 +270,7 @@ def test_pod_without_gateway_reaches_the_outside_masqueraded(node: Node, pods: l
             node.proc.send_signal(signal.SIGTERM)
             assert node.proc.wait(timeout=30) == 0
             assert {name: in_node(node, "iptables", *args, "-S").stdout for name, args in (("filter", ()), ("nat", ("-t", "nat")))} == rules
-            assert fetch(pod.name, "198.19.250.2", 9090) == "198.19.250.1"
+            assert first_answer(pod.name, "198.19.250.2", 9090) == "198.19.250.1"
         finally:
             server.kill()
             server.wait()

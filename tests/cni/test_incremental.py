@@ -62,6 +62,18 @@ def test_one_pod_attach_and_detach_send_only_its_flows(tmp_path: Path) -> None:
                 pod.remove()
 
 
+def write_through_elections(node: Node, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """A write as a client makes it: retried while the cluster has no leader (an election on a
+    loaded machine), an answer given before anything is written."""
+
+    def attempt() -> tuple[int, Any] | None:
+        status, answer = node.api_call(method, path, body)
+        return None if status == 503 and "no leader is known" in str(answer) else (status, answer)
+
+    answered: tuple[int, Any] = wait_until(attempt, 30, f"{method} {path} answered by a leader", node)
+    return answered
+
+
 def _rule(rule_id: int, rng: random.Random) -> dict[str, Any]:
     return {
         "tenantName": "default",
@@ -112,10 +124,12 @@ def test_random_pod_and_policy_changes_on_three_nodes_leave_no_drift(tmp_path: P
                 else:
                     rule_id = rng.randint(1, 8)
                     if rule_id in rules:
-                        status, answer = rng.choice(nodes).api_call("DELETE", f"/api/v1/rules/default:web:{rule_id}/")
+                        status, answer = write_through_elections(rng.choice(nodes), "DELETE", f"/api/v1/rules/default:web:{rule_id}/")
                         rules.discard(rule_id)
                     else:
-                        status, answer = rng.choice(nodes).api_call("POST", f"/api/v1/rules/default:web:{rule_id}/", _rule(rule_id, rng))
+                        status, answer = write_through_elections(
+                            rng.choice(nodes), "POST", f"/api/v1/rules/default:web:{rule_id}/", _rule(rule_id, rng)
+                        )
                         rules.add(rule_id)
                     assert status == 200, answer
             after_ops = {node.name: agent_stats(node)["audits"] for node in nodes}

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from contivd.cni_server.resolve import Attachment
-from tests.cni.harness import ROOT, Pod, api_gets, create_network, holdings, netconf, run_plugin
+from tests.cni.harness import ROOT, Pod, api_gets, cni_node, create_network, holdings, netconf, new_pod, run_plugin
 from tests.nodes import Node, reaches, sh, wait_until
 from tests.support.contivd_nodes import CHROMIUM
 
@@ -30,36 +30,15 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("ovs-vswitchd") is None, reason="Open vSwitch is not installed"),
 ]
 
-GRACE = ("--orphan-grace", "2")
+GRACE = ("--orphan-grace", "5")  # long enough to see an orphan's state before it is reclaimed on a loaded machine
 NETWORKS = ("pods",)
 
 
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[Node]:
-    n = Node(tmp_path)
-    try:
-        n.create_namespace()
-        n.start(*GRACE)
-        wait_until(lambda: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 40, "the node's API", n)
+    with cni_node(Node(tmp_path), *GRACE) as n:
         create_network(n, "pods", "198.18.30.0/24", "198.18.30.254")
-        wait_until(lambda: run_plugin("STATUS", netconf(n, cniVersion="1.1.0")).status == 0, 40, "the CNI server", n)
         yield n
-    finally:
-        n.stop()
-
-
-@pytest.fixture
-def pods() -> Iterator[list[Pod]]:
-    made: list[Pod] = []
-    yield made
-    for pod in made:
-        pod.remove()
-
-
-def new_pod(pods: list[Pod]) -> Pod:
-    pod = Pod().create()
-    pods.append(pod)
-    return pod
 
 
 def endpoint_id(pod: Pod) -> str:
@@ -89,7 +68,7 @@ CELLS = "[...document.querySelectorAll('#endpoints tbody tr')].map((tr) => [tr.q
         "tr.querySelector('td.datapath')?.textContent, tr.querySelector('td.datapath')?.className])"
 with sync_playwright() as p:
     browser = p.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-    page = browser.new_page()
+    page = browser.new_page(ignore_https_errors=True)  # the node's cluster CA is not chromium's; TLS itself is tests/tls' part
     page.goto(sys.argv[1])
     page.wait_for_selector("body[data-ready=true]", timeout=15000)
     page.wait_for_function(f"{CELLS}.some(([name, text]) => name === {json.dumps(sys.argv[2])} && text === {json.dumps(sys.argv[3])})", timeout=15000)
@@ -101,7 +80,7 @@ with sync_playwright() as p:
 def page_datapath_cells(node: Node, name: str, text: str) -> dict[str, list[str]]:
     """The datapath cells once the row `name` shows `text` (the page updates live)."""
     done = subprocess.run(
-        ["ip", "netns", "exec", node.ns, sys.executable, "-c", PAGE_CELLS, f"http://{node.host}:{node.api}/", name, text],
+        ["ip", "netns", "exec", node.ns, sys.executable, "-c", PAGE_CELLS, node.url() + "/", name, text],
         capture_output=True, text=True, timeout=90, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
@@ -124,13 +103,17 @@ def test_a_vanished_pod_is_reclaimed_and_live_or_moved_or_adding_pods_are_kept(n
     elsewhere = new_pod(pods)
     sh("ip", "-n", moved.name, "link", "set", "eth0", "netns", elsewhere.name)
     orphan.remove()  # the runtime removed the container and never called DEL
-    # The view lags the namespace's removal by one link-event round: wait for the change, not the row.
+    # The view lags the namespace's removal by one link-event round: wait for the change, not the
+    # row; the grace leaves several seconds to see it before the endpoint is reclaimed.
     state = wait_until(
-        lambda: (s := datapath_of(node).get(endpoint_id(orphan))) and "veth gone" in s[0] and s, 20, "the orphan's veth gone in the datapath view", node
+        lambda: (s := datapath_of(node).get(endpoint_id(orphan))) and "veth gone" in s[0] and s,
+        20,
+        "the orphan's veth gone in the datapath view",
+        node,
     )
     assert state[1] is False, state
 
-    # ADDs while the node scans every 0.5 s with a 2 s grace: their endpoints exist before their
+    # ADDs while the node scans every 1.25 s with a 5 s grace: their endpoints exist before their
     # veths do, and none of them may be taken for an orphan.
     adding = [new_pod(pods) for _ in range(12)]
     with ThreadPoolExecutor(6) as pool:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.contivd_nodes import ContivdCluster, ContivdProcess, running_cluster
+from tests.support.disk import small_filesystem as small_filesystem  # a fixture: a tmpfs the test fills
 
 
 @pytest.fixture(scope="module")

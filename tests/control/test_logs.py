@@ -28,10 +28,12 @@ def test_json_lines_and_no_secret_in_the_log(debug_node: ContivdProcess) -> None
     node = debug_node.start()
     try:
         wait_for(node.ready, 30, "the node to be ready", interval=0.2)
-        assert node.get("/version", headers={"Authorization": f"Bearer {SECRET}"}).status_code == 200
+        token = node.mint_token("logs-admin")
+        assert node.get("/version", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert node.get("/version", headers={"Authorization": f"Bearer {SECRET}"}).status_code == 401, "the secret is refused, and not logged"
         assert node.get("/version", headers={"Authorization": f"Bearer {SECRET}x"}).status_code == 401
         network = {"tenantName": "default", "networkName": "logs", "encap": "vxlan", "subnet": "198.18.5.0/24"}
-        assert node.post("/api/v1/networks/default:logs/", network, headers={"Authorization": f"Bearer {SECRET}"}).status_code == 200
+        assert node.post("/api/v1/networks/default:logs/", network, headers={"Authorization": f"Bearer {token}"}).status_code == 200
         assert node.post("/api/v1/networks/default:bad/", {"subnet": SECRET}).status_code == 400
         assert node.stop() == 0
     finally:

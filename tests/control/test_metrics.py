@@ -58,9 +58,11 @@ def test_metrics_agree_with_the_api(node: ContivdProcess) -> None:
     assert samples[("contivd_api_request_seconds_count", not_found)] >= 1
 
 
-def test_metrics_from_another_host_need_the_secret(node: ContivdProcess) -> None:
+def test_metrics_need_a_token_of_any_role(node: ContivdProcess) -> None:
     assert node.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    assert ("contivd_raft_is_leader", ()) in scrape(node, headers={"Authorization": f"Bearer {SECRET}"})
+    assert node.get("/metrics", headers={"Authorization": f"Bearer {SECRET}"}).status_code == 401, "the cluster secret is for nodes only"
+    viewer = node.mint_token("metrics-viewer", "viewer")
+    assert ("contivd_raft_is_leader", ()) in scrape(node, headers={"Authorization": f"Bearer {viewer}"})
 
 
 def test_cni_histogram_is_exported_per_registry() -> None:
@@ -84,7 +86,11 @@ def generate(module: Any) -> str:
 def test_healthz_and_readyz(node: ContivdProcess) -> None:
     assert node.get("/healthz").json() == {"status": "ok"}
     ready = node.get("/readyz")
-    assert ready.status_code == 200 and ready.json() == {"ready": True, "failing": {}}
+    assert ready.status_code == 200 and ready.json() == {
+        "ready": True,
+        "failing": {},
+        "raft": {"can_commit": True, "commit_blockers": [], "unreachable": []},
+    }
 
 
 def test_readyz_is_503_with_the_failing_checks_when_the_store_has_no_leader(cluster3: Any) -> None:

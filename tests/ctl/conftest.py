@@ -15,6 +15,12 @@ from tests.support.contivd_nodes import ContivdProcess, running_cluster
 NO_CTL_ENV: Mapping[str, str | None] = {"CONTIVD_SERVER": None, "CONTIVD_TOKEN": None, "NETMASTER": None, "INSECURE": None}
 
 
+@pytest.fixture(autouse=True)
+def own_ctl_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ctl reads ~/.config/contivd/ctl.toml: never the real user's here."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
+
+
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContivdProcess]:
     """One contivd (single-node cluster), shared by a module's tests: they use distinct names."""

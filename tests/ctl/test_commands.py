@@ -16,7 +16,10 @@ NETCTL_TREE = {
     "app-profile create", "app-profile update", "app-profile rm", "app-profile ls", "app-profile inspect", "app-profile group-ls",
     "global info", "global inspect", "global set", "aci-gw info", "aci-gw inspect", "aci-gw set",
     "endpoint inspect", "cluster status",
-    "trace",  # contivd's own (NetworkPolicy's verdict for a packet), like cluster status
+}  # fmt: skip
+CONTIVD_ONLY = {
+    "auth token create", "auth token ls", "auth token revoke", "audit ls", "login",  # access control: netctl had none
+    "trace",  # NetworkPolicy's verdict for a packet
 }  # fmt: skip
 
 
@@ -31,8 +34,8 @@ def leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
 
 
 def test_tree_is_netctls() -> None:
-    assert set(leaves(ctl_group)) == NETCTL_TREE
-    assert set(ctl_group.commands) == set(GROUPS) | {"version", "trace"}
+    assert set(leaves(ctl_group)) == NETCTL_TREE | CONTIVD_ONLY
+    assert set(ctl_group.commands) == set(GROUPS) | {"version", "auth", "audit", "login", "trace"}
 
 
 @pytest.mark.parametrize("path", ["net ls", "ep inspect", "tenant delete", "network list", "app-profile group-list"])

@@ -48,8 +48,10 @@ def test_server_url_must_be_http() -> None:
 def test_server_and_token_from_the_environment(node: ContivdProcess) -> None:
     assert "default" in invoke(["ctl", "tenant", "ls", "-q"], env={"CONTIVD_SERVER": node.url}).stdout.split()
     wrong = invoke(["ctl", "tenant", "ls"], env={"CONTIVD_SERVER": node.url, "CONTIVD_TOKEN": "guess"}, code=3)
-    assert wrong.stderr == "Error: invalid bearer token\n"
-    right = invoke(["ctl", "--token", SECRET, "tenant", "ls", "-q"], env={"CONTIVD_SERVER": node.url})
+    assert wrong.stderr == "Error: unknown token\n"
+    secret = invoke(["ctl", "--token", SECRET, "tenant", "ls"], env={"CONTIVD_SERVER": node.url}, code=3)
+    assert "cluster secret is accepted from cluster nodes only" in secret.stderr
+    right = invoke(["ctl", "--token", node.mint_token("ctl-env", "viewer"), "tenant", "ls", "-q"], env={"CONTIVD_SERVER": node.url})
     assert "default" in right.stdout.split()
 
 

@@ -7,9 +7,10 @@ order, contivd the server's order; docs/operations.md "netctl compatibility"). T
 a chapter run first with netctl, then with `contivd ctl`: each chapter removes what it
 created, so both start from the same store (checked).
 
-The netctl binary comes from CONTIVD_NETCTL; without it the module is skipped, since the
-workplace builds no Contiv code. Build one from contiv/netplugin's source (GOPATH mode, its
-vendor tree: `go build ./netctl/netctl`) and point CONTIVD_NETCTL at it.
+The netctl binary is built in the set-up from contiv/netplugin's source with Debian's Go
+(tests/support/netctl_build.py: CONTIVD_NETCTL names a ready binary, CONTIVD_NETCTL_SRC a
+local copy of the source, else it is cloned); where Go or the source cannot be had, the module
+is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -28,15 +29,11 @@ from click.testing import CliRunner
 
 from contivd.cli import cli
 from tests.support.contivd_nodes import ContivdProcess
+from tests.support.netctl_build import NetctlUnavailable, netctl_binary
 
 from .conftest import NO_CTL_ENV
 
-NETCTL = os.environ.get("CONTIVD_NETCTL")
-
-pytestmark = [
-    pytest.mark.netctl,
-    pytest.mark.skipif(not NETCTL, reason="CONTIVD_NETCTL is not set: point it at a netctl built from contiv/netplugin"),
-]
+pytestmark = pytest.mark.netctl
 
 INTENDED = {
     "usage-text": "usage errors: netctl prints its command help on stdout, contivd ctl click's usage on stderr (exit 1 both)",
@@ -272,9 +269,9 @@ class Outcome:
     code: int
 
 
-def run_netctl(url: str, args: tuple[str, ...], home: Path) -> Outcome:
+def run_netctl(netctl: Path, url: str, args: tuple[str, ...], home: Path) -> Outcome:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
-    done = subprocess.run([str(NETCTL), "--netmaster", url, *args], capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run([str(netctl), "--netmaster", url, *args], capture_output=True, text=True, env=env, timeout=60)
     return Outcome(done.stdout, done.stderr, done.returncode)
 
 
@@ -324,18 +321,26 @@ def difference(step: Step, netctl: Outcome, ctl: Outcome) -> str | None:
 
 
 @pytest.fixture(scope="module")
+def netctl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    try:
+        return netctl_binary(tmp_path_factory.mktemp("netctl-build"))
+    except NetctlUnavailable as why:
+        pytest.skip(str(why))
+
+
+@pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield tmp_path_factory.mktemp("netctl-home")
 
 
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
-def test_netctl_and_ctl_agree(chapter: str, node: ContivdProcess, home: Path) -> None:
+def test_netctl_and_ctl_agree(chapter: str, netctl: Path, node: ContivdProcess, home: Path) -> None:
     steps = CHAPTERS[chapter]
-    netctl = run_chapter(node, steps, lambda step: run_netctl(node.url, step.args, home))
+    theirs = run_chapter(node, steps, lambda step: run_netctl(netctl, node.url, step.args, home))
     ctl = run_chapter(node, steps, lambda step: run_ctl(node.url, step.args))
     problems = [
         f"--- {' '.join(step.args)}\n{why}"
-        for step, theirs, ours in zip(steps, netctl, ctl, strict=True)
-        if (why := difference(step, theirs, ours)) is not None
+        for step, netctl_outcome, ours in zip(steps, theirs, ctl, strict=True)
+        if (why := difference(step, netctl_outcome, ours)) is not None
     ]
     assert not problems, f"{len(problems)} of {len(steps)} commands differ:\n" + "\n".join(problems)

@@ -80,13 +80,15 @@ INFO = {
     "cluster": {
         "self_address": "10.0.0.2:9000", "role": "follower", "leader": "10.0.0.1:9000", "term": 7,
         "commit_index": 120, "last_applied": 119, "has_quorum": True,
-        "voters": ["10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000"], "connected_voters": ["10.0.0.1:9000"],
+        "voters": ["10.0.0.1:9000", "10.0.0.2:9000", "198.18.0.3:9000"], "connected_voters": ["10.0.0.1:9000"],
+        "unreachable_voters": [["198.18.0.3:9000", 1795000000.0]], "commit_blockers": [],
     },
     "nodes": [
         {"name": "a", "raft_address": "10.0.0.1:9000", "api_url": "http://10.0.0.1:9999", "vtep_ip": "10.0.0.1", "readonly": False, "version": "0.1.0"},
         {"name": "b", "raft_address": "10.0.0.2:9000", "api_url": "http://10.0.0.2:9999", "vtep_ip": "10.0.0.2", "readonly": False, "version": "0.1.0"},
         {"name": "r", "raft_address": None, "api_url": "http://10.0.0.9:9999", "vtep_ip": "10.0.0.9", "readonly": True, "version": "0.1.0"},
     ],
+    "tls": {"caFingerprint": "AB:CD"},
 }  # fmt: skip
 
 
@@ -99,8 +101,11 @@ def test_cluster_status_page() -> None:
         "Commit index: 120\n"
         "Applied index: 119\n"
         "Quorum: yes\n"
-        "Members: 10.0.0.1:9000, 10.0.0.2:9000, 10.0.0.3:9000\n"
+        "Members: 10.0.0.1:9000, 10.0.0.2:9000, 198.18.0.3:9000\n"
         "Connected peers: 10.0.0.1:9000\n"
+        "TLS CA (sha256): AB:CD\n"
+        "Can commit: yes\n"
+        "Unreachable: 198.18.0.3:9000 (198.18.0.3:9000) since 2026-11-18 11:06:40 UTC\n"
         "\n"
         "Registered nodes:\n"
         "Name  Raft address   API URL               VTEP IP   Role      Version\n"
@@ -109,6 +114,14 @@ def test_cluster_status_page() -> None:
         "b     10.0.0.2:9000  http://10.0.0.2:9999  10.0.0.2  voter     0.1.0\n"
         "r                    http://10.0.0.9:9999  10.0.0.9  readonly  0.1.0\n"
     )
+
+
+def test_cluster_status_names_the_unreachable_and_why_this_node_cannot_commit() -> None:
+    raft = {**INFO["cluster"], "unreachable_voters": [["10.0.0.1:9000", 1795000000.0], ["198.18.0.3:9000", 1795000060.0]]}
+    raft["commit_blockers"] = ["it reaches 1 of 3 voters, a majority is 2", "it has no link to the leader 10.0.0.1:9000"]
+    text = views.cluster_status({**INFO, "cluster": raft})
+    assert "Can commit: NO: it reaches 1 of 3 voters, a majority is 2; it has no link to the leader 10.0.0.1:9000\n" in text
+    assert "Unreachable: a (10.0.0.1:9000) since 2026-11-18 11:06:40 UTC, 198.18.0.3:9000 (198.18.0.3:9000) since 2026-11-18 11:07:40 UTC\n" in text
 
 
 def test_cluster_status_of_a_contiv_netmaster_without_raft_section() -> None:

@@ -21,7 +21,7 @@ from tests.support.waiting import free_ports, wait_for
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def service(name: str, namespace: str = "shop", cluster_ip: str = "10.96.0.10") -> dict[str, Any]:
+def service(name: str, namespace: str = "shop", cluster_ip: str = "198.19.112.10") -> dict[str, Any]:
     return {
         "kind": "Service",
         "metadata": {"name": name, "namespace": namespace},
@@ -93,7 +93,7 @@ def test_watch_streams_changes_after_a_resource_version_and_bookmarks(api: KubeA
     api.apply(service("web"))
     v1 = core(api, tmp_path)
     since = v1.list_service_for_all_namespaces().metadata.resource_version
-    api.apply(service("web", cluster_ip="10.96.0.11"))
+    api.apply(service("web", cluster_ip="198.19.112.11"))
     api.apply(service("other", namespace="elsewhere"))
     api.delete("Service", "shop", "web")
     api.apply(pod("shop", "not-a-service"))

@@ -25,7 +25,7 @@ from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.k8s, pytest.mark.cluster]
 
-CIDR = "10.96.0.0/16"
+CIDR = "198.19.112.0/20"
 SYNC_TIMEOUT = 90  # a new leader first loads the kubernetes client: seconds of CPU on a loaded machine
 
 
@@ -50,15 +50,15 @@ def cluster(api: KubeApiServer, tmp_path: Path) -> Iterator[ContivdCluster]:
 
 def populate(api: KubeApiServer) -> None:
     """Services of every kind the resolver tells apart."""
-    api.apply(service("shop", "web", "10.96.0.10", port_name="http"))
+    api.apply(service("shop", "web", "198.19.112.10", port_name="http"))
     api.apply(endpoint_slice("shop", "web-a", "web", ["198.18.0.5"], port=8080, not_ready=["198.18.0.9"]))
     api.apply(endpoint_slice("shop", "web-b", "web", ["198.18.0.6"], port=9090))  # the named targetPort differs per pod
-    api.apply(service("shop", "manual", "10.96.0.12"))  # no selector: its slice is managed by hand
+    api.apply(service("shop", "manual", "198.19.112.12"))  # no selector: its slice is managed by hand
     api.apply(endpoint_slice("shop", "manual-1", "manual", ["198.18.1.20"], port=80))
     api.apply(service("shop", "headless", "None"))
     api.apply(endpoint_slice("shop", "headless-1", "headless", ["198.18.0.7"], port=80))
-    api.apply(service("shop", "dns", "10.96.0.53", protocol="SCTP"))
-    api.apply(service("shop", "far", "10.200.0.1"))  # outside --service-cidr
+    api.apply(service("shop", "dns", "198.19.112.53", protocol="SCTP"))
+    api.apply(service("shop", "far", "198.19.224.1"))  # outside --service-cidr
 
 
 def expected(api: KubeApiServer) -> dict[str, dict[str, Any]]:
@@ -139,15 +139,15 @@ def test_the_store_holds_what_the_api_server_says(cluster: ContivdCluster, api: 
 
     api.apply(endpoint_slice("shop", "web-a", "web", ["198.18.0.5", "198.18.0.8"], port=8080))
     api.delete("Service", "shop", "manual")
-    api.apply(service("shop", "dns", "10.96.0.53", protocol="UDP"))  # fixed: now programmable
+    api.apply(service("shop", "dns", "198.19.112.53", protocol="UDP"))  # fixed: now programmable
     converged(cluster, api)
     assert set(stored(cluster.nodes[1]) or ()) == {"shop/web", "shop/dns"}
 
     listing = invoke(["ctl", "--server", cluster.nodes[2].url, "service", "ls"]).output
     assert "Kubernetes services" in listing
-    assert re.search(r"kubernetes\s+shop\s+web\s+10\.96\.0\.10\s+http:80/TCP\s+198\.18\.0\.5:8080 198\.18\.0\.6:9090 198\.18\.0\.8:8080", listing), (
-        listing
-    )
+    assert re.search(
+        r"kubernetes\s+shop\s+web\s+198\.19\.112\.10\s+http:80/TCP\s+198\.18\.0\.5:8080 198\.18\.0\.6:9090 198\.18\.0\.8:8080", listing
+    ), listing
 
 
 def test_a_new_leader_resumes_without_duplicate_or_stale_services(cluster: ContivdCluster, api: KubeApiServer) -> None:
@@ -157,7 +157,7 @@ def test_a_new_leader_resumes_without_duplicate_or_stale_services(cluster: Conti
     def churn() -> None:
         i = 0
         while not done.is_set():
-            api.apply(service("churn", f"svc-{i % 7}", f"10.96.1.{i % 7}"))
+            api.apply(service("churn", f"svc-{i % 7}", f"198.19.113.{i % 7}"))
             api.apply(endpoint_slice("churn", f"svc-{i % 7}-x", f"svc-{i % 7}", [f"198.18.2.{i % 250}"], port=80))
             doomed = f"svc-{(i + 4) % 7}"
             if i % 3 == 0 and api.get("Service", "churn", doomed):
@@ -184,7 +184,7 @@ def test_an_api_server_restart_with_compacted_history_relists(cluster: ContivdCl
     lists_before = list_requests(api, "services")
     api.stop()
     api.delete("Service", "shop", "web")  # while the watch is down: only a relist can tell
-    api.apply(service("shop", "new", "10.96.0.20"))
+    api.apply(service("shop", "new", "198.19.112.20"))
     api.start(keep_history=False)
     converged(cluster, api)
     assert "shop/web" not in (stored(cluster.nodes[0]) or {})

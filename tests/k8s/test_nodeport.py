@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from tests.cni.harness import create_network, set_private_subnet
 from tests.k8s import test_service_datapath
 from tests.k8s.test_service_datapath import KubeApi, create_endpoint, endpoint_slice
 from tests.nodes import Node, attach_pod, cluster_of_nodes, sh, wait_until
@@ -64,14 +65,8 @@ def test_node_port_reaches_the_backends_from_the_node_and_from_outside(tmp_path:
         try:
             running.start(node.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port), "--host", node.host)
             kube = KubeApi(node, api_port)
-            status, glob = node.api_call("GET", "/api/v1/globals/global/")
-            assert status == 200, glob
-            body = {k: v for k, v in glob.items() if k not in ("key", "link-sets", "links")} | {"pvtSubnet": PVT_SUBNET}
-            status, answer = node.api_call("POST", "/api/v1/globals/global/", body)
-            assert status == 200, answer
-            network = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": SUBNET, "gateway": GATEWAY}
-            status, answer = node.api_call("POST", "/api/v1/networks/default:pods/", network)
-            assert status == 200, answer
+            set_private_subnet(node, PVT_SUBNET)
+            create_network(node, "pods", SUBNET, GATEWAY)
             for host, index, name, port in ((node, 0, "near", 8080), (node, 1, "other", 8081), (second, 0, "far", 8082)):
                 endpoint = create_endpoint(host, name)
                 attach_pod(host, index, endpoint)

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.cni.harness import create_network
 from tests.nodes import Node, attach_pod, cluster_of_nodes, sh, wait_until
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
 from tests.support.service_pods import fetch, processes
@@ -103,9 +104,7 @@ def test_cluster_ip_reaches_backends_on_both_nodes_keeps_connections_and_affinit
         first, second = nodes
         running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port), "--host", first.host)
         kube = KubeApi(first, api_port)
-        network = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.10.0/24", "gateway": GATEWAY}
-        status, answer = first.api_call("POST", "/api/v1/networks/default:pods/", network)
-        assert status == 200, answer
+        create_network(first, "pods", "198.18.10.0/24", GATEWAY)
         client, near, far = create_endpoint(first, "client"), create_endpoint(first, "near"), create_endpoint(second, "far")
         attach_pod(first, 0, client)
         attach_pod(first, 1, near)

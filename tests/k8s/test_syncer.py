@@ -6,18 +6,21 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
 
 from contivd.k8s import KubeApi, KubeHealth, KubernetesWatch
+from contivd.k8s.reflector import Listed, Relisting, Update
+from contivd.k8s.syncer import ServiceSync
+from contivd.k8s.view import ENDPOINT_SLICES, SERVICES
 from contivd.state import KubeServiceState, keys
 from raftstore import MemoryStore
 from tests.support.k8s_apiserver import KubeApiServer
 from tests.support.kube_objects import endpoint_slice, service
 
-CIDR = ipaddress.IPv4Network("10.96.0.0/12")
+CIDR = ipaddress.IPv4Network("198.19.112.0/20")
 TIMEOUT = 45  # generous: the machine is shared and loaded; backoff after a failure reaches seconds
 
 
@@ -50,10 +53,10 @@ class Running:
 @pytest.fixture
 async def running(api: KubeApiServer, tmp_path: Path) -> AsyncIterator[Running]:
     store = MemoryStore()
-    await store.put(keys.k8s_service("gone", "stale"), {"namespace": "gone", "name": "stale", "clusterIP": "10.96.0.99", "ports": []})
+    await store.put(keys.k8s_service("gone", "stale"), {"namespace": "gone", "name": "stale", "clusterIP": "198.19.112.99", "ports": []})
     health = KubeHealth()
     watch = KubernetesWatch(store, api.kubeconfig(tmp_path / "kubeconfig"), CIDR, health)  # a MemoryStore is always the leader
-    api.apply(service("shop", "web", "10.96.0.10"))
+    api.apply(service("shop", "web", "198.19.112.10"))
     api.apply(endpoint_slice("shop", "web-a", "web", ["198.18.0.5"], port=8080))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch.run)
@@ -72,7 +75,7 @@ async def test_watch_events_update_records_one_service_at_a_time(running: Runnin
     await until(lambda: "shop/web" in stored(running.store), "the first reconcile")
     api.apply(endpoint_slice("shop", "web-a", "web", ["198.18.0.5", "198.18.0.6"], port=8080, not_ready=["198.18.0.7"]))
     await until(lambda: backends(running.store, "shop/web") == [("198.18.0.5", 8080), ("198.18.0.6", 8080)], "the new backend")
-    api.apply(service("shop", "dns", "10.96.0.53", protocol="SCTP"))
+    api.apply(service("shop", "dns", "198.19.112.53", protocol="SCTP"))
     await until(lambda: running.health.skip_counts() == {("shop/dns", "sctp"): 1}, "the skip")
     await until(lambda: [e["involvedObject"]["name"] for e in api.posted_events] == ["dns"], "the skip Event")
     api.apply(service("shop", "headless", "None"))
@@ -84,7 +87,7 @@ async def test_a_restart_with_compacted_history_relists_and_drops_what_went_away
     await until(lambda: "shop/web" in stored(running.store), "the first reconcile")
     api.stop()
     api.delete("Service", "shop", "web")
-    api.apply(service("shop", "db", "10.96.0.11"))
+    api.apply(service("shop", "db", "198.19.112.11"))
     api.start(keep_history=False)
     await until(lambda: set(stored(running.store)) == {"shop/db"}, "the relist after the restart")
 
@@ -116,3 +119,26 @@ async def test_the_leader_with_an_unusable_kubeconfig_says_why_and_keeps_running
         assert health.view().watching and "cannot be used" in health.view().problems["kubeconfig"]
         nursery.cancel_scope.cancel()
     assert "kubeconfig" in health.view().problems and not health.view().watching
+
+
+async def test_both_kinds_relisting_reconcile_once_when_both_are_in() -> None:
+    """An API server restart or compaction costs both watches their history: a reconcile as soon
+    as the first relist is in would run against the other kind's stale view and write every
+    Service twice."""
+    reconciled: list[tuple[int, int]] = []
+
+    class Counting(ServiceSync):
+        async def reconcile(self) -> None:
+            reconciled.append((len(self.view.services), len(self.view.slices)))
+
+    sync = Counting(MemoryStore(), cast(KubeApi, None), CIDR, KubeHealth())
+    web, slice_ = service("shop", "web", "198.19.112.10"), endpoint_slice("shop", "web-a", "web", ["198.18.0.5"], port=8080)
+    send, receive = trio.open_memory_channel[Update](10)
+    for update in (
+        Listed(SERVICES, []), Listed(ENDPOINT_SLICES, []),  # the first lists: one reconcile
+        Relisting(SERVICES), Relisting(ENDPOINT_SLICES), Listed(SERVICES, [web]), Listed(ENDPOINT_SLICES, [slice_]),
+    ):  # fmt: skip
+        send.send_nowait(update)
+    send.close()
+    await sync._consume(receive)
+    assert reconciled == [(0, 0), (1, 1)]

@@ -101,7 +101,7 @@ SERVICE_LB = {
 }  # fmt: skip
 
 KUBE_WEB = {
-    "namespace": "shop", "name": "web", "clusterIP": "10.96.0.10", "resourceVersion": "7",
+    "namespace": "shop", "name": "web", "clusterIP": "198.19.112.10", "resourceVersion": "7",
     "ports": [
         {"name": "http", "protocol": "TCP", "port": 80, "nodePort": 0,
          "backends": [{"ip": "10.1.0.2", "port": 8080}, {"ip": "10.1.0.9", "port": 8081}]},

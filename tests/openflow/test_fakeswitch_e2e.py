@@ -110,7 +110,7 @@ def test_node_b_delivers_what_node_a_tunnels() -> None:
     assert b.send(9, **on_wire).ports == [5]
 
 
-CLUSTER_IP = ipv4("10.96.0.10", "cluster ip")
+CLUSTER_IP = ipv4("198.19.112.10", "cluster ip")
 GATEWAY_MAC = vip_mac(ipv4("10.1.0.254", "gateway"))
 
 

@@ -24,7 +24,7 @@ def test_desired_is_deterministic_whatever_the_input_order() -> None:
 def test_every_cookie_carries_the_round_and_a_category() -> None:
     cookies = [f.cookie for f in desired(node_a(round_=7)).flows]
     assert {round_of(c) for c in cookies} == {7}
-    assert {(c >> 40) & 0xFF for c in cookies} == {int(c) for c in Category}
+    assert {(c >> 40) & 0xFF for c in cookies} == {int(c) for c in Category} - {Category.ROUTING}  # node A bridges (no router)
 
 
 def test_two_objects_claiming_one_match_fail_loudly() -> None:

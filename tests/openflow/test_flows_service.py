@@ -60,8 +60,8 @@ KUBE_DNS = group_id(Category.SERVICE, "k8s:shop/web:17:53")
 def test_kube_service_ports_have_their_own_backends_and_target_ports() -> None:
     spec = kube_service_of(KUBE_WEB)
     assert texts(service.service_flows(TABLES, spec, 1))[1:] == [
-        f"table=4, priority=200,ct_state=+new+trk,tcp,nw_dst=10.96.0.10,tp_dst=80 actions=group:{KUBE_HTTP}",
-        f"table=4, priority=200,ct_state=+new+trk,udp,nw_dst=10.96.0.10,tp_dst=53 actions=group:{KUBE_DNS}",
+        f"table=4, priority=200,ct_state=+new+trk,tcp,nw_dst=198.19.112.10,tp_dst=80 actions=group:{KUBE_HTTP}",
+        f"table=4, priority=200,ct_state=+new+trk,udp,nw_dst=198.19.112.10,tp_dst=53 actions=group:{KUBE_DNS}",
     ]
     assert [group_text(g) for g in service.service_groups(TABLES, spec)] == [
         f"group_id={KUBE_HTTP},type=select,bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=10.1.0.2:8080)),"
@@ -74,9 +74,9 @@ def test_session_affinity_looks_up_learned_backends_before_the_select_group() ->
     spec = dataclasses.replace(kube_service_of({**KUBE_WEB, "ports": KUBE_WEB["ports"][1:]}), affinity_timeout=10800)
     learned = f"{service.learned_cookie(spec):#x}"
     assert texts(service.service_flows(TABLES, spec, 1))[1:] == [
-        "table=4, priority=200,ct_state=+new+trk,udp,nw_dst=10.96.0.10,tp_dst=53 actions=resubmit(,9),resubmit(,10)",
-        f"table=10, priority=100,udp,nw_dst=10.96.0.10,tp_dst=53 actions=group:{KUBE_DNS}",
-        "table=10, priority=200,udp,reg0=0xa010009,reg1=0x14e9,nw_dst=10.96.0.10,tp_dst=53 actions="
+        "table=4, priority=200,ct_state=+new+trk,udp,nw_dst=198.19.112.10,tp_dst=53 actions=resubmit(,9),resubmit(,10)",
+        f"table=10, priority=100,udp,nw_dst=198.19.112.10,tp_dst=53 actions=group:{KUBE_DNS}",
+        "table=10, priority=200,udp,reg0=0xa010009,reg1=0x14e9,nw_dst=198.19.112.10,tp_dst=53 actions="
         f"learn(table=9,idle_timeout=10800,priority=100,cookie={learned},eth_type=0x800,nw_proto=17,NXM_OF_IP_SRC[],NXM_OF_IP_DST[],"
         "NXM_OF_UDP_DST[],load:0xa010009->NXM_NX_REG0[],load:0x14e9->NXM_NX_REG1[0..15]),ct(commit,table=5,zone=65520,nat(dst=10.1.0.9:5353))",
     ]

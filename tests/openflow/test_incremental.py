@@ -392,6 +392,9 @@ class RecordingSwitch:
     async def dump_flows(self) -> list[FlowRecord]:
         return []
 
+    async def dump_flow_messages(self) -> tuple[bytes, ...]:
+        return ()
+
     async def send_flow_mods(self, encoded: fastpath.Messages | bytes) -> None:
         for message in fastpath.split_messages(encoded.data if isinstance(encoded, fastpath.Messages) else encoded):
             self._record(message)

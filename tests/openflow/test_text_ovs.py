@@ -14,6 +14,7 @@ from tests.openflow.ovs_fixture import Ovs, fixture_ovs, fixture_ovs_instance  #
 from tests.openflow.scenario import KUBE_WEB, RED_VLAN, ep, kube_service_of, local_of, node_a, remote_of
 from tests.openflow.test_flows_netpol import DB_RULES
 from tests.openflow.test_flows_policy import rule
+from tests.openflow.test_flows_routing import routed_node
 
 pytestmark = pytest.mark.ovs
 UNUSED_CONTROLLER_PORT = 9  # discard: the bridge never connects, flows come from ovs-ofctl
@@ -44,7 +45,11 @@ def _vlan() -> Desired:
     )
 
 
-@pytest.mark.parametrize("build", [_vxlan_with_varied_rules, _vlan])
+def _routed_vlan() -> Desired:
+    return desired(routed_node())
+
+
+@pytest.mark.parametrize("build", [_vxlan_with_varied_rules, _vlan, _routed_vlan])
 def test_ovs_dumps_exactly_our_text(ovs: Ovs, build: Callable[[], Desired]) -> None:
     want = build()
     name = ovs.add_bridge(UNUSED_CONTROLLER_PORT)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.disk import small_filesystem as small_filesystem  # a fixture: a tmpfs the test fills
 from tests.support.raft_processes import Cluster
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import socket
 import struct
 import threading
@@ -268,3 +269,40 @@ def test_garbage_and_truncated_frames_from_an_unauthenticated_peer_are_dropped(c
     assert leader.call("put", key="/after/garbage", value=1) > 0
     assert all(m.proc is not None and m.proc.poll() is None for m in cluster3.members), "no member crashed"
     assert leader.status()["readonly_members"] == 0
+
+
+def test_a_leader_that_hears_from_no_majority_steps_down_and_fails_its_pending_write(cluster3: Cluster) -> None:
+    """Check-quorum (docs/raftstore.md#partitions-and-check-quorum). Both followers are frozen
+    with SIGSTOP: their TCP connections stay open but nothing answers, as in a partition."""
+    leader = cluster3.leader()
+    followers = [m for m in cluster3.members if m is not leader]
+    outcome: list[BaseException | int] = []
+
+    def write() -> None:
+        try:
+            outcome.append(leader.call("put", key="/quorum/lost", value=1, timeout=30))
+        except (RemoteError, TimeoutError) as exc:
+            outcome.append(exc)
+
+    for member in followers:
+        assert member.proc is not None
+        member.proc.send_signal(signal.SIGSTOP)
+    try:
+        writer = threading.Thread(target=write)
+        writer.start()
+        stepped_down = time.monotonic()
+        wait_for(lambda: leader.status()["role"] != "leader", 20, "the cut-off leader to step down", interval=0.05)
+        print(f"stepped down {time.monotonic() - stepped_down:.2f}s after its followers froze")
+        assert leader.status()["leader"] is None, "it knows no leader rather than itself (a candidate while its connections stay up)"
+        writer.join(30)
+        assert len(outcome) == 1 and isinstance(outcome[0], RemoteError), outcome
+        assert outcome[0].error == "UnavailableError" and "lost the Raft leadership" in str(outcome[0]), (
+            "failed at the step-down, not at the request timeout"
+        )
+    finally:
+        for member in followers:
+            assert member.proc is not None
+            member.proc.send_signal(signal.SIGCONT)
+    new = cluster3.leader(timeout=30)
+    assert new.call("put", key="/quorum/back", value=2) > 0
+    assert values(leader, "/quorum/back") == {"/quorum/back": 2}, "the old leader follows again"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS, ContivdProcess
+from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS, ContivdProcess, running_cluster
 
 MARKUP = "<img src=x onerror=alert(1)>"
 
@@ -48,6 +49,7 @@ def test_page_renders_updates_live_and_shows_markup_as_text(node: ContivdProcess
         page.wait_for_selector("body[data-ready=true]", timeout=15000)
         assert "node0" in page.inner_text("#summary")
         assert page.locator("#members tr.leader .name").inner_text() == "node0"
+        assert "quorum yes · can commit yes" in page.inner_text("#footer")
         assert page.locator("#diagram g.node.leader").count() == 1
         row = page.locator("#networks tr", has_text="browser-net")
         assert "198.18.30.0/24" in row.inner_text() and "0 / 253" in row.inner_text(), "no endpoint yet; the gateway is not counted"
@@ -89,3 +91,25 @@ def test_page_renders_updates_live_and_shows_markup_as_text(node: ContivdProcess
         assert problems == [], problems
     finally:
         page.close()
+
+
+def test_page_names_an_unreachable_member_and_when_this_node_cannot_commit(tmp_path: Path, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    with running_cluster(tmp_path, 3) as cluster:
+        leader = cluster.leader()
+        first, second = cluster.followers()
+        page = browser.new_page()
+        try:
+            page.goto(leader.url + "/")
+            page.wait_for_selector("body[data-ready=true]", timeout=15000)
+            first.kill()
+            expect(page.locator("#cluster-note .unreachable")).to_contain_text(
+                f"has no Raft link to {first.name} ({first.raft}) since", timeout=30000
+            )
+            expect(page.locator("#footer")).to_contain_text("can commit yes")
+            second.kill()
+            expect(page.locator("#commit-blocked")).to_contain_text("cannot commit: it reaches 1 of 3 voters, a majority is 2", timeout=30000)
+            expect(page.locator("#footer")).to_contain_text("can commit NO")
+        finally:
+            page.close()

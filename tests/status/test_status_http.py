@@ -44,12 +44,14 @@ def test_page_and_assets_are_served_with_a_strict_policy(node: ContivdProcess) -
     assert missing.status_code == 404 and "other.js" in missing.json()["error"]
 
 
-def test_reads_need_loopback_or_the_cluster_secret(node: ContivdProcess) -> None:
+def test_reads_need_loopback_or_a_token(node: ContivdProcess) -> None:
     for path in ("/", "/status/api/snapshot", "/status/api/node", "/status/events"):
         forged = node.get(path, headers={"X-Contivd-Signature": "1:00"})
         assert forged.status_code == 401 and "signature" in forged.json()["error"], path
     assert node.get("/status/api/node", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    assert node.get("/status/api/node", headers={"Authorization": f"Bearer {SECRET}"}).status_code == 200
+    assert node.get("/status/api/node", headers={"Authorization": f"Bearer {SECRET}"}).status_code == 401, "the secret is for nodes only"
+    viewer = node.mint_token("status-viewer", "viewer")
+    assert node.get("/status/api/node", headers={"Authorization": f"Bearer {viewer}"}).status_code == 200
 
 
 def test_snapshot_shows_networks_endpoints_and_the_leader(node: ContivdProcess) -> None:
@@ -65,6 +67,11 @@ def test_snapshot_shows_networks_endpoints_and_the_leader(node: ContivdProcess) 
     assert row[1] == MARKUP and row[7] == f"app={MARKUP}"
     report = node.get("/status/api/node").json()
     assert report["name"] == "node0" and report["store"]["role"] == "leader" and report["agent"] is None
+    written = {"who": "local", "method": "POST", "route": "/plugin/updateEndpoint", "status": 200}
+    writes = wait_for(
+        lambda: (w := node.get("/status/api/snapshot").json()["writes"]) and written.items() <= w[0].items() and w, 10, "the last write shown"
+    )
+    assert "EndpointID=snap-1" in writes[0]["object"] and len(writes) <= 20
 
 
 def test_events_announce_a_new_endpoint_and_batch_a_burst(node: ContivdProcess) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,16 +23,31 @@ def _json_errors(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {**kwargs, "headers": {"Accept": "application/json", **kwargs.get("headers", {})}}
 
 
-class ContivdProcess:
-    """One node (`--datapath none`): its API URL, its raft address, SIGKILL / SIGTERM / restart."""
+def _verify(url: str, ca_file: Path) -> dict[str, Any]:
+    """httpx's `verify` for a node: its CA for https (a ConnectError until the node has written it)."""
+    if not url.startswith("https"):
+        return {}
+    if not ca_file.is_file():
+        raise httpx.ConnectError(f"{ca_file} not written yet")
+    return {"verify": ssl.create_default_context(cafile=ca_file)}
 
-    def __init__(self, name: str, root: Path, raft: str, api_port: int, peers: list[str], secret: str | None = SECRET):
+
+class ContivdProcess:
+    """One node (`--datapath none`): its API URL, its raft address, SIGKILL / SIGTERM / restart.
+    With `tls`, the node serves TLS on loopback too (`--tls always`) and calls verify its CA."""
+
+    def __init__(self, name: str, root: Path, raft: str, api_port: int, peers: list[str], secret: str | None = SECRET, tls: bool = False):
         self.name, self.raft, self.peers, self.secret = name, raft, peers, secret
         self.data_dir = root / name
-        self.url = f"http://127.0.0.1:{api_port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{api_port}"
         self.api_listen = f"127.0.0.1:{api_port}"
         self.proc: subprocess.Popen[bytes] | None = None
-        self.extra: tuple[str, ...] = ()  # further `contivd run` flags
+        self.extra: tuple[str, ...] = ("--tls", "always") if tls else ()  # further `contivd run` flags
+
+    @property
+    def ca_file(self) -> Path:
+        """The cluster CA the node writes on start (with TLS)."""
+        return self.data_dir / "tls" / "ca.crt"
 
     def start(self) -> ContivdProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -52,16 +68,22 @@ class ContivdProcess:
     def log_text(self) -> str:
         return (self.data_dir / "contivd.log").read_text(errors="replace")[-4000:]
 
+    def mint_token(self, name: str, role: str = "admin", ttl: float | None = None) -> str:
+        """A token as `contivd auth bootstrap` mints it (a request signed with the cluster secret)."""
+        from contivd.http.bootstrap import mint_token
+
+        return str(mint_token(self.url, self.secret, name, role, ttl, who=f"tests:{self.name}")["token"])
+
     # get/post/delete ask for contivd's typed errors (4xx + JSON), as `contivd ctl` does; pass
     # headers={"Accept": "*/*"} to be served Contiv's contract (500 + text) instead.
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=15, **_json_errors(kwargs))
+        return httpx.get(self.url + path, timeout=15, **_verify(self.url, self.ca_file), **_json_errors(kwargs))
 
     def post(self, path: str, body: Any, **kwargs: Any) -> httpx.Response:
-        return httpx.post(self.url + path, json=body, timeout=15, **_json_errors(kwargs))
+        return httpx.post(self.url + path, json=body, timeout=15, **_verify(self.url, self.ca_file), **_json_errors(kwargs))
 
     def delete(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.delete(self.url + path, timeout=15, **_json_errors(kwargs))
+        return httpx.delete(self.url + path, timeout=15, **_verify(self.url, self.ca_file), **_json_errors(kwargs))
 
     def info(self) -> dict[str, Any] | None:
         try:
@@ -102,10 +124,12 @@ class ContivdProcess:
 class ContivdCluster:
     """N voter nodes on loopback with a cluster secret."""
 
-    def __init__(self, root: Path, size: int, secret: str | None = SECRET):
+    def __init__(self, root: Path, size: int, secret: str | None = SECRET, tls: bool = False):
         ports = free_ports(2 * size)
         rafts = [f"127.0.0.1:{ports[2 * i]}" for i in range(size)]
-        self.nodes = [ContivdProcess(f"node{i}", root, rafts[i], ports[2 * i + 1], [r for r in rafts if r != rafts[i]], secret) for i in range(size)]
+        self.nodes = [
+            ContivdProcess(f"node{i}", root, rafts[i], ports[2 * i + 1], [r for r in rafts if r != rafts[i]], secret, tls) for i in range(size)
+        ]
 
     def start(self, timeout: float = 30) -> ContivdCluster:
         for node in self.nodes:

@@ -304,6 +304,9 @@ def kubeconfig_text(url: str, token: str) -> str:
 def _handler_for(api: KubeApiServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive and chunked watch streams, as the client expects
+        # TCP_NODELAY, as the real API server has it (Go sets it on every connection): with Nagle
+        # a response's body, written after its headers, waited for the client's delayed ACK (40 ms)
+        disable_nagle_algorithm = True
 
         def setup(self) -> None:
             super().setup()

@@ -29,8 +29,17 @@ class RemoteError(TransientError):
 class StoreProcess:
     """One member. `call()` is thread-safe; watch events arrive on `watch()` queues."""
 
-    def __init__(self, listen: str | None, peers: list[str], data_dir: Path, secret: str | None = SECRET, extra: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        listen: str | None,
+        peers: list[str],
+        data_dir: Path,
+        secret: str | None = SECRET,
+        extra: tuple[str, ...] = (),
+        log_dir: Path | None = None,
+    ):
         self.listen, self.peers, self.data_dir, self.secret, self.extra = listen, peers, data_dir, secret, extra
+        self.log_dir = log_dir or data_dir  # elsewhere when the data dir's filesystem is filled on purpose
         self.proc: subprocess.Popen[bytes] | None = None
         self._ids = itertools.count(1)
         self._replies: dict[int, queue.Queue[dict[str, Any]]] = {}
@@ -47,7 +56,8 @@ class StoreProcess:
         if self.secret:
             env["CONTIVD_CLUSTER_SECRET"] = self.secret
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.stderr = open(self.data_dir / "stderr.log", "ab")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.stderr = open(self.log_dir / "stderr.log", "ab")
         self._ready: queue.Queue[dict[str, Any]] = queue.Queue()
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env)
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
@@ -59,7 +69,7 @@ class StoreProcess:
         return self
 
     def stderr_text(self) -> str:
-        return (self.data_dir / "stderr.log").read_text(errors="replace")[-3000:]
+        return (self.log_dir / "stderr.log").read_text(errors="replace")[-3000:]
 
     def _read(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None

@@ -47,6 +47,16 @@ HOLD = (  # one TCP connection kept open: the greeting, then the answer to each 
 )
 
 
+SERVE_NAME = (  # a one-line answer per TCP connection (argv[2]), then close: for tests that only ask "who answered?"
+    "import socket,sys\n"
+    "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', int(sys.argv[1]))); s.listen()\n"
+    "print('ready', flush=True)\n"
+    "while True:\n"
+    "    c=s.accept()[0]; c.sendall(sys.argv[2].encode()); c.close()\n"
+)
+FETCH_ONE = "import socket,sys; c=socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2); print(c.recv(64).decode())"
+
+
 def in_namespace(namespace: str, *command: str) -> list[str]:
     return ["ip", "netns", "exec", namespace, *command]
 
@@ -57,6 +67,19 @@ def fetch(pod: str, host: str, port: int, count: int, protocol: str = "tcp") -> 
         in_namespace(pod, sys.executable, "-c", FETCH, host, str(port), str(count), protocol), capture_output=True, text=True, timeout=60
     )
     return done.stdout.split()
+
+
+def first_answer(namespace: str, address: str, port: int) -> str:
+    """What one TCP connection from `namespace` to address:port reads first ('' when it fails)."""
+    out = subprocess.run(in_namespace(namespace, sys.executable, "-c", FETCH_ONE, address, str(port)), capture_output=True, text=True, timeout=60)
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def start_answering(namespace: str, port: int, text: str, script: str = SERVE_NAME) -> subprocess.Popen[str]:
+    """`script` (SERVE_NAME: answers `text` on each connection) listening on `port`; the caller kills it."""
+    server = subprocess.Popen(in_namespace(namespace, sys.executable, "-c", script, str(port), text), stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+    return server
 
 
 class Processes:

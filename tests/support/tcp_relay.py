@@ -30,6 +30,8 @@ class Relay:
             except OSError:
                 near.close()
                 continue
+            for s in (near, far):  # relay each write at once: Nagle would hold small ones for the peer's delayed ACK
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self.lock:
                 self.open |= {near, far}
             for a, b in ((near, far), (far, near)):

@@ -37,7 +37,9 @@ def test_precedence_flag_over_env_over_file(tmp_path: Path) -> None:
         ({"peers": "127.0.0.1:9002", "raft_listen": "127.0.0.1:9002"}, {}, "listed twice"),
         ({"agent_listen": "198.18.0.1:9090"}, {}, "--agent-listen 198.18.0.1:9090: refusing a non-loopback API"),
         ({"net_mode": "gre"}, {}, "--net-mode: 'gre' must be one of vxlan, vlan"),
-        ({"fwd_mode": "routing"}, {}, "bridge mode only"),
+        ({"fwd_mode": "routing"}, {}, "--fwd-mode routing: needs --datapath ovs and exactly one --vlan-uplinks interface"),
+        ({"fwd_mode": "routing", "vlan_uplinks": "eth1,eth2"}, {}, "exactly one --vlan-uplinks"),
+        ({"fwd_mode": "switching"}, {}, "--fwd-mode: 'switching' must be one of bridge, routing"),
         ({}, {"CONTIVD_VLAN_UPLINKS": "eth0,a-very-long-interface-name"}, "not a network interface name"),
     ],
 )
@@ -71,3 +73,8 @@ def test_agent_options_parse() -> None:
     config = load({"vlan_uplinks": "eth1, eth2", "net_mode": "VLAN", "agent_listen": "127.0.0.1:9191"}, None, {})
     assert config.vlan_uplinks == ("eth1", "eth2") and config.net_mode == "vlan" and config.fwd_mode == "bridge"
     assert config.agent_url == "http://127.0.0.1:9191"
+
+
+def test_routing_mode_with_one_uplink_is_accepted() -> None:
+    config = load({"fwd_mode": "routing", "vlan_uplinks": "eth1"}, None, {})
+    assert (config.fwd_mode, config.vlan_uplinks) == ("routing", ("eth1",))

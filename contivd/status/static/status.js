@@ -67,7 +67,9 @@ function renderSummary(snap) {
   document.getElementById("summary").replaceChildren(
     ...items.map(([k, v]) => el("span", { class: k === "leader" && !c.leader ? "item bad" : "item" }, el("b", {}, k), v)),
   );
-  document.getElementById("footer").replaceChildren(`served by ${c.self} · quorum ${c.hasQuorum ? "yes" : "NO"}`);
+  document.getElementById("footer").replaceChildren(
+    `served by ${c.self} · quorum ${c.hasQuorum ? "yes" : "NO"} · can commit ${c.canCommit ? "yes" : "NO"}`,
+  );
 }
 
 function renderMembers(cluster) {
@@ -85,7 +87,15 @@ function renderMembers(cluster) {
   );
   table(document.getElementById("members"), ["node", "role", "health", "term", "commit", "applied", "raft", "VTEP"], rows);
   const problems = cluster.members.filter((m) => m.reasons.length).map((m) => `${m.name}: ${m.reasons.join("; ")}`);
-  document.getElementById("cluster-note").replaceChildren(...problems.map((p) => el("div", {}, p)));
+  const unreachable = cluster.unreachable.map(
+    (u) => `${cluster.self} has no Raft link to ${u.name} (${u.raftAddress}) since ${new Date(u.since * 1000).toISOString().slice(0, 19)}Z, ${ago(u.since)}`,
+  );
+  const blocked = cluster.canCommit ? [] : [`${cluster.self} cannot commit: ${cluster.commitBlockers.join("; ")}`];
+  document.getElementById("cluster-note").replaceChildren(
+    ...blocked.map((p) => el("div", { class: "bad", id: "commit-blocked" }, p)),
+    ...unreachable.map((p) => el("div", { class: "unreachable" }, p)),
+    ...problems.map((p) => el("div", {}, p)),
+  );
 }
 
 function renderDiagram(cluster, vlan) {
@@ -288,6 +298,20 @@ function renderEndpoints() {
 
 // ---- data flow ------------------------------------------------------------------------------
 
+function renderWrites(writes) {
+  const rows = (writes || []).map((w) =>
+    el("tr", {},
+      el("td", { title: new Date(w.time * 1000).toISOString() }, ago(w.time)),
+      el("td", {}, w.who),
+      el("td", {}, `${w.method} ${w.route}`),
+      el("td", {}, w.object),
+      el("td", {}, badge(String(w.status), w.status < 300 ? "ok" : "bad")),
+      el("td", {}, w.node),
+    ));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "no writes recorded")));
+  table(document.getElementById("writes"), ["when", "who", "request", "object", "status", "executed on"], rows);
+}
+
 function renderCluster(cluster) {
   state.snapshot.cluster = cluster;
   renderSummary(state.snapshot);
@@ -307,6 +331,7 @@ function render(snap) {
   renderNetworks(snap.store);
   renderPolicy(snap.store);
   renderServices(snap.store);
+  renderWrites(snap.writes);
   indexEndpoints(snap.store);
   renderEndpoints();
   if (!state.rendered) {

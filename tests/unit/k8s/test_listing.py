@@ -10,7 +10,7 @@ from raftstore import KeyValue
 WEB = KubeServiceState(
     namespace="shop",
     name="web",
-    cluster_ip="10.96.0.10",
+    cluster_ip="198.19.112.10",
     ports=(
         KubeServicePort("http", "TCP", 80, 30080, (KubeBackend("198.18.0.5", 8080), KubeBackend("198.18.0.6", 8080))),
         KubeServicePort("admin", "TCP", 81, 0, (KubeBackend("198.18.0.5", 9090),)),
@@ -36,7 +36,7 @@ def test_the_api_lists_records_with_their_kind() -> None:
 def test_rows_mark_each_kind() -> None:
     assert service_rows(snapshot()) == [
         {"kind": "contiv", "name": "default/lb", "address": "198.18.5.1", "ports": ["80:8080:TCP"], "backends": 0},
-        {"kind": "kubernetes", "name": "shop/web", "address": "10.96.0.10", "ports": ["http 80/TCP (node :30080)", "admin 81/TCP"], "backends": 2},
+        {"kind": "kubernetes", "name": "shop/web", "address": "198.19.112.10", "ports": ["http 80/TCP (node :30080)", "admin 81/TCP"], "backends": 2},
     ]
 
 

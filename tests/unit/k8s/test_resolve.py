@@ -11,10 +11,10 @@ from contivd.k8s.resolve import Skipped, owning_service, resolve_service
 from contivd.k8s.view import ENDPOINT_SLICES, SERVICES, ClusterView
 from contivd.state import KubeBackend, KubeServicePort, KubeServiceState
 
-CIDR = ipaddress.IPv4Network("10.96.0.0/12")
+CIDR = ipaddress.IPv4Network("198.19.112.0/20")
 
 
-def service(name: str = "web", cluster_ip: str = "10.96.0.10", ports: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
+def service(name: str = "web", cluster_ip: str = "198.19.112.10", ports: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
     ports = ports if ports is not None else [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": "web"}]
     return {
         "kind": "Service",
@@ -50,7 +50,7 @@ def test_a_cluster_ip_service_with_one_port_and_ready_backends() -> None:
     assert resolve_service(service(), slices, CIDR) == KubeServiceState(
         namespace="shop",
         name="web",
-        cluster_ip="10.96.0.10",
+        cluster_ip="198.19.112.10",
         ports=(KubeServicePort("http", "TCP", 80, 0, (KubeBackend("198.18.0.5", 8080), KubeBackend("198.18.0.6", 8080))),),
         affinity_timeout=0,
         resource_version="7",
@@ -134,7 +134,7 @@ def test_headless_and_external_name_services_have_no_record_and_no_complaint(spe
             service(type="NodePort", externalTrafficPolicy="Local", ports=[{"name": "http", "port": 80, "nodePort": 30080}]),
             "external-traffic-policy-local",
         ),
-        (service(cluster_ip="192.0.2.10"), "cluster-ip-outside-service-cidr"),
+        (service(cluster_ip="198.19.224.10"), "cluster-ip-outside-service-cidr"),
         (service(cluster_ip="fd00::10"), "cluster-ip-outside-service-cidr"),
         (service(cluster_ip="ten"), "invalid-cluster-ip"),
         (service(ports=[{"name": "http"}]), "malformed"),
@@ -160,7 +160,7 @@ def test_owning_service_reads_the_label() -> None:
 
 def test_the_view_tracks_slices_per_service_and_says_what_an_event_touched() -> None:
     view = ClusterView(CIDR)
-    assert view.replace(SERVICES, [service("web"), service("db", cluster_ip="10.96.0.11")]) == {"shop/web", "shop/db"}
+    assert view.replace(SERVICES, [service("web"), service("db", cluster_ip="198.19.112.11")]) == {"shop/web", "shop/db"}
     slice_a = endpoint_slice("a", [ready("198.18.0.5")], [{"name": "http", "port": 80}])
     assert view.apply(ENDPOINT_SLICES, "ADDED", slice_a) == {"shop/web"}
     assert record(view.resolve("shop/web")).ports[0].backends == (KubeBackend("198.18.0.5", 80),)

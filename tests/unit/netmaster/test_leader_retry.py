@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+import trio
 
 from contivd.netmaster.service import COMMIT_ATTEMPTS, ConflictRetryError, Netmaster
 from contivd.state import keys as layout
@@ -72,3 +75,52 @@ async def test_a_failed_sync_before_a_configuration_write_writes_nothing(netmast
     with pytest.raises(UnavailableError):
         await netmaster.put_object("networks", "default:n", network("n", "198.18.43.0/24"))
     assert store.revision == revision and net_state(store, "n") is None
+
+
+async def test_a_cancelled_committer_tells_the_rest_of_its_batch_and_a_retry_succeeds(
+    with_network: Netmaster, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The committing request is cancelled mid-commit (its node stopped leading, so the API
+    gave up on it). The other request of its batch learns it as UnavailableError, rather than
+    hanging or committing someone else's batch and finding no answer."""
+    committer: list[trio.lowlevel.Task] = []
+
+    async def blocks(*args: Any, **kwargs: Any) -> Any:
+        committer.append(trio.lowlevel.current_task())
+        await trio.sleep_forever()
+
+    monkeypatch.setattr(store, "txn", blocks)
+    scopes: dict[trio.lowlevel.Task, trio.CancelScope] = {}
+    outcomes: dict[str, str] = {}
+
+    async def request(endpoint: str) -> None:
+        with trio.CancelScope() as scope:
+            scopes[trio.lowlevel.current_task()] = scope
+            try:
+                await create(with_network, endpoint, "n")
+                outcomes[endpoint] = "created"
+            except UnavailableError as exc:
+                outcomes[endpoint] = str(exc)
+        if scope.cancelled_caught:
+            outcomes[endpoint] = "cancelled"
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(request, "e")
+            nursery.start_soon(request, "f")  # both queue before the first commit takes the batch
+            while not committer:
+                await trio.sleep(0.01)
+            scopes[committer[0]].cancel()
+    assert sorted(outcomes.values(), key=len)[0] == "cancelled" and "abandoned" in max(outcomes.values(), key=len), outcomes
+    monkeypatch.undo()
+    assert (await create(with_network, "g", "n"))["ipAddress"] == "198.18.40.1", "nothing was half-written"
+
+
+async def test_a_create_answered_from_local_state_syncs_first(with_network: Netmaster, store: MemoryStore) -> None:
+    """A retried create finds its endpoint and writes nothing: it still goes through the log
+    (a barrier), so a leader cut off from the majority answers 503 instead of acknowledging."""
+    first = await create(with_network, "e", "n")
+    store.fail_next("sync", UnavailableError("no quorum for the barrier"))
+    with pytest.raises(UnavailableError, match="no quorum for the barrier"):
+        await create(with_network, "e", "n")
+    assert await create(with_network, "e", "n") == first, "with a quorum, the retry gets the first answer"

@@ -1,0 +1,104 @@
+"""A node's TLS files: the operator's (`--tls-cert/--tls-key/--tls-ca`) or issued by the cluster CA.
+
+The cluster CA lives in the store under `keys.TLS_CA`: its certificate in clear, its private
+key sealed with the cluster secret (`pki.seal_key`). The first node that needs TLS creates it
+(a transaction that only succeeds while the key is absent, so two nodes starting together
+agree on one CA); every node then issues itself a certificate for its addresses, keeping its
+own private key on its disk only (`<data dir>/tls/node.key`, mode 0600). A restart reuses the
+files while they still fit, so a node restarts without waiting for a quorum.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from raftstore import Put, Store, StoreError, absent
+
+from ..state import keys as layout
+from .fingerprint import fingerprint_pem
+from .pki import KeyPair, certificate_fits, create_ca, issue_node_certificate, open_key, seal_key
+
+log = logging.getLogger("contivd.tls")
+RETRY_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """The files hypercorn serves and the CA peers are verified against."""
+
+    certificate: Path
+    key: Path
+    ca: Path
+
+    @property
+    def ca_pem(self) -> str:
+        return self.ca.read_text()
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of the CA certificate: what operators pin (`contivd ctl --fingerprint`)."""
+        return fingerprint_pem(self.ca_pem)
+
+    def client_context(self) -> ssl.SSLContext:
+        return peer_context(self.ca_pem)
+
+
+def peer_context(ca_pem: str) -> ssl.SSLContext:
+    """For calls to peers: their certificate must chain to `ca_pem` (the cluster CA) and name
+    the address called. HTTP/1.1 only: the forwarding client speaks h11."""
+    context = ssl.create_default_context(cadata=ca_pem)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    """Whole or not at all: a temporary file with its final mode, renamed over the old one."""
+    temporary = path.with_name(path.name + ".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(temporary, mode)
+    os.replace(temporary, path)
+
+
+async def _cluster_ca(store: Store, secret: str, creator: str) -> KeyPair:
+    """The cluster CA from the store, created when there is none; waits for a leader."""
+    waiting_logged = False
+    while True:
+        try:
+            kv = await store.get(layout.TLS_CA)
+            if kv is not None:
+                return KeyPair(kv.value["certificate"], open_key(kv.value["sealedKey"], secret))
+            ca = create_ca(creator)
+            record = {"certificate": ca.certificate, "sealedKey": seal_key(ca.key, secret), "createdBy": creator}
+            if (await store.txn([absent(layout.TLS_CA)], [Put(layout.TLS_CA, record)])).succeeded:
+                log.info("created the cluster CA (fingerprint sha256 %s)", fingerprint_pem(ca.certificate))
+                return ca
+        except StoreError as exc:
+            if not waiting_logged:
+                log.info("waiting for the store to read the cluster CA (TLS listeners start after it): %s", exc)
+                waiting_logged = True
+            await trio.sleep(RETRY_SECONDS)
+
+
+async def issued_tls_files(store: Store, directory: Path, secret: str, node: str, hosts: tuple[str, ...]) -> TlsFiles:
+    """This node's files under `directory`, issued by the cluster CA for `hosts` when missing
+    or no longer fitting; raises PkiError when the store's CA cannot be opened with `secret`."""
+    files = TlsFiles(directory / "node.crt", directory / "node.key", directory / "ca.crt")
+    present = all(path.is_file() for path in (files.certificate, files.key, files.ca))
+    if present and certificate_fits(files.certificate.read_text(), files.ca_pem, hosts):
+        return files
+    ca = await _cluster_ca(store, secret, node)
+    issued = await trio.to_thread.run_sync(issue_node_certificate, ca, node, hosts)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _write(files.key, issued.key, 0o600)
+    _write(files.certificate, issued.certificate, 0o644)
+    _write(files.ca, ca.certificate, 0o644)
+    log.info("issued this node's certificate for %s (cluster CA sha256 %s)", ", ".join(hosts), files.fingerprint)
+    return files

@@ -1,0 +1,20 @@
+"""Fixtures the CNI tests share (helpers live in harness.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cni.harness import Pod
+
+
+@pytest.fixture
+def pods() -> Iterator[list[Pod]]:
+    """Pod namespaces made by the test (harness.new_pod); removed afterwards, even on failure."""
+    made: list[Pod] = []
+    try:
+        yield made
+    finally:
+        for pod in made:
+            pod.remove()

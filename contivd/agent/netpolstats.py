@@ -1,9 +1,10 @@
-"""NetworkPolicy rule hits on this node: packets and bytes per rule id from the flow statistics
-of the np tables (each flow's cookie names its rule), for `/netpolstats` and /metrics.
+"""Policy rule hits on this node: packets and bytes per rule id from the flow statistics of the
+rules' tables (each flow's cookie names its rule). NetworkPolicy's (np tables) for `/netpolstats`
+and /metrics, Contiv's compiled rules (the policy table) for `/rulestats`.
 
 An allow's hits passed it; an isolation's (`<ns>/<pod>/<direction>/isolation`) were dropped by
 default. Summed over nodes they are the rule's hits (policy is judged at the source node).
-Not responsible for the flows themselves (openflow.flows.netpol).
+Not responsible for the flows themselves (openflow.flows.netpol, openflow.flows.policy).
 """
 
 from __future__ import annotations
@@ -41,14 +42,25 @@ def metric_labels(rule_id: str) -> tuple[str, str, str]:
 async def netpol_hits(datapaths: Iterable[BridgeDatapath], snapshot: StateSnapshot) -> dict[str, RuleHits]:
     """Every rule id of the snapshot's NetworkPolicy records with its hits on these bridges
     (0 when none); OpenFlowError when a bridge cannot be asked."""
-    by_cookie = {cookie(Category.NETPOL, r.rule_id): r.rule_id for pod in snapshot.k8s_netpol.values() for r in pod.rules}
+    rule_ids = (r.rule_id for pod in snapshot.k8s_netpol.values() for r in pod.rules)
+    return await _hits(datapaths, Category.NETPOL, rule_ids, ("np_egress", "np_ingress"))
+
+
+async def contiv_rule_hits(datapaths: Iterable[BridgeDatapath], snapshot: StateSnapshot) -> dict[str, RuleHits]:
+    """Every compiled Contiv rule id of the snapshot with its hits on these bridges (0 when none);
+    OpenFlowError when a bridge cannot be asked."""
+    return await _hits(datapaths, Category.POLICY, (r.rule_id for r in snapshot.rules.values()), ("policy",))
+
+
+async def _hits(datapaths: Iterable[BridgeDatapath], category: Category, rule_ids: Iterable[str], tables: tuple[str, ...]) -> dict[str, RuleHits]:
+    by_cookie = {cookie(category, rule_id): rule_id for rule_id in rule_ids}
     totals = {rule_id: [0, 0, 0] for rule_id in sorted(set(by_cookie.values()))}
     for datapath in datapaths:
         connection = datapath.pusher.connection
         if connection is None or connection.closed:
             continue
-        for table in (TABLES["np_egress"].id, TABLES["np_ingress"].id):
-            for record in await connection.dump_flows(table=table):
+        for table in tables:
+            for record in await connection.dump_flows(table=TABLES[table].id):
                 rule_id = by_cookie.get(record.cookie & ~ROUND_MASK & _U64)
                 if rule_id is not None:
                     counts = totals[rule_id]

@@ -46,6 +46,7 @@ from ..k8s.listing import kubernetes_services, trace_address
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError, contiv_line
 from ..model.netpolicy import Compiled, decide, decision_json, parse_trace
+from ..model.policy import hits_per_rule
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
@@ -265,6 +266,25 @@ class Handlers:
         service, _, tenant = key.partition(":")
         found = (await self.ctx.cache.sync()).services.get(f"{service}:{tenant}")
         return None if found is None else [found.to_json()]
+
+    async def policy_hits(self, body: bytes) -> Any:
+        """Each node agent's `/rulestats` summed per model rule; a node that cannot answer is named
+        in `unanswered` (its packets are missing from the sums, not an error)."""
+        answers: list[dict[str, Any]] = []
+        unanswered: list[str] = []
+        for node in registered_nodes(self.ctx.store):
+            if not node.agent_url:
+                continue
+            try:
+                called = await self._call_agent(node.name, "GET", "/rulestats")
+            except (OSError, ConnectionError, trio.TooSlowError) as exc:
+                log.info("policy hits: node %s's /rulestats did not answer: %s", node.name, exc)
+                called = None
+            if called is None or called[0] != 200:
+                unanswered.append(node.name)
+                continue
+            answers.append(json.loads(called[1]))
+        return {"rules": hits_per_rule(answers), "unanswered": unanswered}
 
     async def debug_ofnet(self, body: bytes) -> Any:
         snapshot = await self.ctx.cache.sync()

@@ -57,6 +57,13 @@ ROUTES: tuple[Route, ...] = (
         "NetworkPolicy's verdict for SRC/DST[/PROTO/PORT] (IP, endpoint id or namespace/name) and the rules deciding it",
         role=VIEWER,
     ),
+    Route(
+        "policy_hits",
+        "GET",
+        "/policy/hits",
+        "Packets and bytes per Contiv policy rule (tenant:policy:ruleId), summed over the nodes' agents; nodes that did not answer",
+        role=VIEWER,
+    ),
     Route("debug_ofnet", "GET", "/debug/ofnet", "Endpoints and policy rules as the datapath master sees them", role=VIEWER),
     Route("debug_epcleanup", "DELETE", "/debug/epcleanup/tenant/<tenant>/<category>/<key>", "Delete stale endpoints", True, role=OPERATOR),
     Route("openapi", "GET", "/api/v1/openapi.json", "This document", role=VIEWER),

@@ -1,15 +1,17 @@
 """The node agent's REST API (Contiv netplugin's port 9090 routes) on `--agent-listen`.
 
 The netmaster's `/debug/epcleanup` calls `DELETE /debug/reclaimEndpoint/<id>` here on the
-endpoint's node; operators read `/inspect/driver` and `/svcstats`. Callers are authenticated
-like the main API: loopback, a node signature or an operator token (any role reads; the
-reclaim needs operator). `/inspect/bgp` answers the node's BGP speaker (contivd/bgp); contivd
+endpoint's node; operators read `/inspect/driver`, `/svcstats`, `/netpolstats` (NetworkPolicy
+rule hits per rule id) and `/rulestats` (Contiv's compiled rules' hits). Callers are authenticated like the main API: loopback, a node
+signature or an operator token (any role reads; the reclaim needs operator). `/inspect/bgp` answers the node's BGP speaker (contivd/bgp); contivd
 runs no DNS server, so `/inspect/nameserver` answers Contiv's shape with nothing in it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import asdict
 from typing import Any, cast
 
 from quart import Response, request
@@ -20,12 +22,14 @@ from openflow.fields import ROUND_MASK, Category, cookie
 
 from .agent.datapath import BridgeDatapath
 from .agent.inputs import KUBE_SERVICE_PREFIX
+from .agent.netpolstats import RuleHits, contiv_rule_hits, netpol_hits
 from .agent.service import Agent
 from .bgp import BgpSpeaker
 from .http import auth
 from .http.errors import ForbiddenError, UnauthorizedError
 from .http.tokens import Role
 from .ovs import OvsError
+from .state import StateSnapshot
 
 _U64 = (1 << 64) - 1
 
@@ -115,6 +119,22 @@ def create_agent_app(agent: Agent, access: auth.Authenticator, bgp: BgpSpeaker |
             return _json(await service_stats(agent))
         except OpenFlowError as exc:
             return _json({"error": f"reading flow statistics failed: {exc}"}, 503)
+
+    async def rule_stats(read: Callable[[Iterable[BridgeDatapath], StateSnapshot], Awaitable[dict[str, RuleHits]]]) -> Response:
+        try:
+            hits = await read(agent.datapaths.values(), agent.cache.catch_up())
+            return _json({rule_id: asdict(counts) for rule_id, counts in hits.items()})
+        except OpenFlowError as exc:
+            return _json({"error": f"reading flow statistics failed: {exc}"}, 503)
+
+    @app.get("/netpolstats")
+    async def netpolstats() -> Response:
+        return await rule_stats(netpol_hits)
+
+    @app.get("/rulestats")
+    async def rulestats() -> Response:
+        """Contiv's compiled policy rules: packets, bytes and flows per rule id on this node."""
+        return await rule_stats(contiv_rule_hits)
 
     @app.get("/inspect/bgp")
     async def inspect_bgp() -> Response:

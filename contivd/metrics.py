@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 from openflow import TABLES
 from raftstore import Store
 
+from .agent.netpolstats import metric_labels
 from .agent.service import Agent
 from .k8s import KubeHealth
 from .state import EndpointState, StateCache, StateSnapshot
@@ -104,6 +105,17 @@ class StateCollector(Collector):
         if self.kube is not None:
             yield from self._kubernetes(self.kube)
 
+    def _netpol(self, agent: Agent) -> Iterator[Metric]:
+        labels = ["tenant", "policy", "rule"]
+        packets = CounterMetricFamily(
+            "contivd_policy_rule_packets", "Packets a NetworkPolicy rule matched on this node (an isolation: dropped by default)", labels=labels
+        )
+        octets = CounterMetricFamily("contivd_policy_rule_bytes", "Bytes a NetworkPolicy rule matched on this node", labels=labels)
+        for rule_id, hits in sorted(agent.netpol_hits.items()):
+            packets.add_metric(list(metric_labels(rule_id)), hits.packets)
+            octets.add_metric(list(metric_labels(rule_id)), hits.bytes)
+        yield from (packets, octets)
+
     def _kubernetes(self, kube: KubeHealth) -> Iterator[Metric]:
         view = kube.view()
         yield GaugeMetricFamily("contivd_k8s_watching", "1 on the node that watches the Kubernetes API (the Raft leader)", value=int(view.watching))
@@ -178,6 +190,7 @@ class StateCollector(Collector):
         yield from (endpoints, allocated, total)
 
     def _agent(self, agent: Agent) -> Iterator[Metric]:
+        yield from self._netpol(agent)
         stats = agent.statistics()
         flows = GaugeMetricFamily(
             "contivd_agent_flows", "OpenFlow flows installed on the node's bridges, per bridge and table", labels=["bridge", "table"]

@@ -84,6 +84,7 @@ class Category(IntEnum):
     FORWARD = 9
     FLOOD = 10
     ROUTING = 11  # routing mode: the router port, the uplink, learned routes
+    NETPOL = 12  # Kubernetes NetworkPolicy rules (object: the rule_id)
 
 
 ROUND_BITS = 16

@@ -29,13 +29,14 @@ from openflow.diff import diff
 from openflow.encode import record_match
 from openflow.fields import ROUND_MASK
 from openflow.flow import Flow, Group
-from openflow.inputs import Fabric, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, Route, ServiceSpec
+from openflow.inputs import Fabric, LocalPort, NetpolPod, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, Route, ServiceSpec
 from openflow.owners import (
     Built,
     FlowKey,
     Ledger,
     Owner,
     all_owners,
+    build_netpol,
     build_network,
     build_port,
     build_remote,
@@ -83,6 +84,7 @@ class _Snapshot:
     remotes: _Index[RemoteEndpoint]
     rules: _Index[PolicyRuleSpec]
     services: _Index[ServiceSpec]
+    netpol: _Index[NetpolPod]
     routes: _Index[Route]
     members: dict[NetworkRef, dict[str, int]]
     """Networks with local ports on this bridge -> endpoint id -> ofport (their flood buckets)."""
@@ -99,6 +101,7 @@ class _Snapshot:
             _Index(inputs.remote_endpoints, _ENDPOINT_ID, "remote endpoint"),
             _Index(inputs.rules, _RULE_ID, "policy rule"),
             _Index(inputs.services, _SERVICE_ID, "service"),
+            _Index(inputs.netpol, _NETPOL_POD, "NetworkPolicy pod"),
             _Index(inputs.routes, _ROUTE_ID, "route"),
             members,
         )
@@ -108,6 +111,7 @@ _PORT_ID: Callable[[LocalPort], str] = attrgetter("endpoint_id")
 _ENDPOINT_ID: Callable[[RemoteEndpoint], str] = attrgetter("endpoint_id")
 _RULE_ID: Callable[[PolicyRuleSpec], str] = attrgetter("rule_id")
 _SERVICE_ID: Callable[[ServiceSpec], str] = attrgetter("service_id")
+_NETPOL_POD: Callable[[NetpolPod], str] = attrgetter("pod")
 _ROUTE_ID: Callable[[Route], str] = attrgetter("key")
 
 
@@ -167,6 +171,7 @@ class FlowState:
         remotes, changed_remotes = last.remotes.following(inputs.remote_endpoints)
         rules, changed_rules = last.rules.following(inputs.rules)
         services, changed_services = last.services.following(inputs.services)
+        netpols, changed_netpols = last.netpol.following(inputs.netpol)
         routes, changed_routes = last.routes.following(inputs.routes)
         tables, round_, encap = self._tables, fabric.round, fabric.encap
         rebuilt: list[tuple[Owner, Built | None]] = []
@@ -209,12 +214,15 @@ class FlowState:
         for name in changed_services:
             spec = services.by_id.get(name)
             rebuilt.append((("service", name), None if spec is None else build_service(tables, spec, round_, fabric.host_port)))
+        for name in changed_netpols:
+            pod = netpols.by_id.get(name)
+            rebuilt.append((("netpol", name), None if pod is None else build_netpol(tables, pod, round_)))
         router = fabric.router if fabric.routed else None
         for name in changed_routes:
             route = routes.by_id.get(name)
             rebuilt.append((("route", name), None if route is None or router is None else build_route(tables, route, router, round_)))
         plan = self._ledger.change(rebuilt)
-        self._last = _Snapshot(fabric, ports, remotes, rules, services, routes, members)
+        self._last = _Snapshot(fabric, ports, remotes, rules, services, netpols, routes, members)
         self.last_update_full = False
         return plan
 

@@ -141,6 +141,57 @@ class PolicyRuleSpec:
     tcp_flags: tuple[int, int] | None = None
 
 
+NetpolDirection = Literal["ingress", "egress"]
+
+
+@dataclass(frozen=True)
+class NetpolRule:
+    """One compiled Kubernetes NetworkPolicy rule (contivd.model.netpolicy makes them).
+
+    In the ``direction`` table (np_ingress / np_egress), a packet whose pod end (destination for
+    ingress, source for egress) is ``pod_ip`` and whose other end is in ``peer`` (None: any),
+    with ``proto`` (0: any) and a destination port in ``ports`` (None: any), gets ``action``.
+    ``rule_id`` names the policy rule (``<ns>/<policy>/<direction>/<i>``) or the pod's isolation
+    (``<ns>/<pod>/<direction>/isolation``); flows carry it in their cookie, so hit counters are
+    per rule_id."""
+
+    direction: NetpolDirection
+    priority: int
+    pod_ip: int
+    peer: tuple[int, int] | None
+    """(address, prefix length)."""
+    proto: int
+    ports: tuple[int, int] | None
+    """Destination port range, both ends included."""
+    action: Literal["allow", "drop"]
+    rule_id: str
+
+    def matches(self, src: int, dst: int, proto: int, dport: int) -> bool:
+        """Whether the rule's flows match a packet src -> dst (the model's twin of the flows)."""
+        here, there = (dst, src) if self.direction == "ingress" else (src, dst)
+        if here != self.pod_ip:
+            return False
+        if self.peer is not None:
+            mask = ((1 << self.peer[1]) - 1) << (32 - self.peer[1])
+            if there & mask != self.peer[0] & mask:
+                return False
+        if self.proto and proto != self.proto:
+            return False
+        return self.ports is None or self.ports[0] <= dport <= self.ports[1]
+
+    def order(self) -> tuple[str, int, int, tuple[int, int], int, tuple[int, int], str, str]:
+        """A sort key (None peers and ports first; the fields themselves do not compare)."""
+        return (self.direction, self.priority, self.pod_ip, self.peer or (-1, -1), self.proto, self.ports or (-1, -1), self.action, self.rule_id)
+
+
+@dataclass(frozen=True)
+class NetpolPod:
+    """The NetworkPolicy rules whose pod end is one pod (``<namespace>/<name>``): one owner of flows."""
+
+    pod: str
+    rules: tuple[NetpolRule, ...]
+
+
 @dataclass(frozen=True, order=True)
 class Backend:
     """Where one service port sends a connection: a provider's IP and the port it listens on."""
@@ -295,6 +346,8 @@ class NodeInputs:
     """Set in routing mode (VLAN bridge only): see :class:`Router`."""
     routes: tuple[Route, ...] = ()
     """Routes learned over BGP, one per prefix (installed in routing mode only)."""
+    netpol: tuple[NetpolPod, ...] = ()
+    """Kubernetes NetworkPolicy rules, per pod."""
 
     @cached_property
     def fabric(self) -> Fabric:

@@ -9,6 +9,7 @@ alone (plus the round or the bridge's :class:`Fabric`), never from the whole Nod
 * a network with local ports on this bridge: tunnel/uplink classifier flows, gateway ARP,
   flood flows and the two flood groups, whose buckets list the network's local ports;
 * a policy rule: its one flow;
+* a pod's Kubernetes NetworkPolicy rules (those whose pod end it is): their flows;
 * the router (routing mode): the uplink's and the router port's flows, rebuilt with the Fabric
   that carries it;
 * a learned route (routing mode): its one flow;
@@ -30,12 +31,13 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from openflow.flow import Flow, Group, PipelineError, key_order, sort_flows
-from openflow.flows import arp, base, classifier, dstepg, forward, policy, qos, routing, service, spoofguard
+from openflow.flows import arp, base, classifier, dstepg, forward, netpol, policy, qos, routing, service, spoofguard
 from openflow.inputs import (
     ANYCAST_MAC,
     Fabric,
     HostPort,
     LocalPort,
+    NetpolPod,
     NetworkRef,
     NodeInputs,
     PolicyRuleSpec,
@@ -49,7 +51,7 @@ from openflow.plan import Desired, Plan
 
 Owner = tuple[str, str | NetworkRef]
 """("pipeline", ""), ("port", endpoint id), ("remote", endpoint id), ("network", NetworkRef),
-("rule", rule id), ("service", service id), ("router", "") or ("route", prefix) (routing mode)."""
+("rule", rule id), ("service", service id), ("netpol", pod), ("router", "") or ("route", prefix) (routing mode)."""
 FlowKey = tuple[int, int, tuple[tuple[str, int, int | None], ...]]
 
 PIPELINE: Owner = ("pipeline", "")
@@ -66,7 +68,7 @@ class Built:
 
 
 def build_pipeline(tables: Tables, round_: int) -> Built:
-    return Built((*base.pipeline_flows(tables, round_), *service.pipeline_flows(tables, round_)))
+    return Built((*base.pipeline_flows(tables, round_), *service.pipeline_flows(tables, round_), *netpol.pipeline_flows(tables, round_)))
 
 
 def build_port(tables: Tables, port: LocalPort, round_: int, host: HostPort | None = None, routed: bool = False) -> Built:
@@ -119,6 +121,10 @@ def build_service(tables: Tables, spec: ServiceSpec, round_: int, host: HostPort
     return Built(flows, tuple(service.service_groups(tables, spec)))
 
 
+def build_netpol(tables: Tables, pod: NetpolPod, round_: int) -> Built:
+    return Built(tuple(netpol.pod_flows(tables, pod, round_)))
+
+
 def unique_ids(kind: str, ids: Iterable[str]) -> None:
     """PipelineError naming the first id listed twice (owners are indexed by id)."""
     seen: set[str] = set()
@@ -137,6 +143,7 @@ def all_owners(tables: Tables, inputs: NodeInputs) -> Iterator[tuple[Owner, Buil
     unique_ids("remote endpoint", (r.endpoint_id for r in inputs.remote_endpoints))
     unique_ids("policy rule", (r.rule_id for r in inputs.rules))
     unique_ids("service", (s.service_id for s in inputs.services))
+    unique_ids("NetworkPolicy pod", (p.pod for p in inputs.netpol))
     yield PIPELINE, build_pipeline(tables, inputs.round)
     unique_ids("route", (r.key for r in inputs.routes))
     if fabric.router is not None and fabric.routed:
@@ -155,6 +162,8 @@ def all_owners(tables: Tables, inputs: NodeInputs) -> Iterator[tuple[Owner, Buil
         yield (RULE, rule.rule_id), build_rule(tables, rule, inputs.round)
     for spec in inputs.services:
         yield ("service", spec.service_id), build_service(tables, spec, inputs.round, fabric.host_port)
+    for pod in inputs.netpol:
+        yield ("netpol", pod.pod), build_netpol(tables, pod, inputs.round)
 
 
 def _describe(owner: Owner) -> str:

@@ -44,6 +44,9 @@ class TableSpec:
     (OVS forbids only a goto_table backwards)."""
     learned: bool = False
     """Its flows are written by the switch (``learn``), never by the agent: audits skip it."""
+    miss_resubmit: str | None = None
+    """Table a miss runs by ``resubmit`` (one of ``resubmit``): how a table declared after the
+    table it continues to sends its misses there."""
 
 
 def _f(*names: str) -> frozenset[str]:
@@ -77,7 +80,7 @@ PIPELINE: tuple[TableSpec, ...] = (
     TableSpec(
         "service_lb", "service",
         "new connections to a VIP:port go to a select group that commits the DNAT; remote traffic skips policy",
-        _f("ct_state", "eth_type", "ip_proto", "ipv4_dst", "tp_dst", "metadata"), set_fields=_f("reg0", "reg1"),
+        _f("ct_state", "eth_type", "ip_proto", "ipv4_src", "ipv4_dst", "tp_dst", "metadata"), set_fields=_f("reg0", "reg1"),
         next=("dst_epg", "forward"), miss="dst_epg", resubmit=("session_affinity", "endpoint_dnat"),
     ),
     TableSpec(
@@ -87,9 +90,9 @@ PIPELINE: tuple[TableSpec, ...] = (
     ),
     TableSpec(
         "policy", "policy",
-        "Contiv rules: EPGs, IPs, protocol, ports, TCP flags; allow continues, deny drops; default allow",
+        "Contiv rules: EPGs, IPs, protocol, ports, TCP flags; allow continues (to NetworkPolicy), deny drops; default allow",
         _f("eth_type", "metadata", "ipv4_src", "ipv4_dst", "ip_proto", "tp_src", "tp_dst", "tcp_flags"),
-        next=("qos",), miss="qos",
+        next=("np_egress",), miss="np_egress",
     ),
     TableSpec(
         "qos", "egress",
@@ -111,6 +114,20 @@ PIPELINE: tuple[TableSpec, ...] = (
         "endpoint_dnat", "service",
         "affinity services (run by resubmit): the backend in reg0/reg1 gets the DNAT (and is learned); none yet -> select group",
         _f("reg0", "reg1", "eth_type", "ip_proto", "ipv4_dst", "tp_dst"), resubmit=("dst_epg",),
+    ),
+    # NetworkPolicy comes last in table ids (earlier ids keep their numbers) but runs right after
+    # Contiv's policy; it returns to qos by resubmit or ct(table=qos), as a goto cannot go back.
+    TableSpec(
+        "np_egress", "policy",
+        "Kubernetes NetworkPolicy, the source pod's egress: replies pass, allows continue, an isolated pod's rest drops",
+        _f("ct_state", "eth_type", "ipv4_src", "ipv4_dst", "ip_proto", "tp_dst"),
+        next=("np_ingress",), miss="np_ingress", resubmit=("qos",),
+    ),
+    TableSpec(
+        "np_ingress", "policy",
+        "Kubernetes NetworkPolicy, the destination pod's ingress: allows commit the connection (replies pass) and go on to qos",
+        _f("eth_type", "ipv4_src", "ipv4_dst", "ip_proto", "tp_dst"),
+        resubmit=("qos",), miss_resubmit="qos",
     ),
 )  # fmt: skip
 
@@ -228,6 +245,10 @@ class Tables(Mapping[str, Table]):
             for name in spec.resubmit:
                 if name not in ids or name == spec.name:
                     raise PipelineError(f"table {spec.name}: resubmit table {name!r} is unknown or itself")
+            if spec.miss_resubmit is not None and (spec.miss_resubmit not in spec.resubmit or spec.miss is not None):
+                raise PipelineError(
+                    f"table {spec.name}: miss resubmit {spec.miss_resubmit!r} is not a resubmit table, or the table has a miss goto too"
+                )
             next_ids, resubmit_ids = {n: ids[n] for n in spec.next}, {n: ids[n] for n in spec.resubmit}
             self._tables[spec.name] = Table(spec, ids[spec.name], next_ids, resubmit_ids)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from openflow import InputError, LocalPort, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServiceSpec, TunnelPort
 from openflow.flow import IP_TCP, IP_UDP
-from openflow.inputs import TCP_FLAGS, Backend, Encap, HostPort, NetworkRef, Route, Router, ServicePort, bandwidth_kbps, ipv4, mac
+from openflow.inputs import TCP_FLAGS, Backend, Encap, HostPort, NetpolPod, NetworkRef, Route, Router, ServicePort, bandwidth_kbps, ipv4, mac
 
 from ..model import PolicyRule
 from ..state import EndpointGroupState, EndpointState, KubeServiceState, NetworkState, NodeRecord, ServiceLBState, StateSnapshot
@@ -169,6 +169,19 @@ class InputsBuilder:
         self._made[key] = (sources, made)
         return made
 
+    def _netpol(self, snapshot: StateSnapshot, local_ips: set[int], seen: set[str]) -> tuple[NetpolPod, ...]:
+        """The NetworkPolicy records: a local pod's as stored (the same object), a remote pod's
+        without its egress rules (made once per record)."""
+        out: list[NetpolPod] = []
+        for name, pod in snapshot.k8s_netpol.items():
+            if not pod.rules or pod.rules[0].pod_ip in local_ips or all(r.direction == "ingress" for r in pod.rules):
+                out.append(pod)
+                continue
+            key = f"netpol:{name}"
+            seen.add(key)
+            out.append(self._convert(key, (pod,), lambda: without_egress(pod)))  # noqa: B023
+        return tuple(out)
+
     def build(
         self,
         snapshot: StateSnapshot,
@@ -234,6 +247,7 @@ class InputsBuilder:
             (services.append(made) if isinstance(made, ServiceSpec) else problems.append(made))
         services = _one_service_per_vip(services, problems)
         services = with_node_entry(services, node_port_service_ids(snapshot.k8s_services.values()), [*local, *remote])
+        netpol = self._netpol(snapshot, {p.ip for p in local}, seen)
         for gone in self._made.keys() - seen:
             del self._made[gone]
         problems += [f"{key}: {why}" for key, why in sorted(snapshot.problems.items())]
@@ -248,10 +262,18 @@ class InputsBuilder:
             services=tuple(services),
             round=round,
             host_port=host_port,
+            netpol=netpol,
             router=router,
             routes=routes,
         )
         return Built(inputs, tuple(problems))
+
+
+def without_egress(pod: NetpolPod) -> NetpolPod:
+    """A remote pod's NetworkPolicy rules as this node needs them: its ingress only. Its egress
+    is judged where it sends from (tunnel traffic skips policy), and what its egress isolation
+    commits is committed on its node."""
+    return NetpolPod(pod.pod, tuple(r for r in pod.rules if r.direction == "ingress"))
 
 
 def node_port_service_ids(services: Iterable[KubeServiceState]) -> set[str]:

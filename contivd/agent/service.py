@@ -33,8 +33,10 @@ from ..state import StateCache, StateSnapshot
 from . import hostnet, noderules
 from .datapath import BridgeDatapath, bridge_spec
 from .inputs import KUBE_SERVICE_PREFIX
+from .netpolstats import STATS_SECONDS, RuleHits, netpol_hits
 from .push import AuditJob
 from .router import BgpRouting
+from .trace import OvsTrace, ovs_trace
 
 log = logging.getLogger("contivd.agent")
 
@@ -94,6 +96,8 @@ class Agent:
         self.cache = cache
         self.settings = settings
         self.datapaths: dict[Encap, BridgeDatapath] = {}
+        self.ovs_appctl = ["ovs-appctl"]  # how to ask this node's ovs-vswitchd (ofproto/trace)
+        self.netpol_hits: dict[str, RuleHits] = {}  # NetworkPolicy rule hits, refreshed every STATS_SECONDS for /metrics
         self._changed = trio.Event()
         self._hurry = trio.Event()  # someone waits for the next sync (wait_programmed): no debounce
         self._full = True  # the next sync must be a full one
@@ -184,6 +188,16 @@ class Agent:
             if not self._switches_up:  # no sync can cover it until a switch reconnects: fail now, the caller retries
                 raise OvsError("a bridge's OpenFlow connection is down; its flows cannot be programmed now")
 
+    async def trace(self, src_ip: int, dst_ip: int, proto: int, dport: int) -> OvsTrace | None:
+        """ofproto/trace of a first packet from a pod on this node (None: the source is not one)."""
+        for datapath in self.datapaths.values():
+            inputs = datapath.last_inputs
+            if inputs is not None and (
+                found := await ovs_trace(self.settings.node_name, datapath.bridge.name, self.ovs_appctl, inputs, src_ip, dst_ip, proto, dport)
+            ):
+                return found
+        return None
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._background = nursery
@@ -195,6 +209,7 @@ class Agent:
                 # daemons and replaces flows under a new round, so pods keep their traffic.
                 managed = ManagedOvs(self.settings.data_dir, leave_running=True)
                 await nursery.start(managed.run)
+                self.ovs_appctl = ["ovs-appctl", "-t", managed.vswitchd_control]
                 target, datapath_type = managed.db_socket, managed.datapath_type
             else:
                 target = ovs
@@ -213,6 +228,7 @@ class Agent:
                 nursery.start_soon(self._follow_state)
                 nursery.start_soon(self._watch_switch, controller)
                 nursery.start_soon(self._resync_timer)
+                nursery.start_soon(self._refresh_netpol_hits)
                 names = ", ".join(d.bridge.name for d in self.datapaths.values())
                 log.info("agent: bridges %s (%s datapath), OpenFlow on %s:%d", names, datapath_type, host, port)
                 task_status.started()
@@ -239,6 +255,19 @@ class Agent:
                 log.warning("agent: reading the reconnected switch %s failed: %s", datapath.bridge.name, exc)
             self._full = True
             self._changed.set()
+
+    async def _refresh_netpol_hits(self) -> None:
+        """Keep `netpol_hits` fresh while there are NetworkPolicy rules (a switch that cannot be
+        asked keeps the last counts)."""
+        while True:
+            await trio.sleep(STATS_SECONDS)
+            snapshot = self.cache.catch_up()
+            if not snapshot.k8s_netpol and not self.netpol_hits:
+                continue
+            try:
+                self.netpol_hits = await netpol_hits(self.datapaths.values(), snapshot)
+            except OpenFlowError as exc:
+                log.info("reading NetworkPolicy flow statistics failed: %s", exc)
 
     async def _resync_timer(self) -> None:
         # The first audit at a random point of the first 1.5 intervals: nodes started together

@@ -8,6 +8,7 @@ the Netmaster and renders answers and errors.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import time
@@ -24,6 +25,7 @@ from raftstore import Store
 
 from .. import __version__
 from ..agent.service import Agent
+from ..agent.trace import TraceError
 from ..bgp import bgp_oper
 from ..http import auth, tokens
 from ..http.audit import AuditTrail, object_key, stored
@@ -41,9 +43,11 @@ from ..http.forwarder import ForwardingClient
 from ..http.hardening import parse_json_limited
 from ..http.leadership import unless_leader_changes
 from ..k8s import KubeHealth
-from ..k8s.listing import kubernetes_services
+from ..k8s.listing import kubernetes_services, trace_address
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError, contiv_line
+from ..model.netpolicy import Compiled, decide, decision_json, parse_trace
+from ..model.policy import hits_per_rule
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
@@ -211,6 +215,29 @@ class Handlers:
     async def kubernetes_services(self, body: bytes) -> Any:
         return kubernetes_services(await self.ctx.cache.sync())
 
+    async def kubernetes_trace(self, body: bytes, spec: str) -> Any:
+        """The model's NetworkPolicy verdict for one packet (the first of a connection), from
+        the compiled rules every node holds, and OVS's own (ofproto/trace) when the source is a
+        pod on this node; `agree` false is a bug (or a Contiv rule, which the model leaves out)."""
+        query = parse_trace(spec)
+        snapshot = await self.ctx.cache.sync()
+        src, dst = trace_address(snapshot, query.src), trace_address(snapshot, query.dst)
+        compiled = Compiled(tuple(r for pod in snapshot.k8s_netpol.values() for r in pod.rules))
+        src_ip, dst_ip = int(ipaddress.IPv4Address(src)), int(ipaddress.IPv4Address(dst))
+        model = decision_json(decide(compiled, src_ip, dst_ip, query.proto, query.port))
+        answer: dict[str, Any] = {"src": src, "dst": dst, "proto": query.proto, "port": query.port, **model}
+        try:
+            traced = await self.ctx.agent.trace(src_ip, dst_ip, query.proto, query.port) if self.ctx.agent is not None else None
+        except TraceError as exc:
+            answer["ovs"] = {"error": str(exc)}
+            return answer
+        if traced is None:
+            answer["ovs"] = {"skipped": f"{src} is not a pod on this node ({self.ctx.node_name}): trace against its node's API"}
+        else:
+            answer["ovs"] = asdict(traced)
+            answer["agree"] = traced.verdict == model["verdict"]
+        return answer
+
     async def services(self, body: bytes) -> Any:
         snapshot = await self.ctx.cache.sync()
         return [service.to_json() for _, service in sorted(snapshot.services.items())]
@@ -221,6 +248,25 @@ class Handlers:
         service, _, tenant = key.partition(":")
         found = (await self.ctx.cache.sync()).services.get(f"{service}:{tenant}")
         return None if found is None else [found.to_json()]
+
+    async def policy_hits(self, body: bytes) -> Any:
+        """Each node agent's `/rulestats` summed per model rule; a node that cannot answer is named
+        in `unanswered` (its packets are missing from the sums, not an error)."""
+        answers: list[dict[str, Any]] = []
+        unanswered: list[str] = []
+        for node in registered_nodes(self.ctx.store):
+            if not node.agent_url:
+                continue
+            try:
+                called = await self._call_agent(node.name, "GET", "/rulestats")
+            except (OSError, ConnectionError, trio.TooSlowError) as exc:
+                log.info("policy hits: node %s's /rulestats did not answer: %s", node.name, exc)
+                called = None
+            if called is None or called[0] != 200:
+                unanswered.append(node.name)
+                continue
+            answers.append(json.loads(called[1]))
+        return {"rules": hits_per_rule(answers), "unanswered": unanswered}
 
     async def debug_ofnet(self, body: bytes) -> Any:
         snapshot = await self.ctx.cache.sync()

@@ -5,6 +5,7 @@ collections of endpoint and service-level settings that are otherwise admin's.""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ OPERATOR_COLLECTIONS = frozenset({"netprofiles", "serviceLBs"})
 class Route:
     name: str
     method: str
-    path: str  # Quart syntax: <collection>, <key>
+    path: str  # Quart syntax: <collection>, <key>, <path:spec> (may hold slashes)
     summary: str
     write: bool = False  # executed by the leader: other members forward it
     body: str | None = None  # OpenAPI description of the JSON body
@@ -49,6 +50,20 @@ ROUTES: tuple[Route, ...] = (
         "Kubernetes Services as the leader resolved them (Kubernetes mode), each with kind",
         role=VIEWER,
     ),
+    Route(
+        "kubernetes_trace",
+        "GET",
+        "/kubernetes/trace/<path:spec>",
+        "NetworkPolicy's verdict for SRC/DST[/PROTO/PORT] (IP, endpoint id or namespace/name) and the rules deciding it",
+        role=VIEWER,
+    ),
+    Route(
+        "policy_hits",
+        "GET",
+        "/policy/hits",
+        "Packets and bytes per Contiv policy rule (tenant:policy:ruleId), summed over the nodes' agents; nodes that did not answer",
+        role=VIEWER,
+    ),
     Route("debug_ofnet", "GET", "/debug/ofnet", "Endpoints and policy rules as the datapath master sees them", role=VIEWER),
     Route("debug_epcleanup", "DELETE", "/debug/epcleanup/tenant/<tenant>/<category>/<key>", "Delete stale endpoints", True, role=OPERATOR),
     Route("openapi", "GET", "/api/v1/openapi.json", "This document", role=VIEWER),
@@ -74,10 +89,15 @@ def required_role(route: Route, params: Mapping[str, str]) -> Role:
     return route.role
 
 
+def openapi_path(path: str) -> str:
+    """A Quart route path in OpenAPI's form: `<key>` → `{key}`, `<path:spec>` → `{spec}`."""
+    return re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", path)
+
+
 def openapi_document(version: str) -> dict[str, object]:
     paths: dict[str, dict[str, object]] = {}
     for route in ROUTES:
-        path = route.path.replace("<", "{").replace(">", "}")
+        path = openapi_path(route.path)
         params = [
             {"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}} for part in path.split("/") if part.startswith("{")
         ]

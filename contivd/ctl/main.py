@@ -182,6 +182,7 @@ _IGNORED_FLAGS: dict[str, Callable[[], click.Option]] = {
 
 def _show_command(show: Show) -> click.Command:
     params: list[click.Parameter] = [_argument(arg) for arg in show.args]
+    params += [click.Argument([name], required=False, default="", metavar=f"[{name.upper().replace('_', '/')}]") for name in show.optional]
     if show.tenant:
         params.append(_tenant_option())
     params += [_IGNORED_FLAGS[name]() for name in show.ignored]

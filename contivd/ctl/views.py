@@ -133,3 +133,34 @@ def cluster_status(info: Mapping[str, Any]) -> str:
     )
     headers = ("Name", "Raft address", "API URL", "VTEP IP", "Role", "Version")
     return summary + "\nRegistered nodes:\n" + output.table(headers, rows)
+
+
+def trace(answer: Mapping[str, Any]) -> str:
+    """`/kubernetes/trace`: the model's verdict, each NetworkPolicy table's deciding rule, then
+    OVS's own answer on the source's node, a disagreement flagged loudly."""
+    proto = {6: "tcp", 17: "udp", 1: "icmp", 132: "sctp", 0: "any"}.get(answer.get("proto", 0), str(answer.get("proto")))
+    port = f"/{answer['port']}" if answer.get("port") else ""
+    head = f"{answer.get('src')} -> {answer.get('dst')} {proto}{port}: {str(answer.get('verdict', '?')).upper()}\n"
+
+    def line(table: str) -> str:
+        rule = answer.get(table)
+        if not rule:
+            return f"  {table}: not isolated (no NetworkPolicy selects the pod)\n"
+        return f"  {table}: {rule['action']} by {rule['rule']} (priority {rule['priority']}, {rule['kind']})\n"
+
+    egress = answer.get("egress")
+    ingress = line("ingress") if answer.get("ingress") or not (egress and egress.get("action") == "drop") else "  ingress: not reached\n"
+    return head + line("egress") + ingress + _ovs_lines(answer)
+
+
+def _ovs_lines(answer: Mapping[str, Any]) -> str:
+    ovs = answer.get("ovs") or {}
+    if "verdict" not in ovs:
+        return f"  OVS: {ovs.get('skipped') or ovs.get('error') or 'not traced'}\n"
+    text = f"  OVS on {ovs.get('node')} ({ovs.get('bridge')}): {str(ovs['verdict']).upper()} (datapath actions: {ovs.get('datapath_actions')})\n"
+    if answer.get("agree") is False:
+        text += (
+            f"  !!! DISAGREEMENT: the model says {answer.get('verdict')}, OVS says {ovs['verdict']}: a bug"
+            " (or a Contiv EPG rule, which the model leaves out) !!!\n"
+        )
+    return text

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .view import ENDPOINT_SLICES, PODS, SERVICES
+from .view import ENDPOINT_SLICES, NAMESPACES, NETWORK_POLICIES, PODS, SERVICES
 
 log = logging.getLogger("contivd.k8s")
 CONNECT_SECONDS = 5.0
@@ -61,6 +61,7 @@ class KubeApi:
             raise ValueError(f"kubeconfig {kubeconfig} cannot be used: {exc}") from None
         self.core = client.CoreV1Api(api_client)
         self.discovery = client.DiscoveryV1Api(api_client)
+        self.networking = client.NetworkingV1Api(api_client)
         self._responses: set[Any] = set()  # open watch streams (urllib3 responses)
         self._lock = threading.Lock()
 
@@ -68,7 +69,9 @@ class KubeApi:
         return {
             SERVICES: self.core.list_service_for_all_namespaces,
             ENDPOINT_SLICES: self.discovery.list_endpoint_slice_for_all_namespaces,
+            NETWORK_POLICIES: self.networking.list_network_policy_for_all_namespaces,
             PODS: self.core.list_pod_for_all_namespaces,
+            NAMESPACES: self.core.list_namespace,
         }[kind]
 
     def list(self, kind: str) -> Listing:

@@ -30,6 +30,7 @@ from raftstore import Delete, KeyValueStore, Op, Put, StoreError
 from ..state import KubeServiceState, keys
 from ..state.records import RecordError
 from .client import KubeApi, post_event_soon
+from .netpol import NetpolSync
 from .pods import EndpointRelabeller, PodSync
 from .reflector import Changed, Listed, Relisting, Update, reflect_kinds
 from .resolve import Skipped
@@ -143,7 +144,7 @@ class ServiceSync:
 class KubernetesWatch:
     """Kubernetes mode on one node: nothing until it is the Raft leader; then the client is
     built (off the event loop, once: importing `kubernetes` costs seconds of CPU, which
-    followers never pay) and a ServiceSync (and, given the netmaster, a PodSync) runs for the term. An unusable kubeconfig is logged
+    followers never pay) and a ServiceSync, a NetpolSync (and, given the netmaster, a PodSync) run for the term. An unusable kubeconfig is logged
     and reported by readiness; the node keeps serving everything else."""
 
     def __init__(
@@ -174,8 +175,9 @@ class KubernetesWatch:
                     await trio.sleep_forever()
             api = self.api
             assert api is not None
-            async with trio.open_nursery() as nursery:
+            async with trio.open_nursery() as nursery:  # NetworkPolicy beside Services, for the same term
                 nursery.start_soon(ServiceSync(self.store, api, self.service_cidr, self.health).run)
+                nursery.start_soon(NetpolSync(self.store, api, self.health).run)
                 if self.netmaster is not None:
                     nursery.start_soon(PodSync(self.store, api, self.netmaster, self.health).run)
         finally:

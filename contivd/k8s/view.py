@@ -13,7 +13,8 @@ from typing import Any
 
 from .resolve import Resolution, object_key, owning_service, resolve_service
 
-SERVICES, ENDPOINT_SLICES, PODS = "services", "endpointslices", "pods"
+SERVICES, ENDPOINT_SLICES = "services", "endpointslices"
+NETWORK_POLICIES, PODS, NAMESPACES = "networkpolicies", "pods", "namespaces"
 
 
 class ClusterView:

@@ -202,6 +202,11 @@ class ManagedOvs:
         rundir = str(self.run_dir)
         return {**os.environ, "OVS_RUNDIR": rundir, "OVS_DBDIR": rundir, "OVS_LOGDIR": rundir}
 
+    @property
+    def vswitchd_control(self) -> str:
+        """ovs-vswitchd's unixctl socket: the `ovs-appctl -t` target (ofproto/trace, ...)."""
+        return str(self._vswitchd.ctl)
+
     def management_socket(self, bridge: str) -> str:
         """OpenFlow management target of `bridge` for ovs-ofctl (`unix:<run_dir>/<bridge>.mgmt`)."""
         return f"unix:{self.run_dir / bridge}.mgmt"

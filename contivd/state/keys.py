@@ -20,6 +20,7 @@ TAGS_STATE = f"{ROOT}/state/tags/global"  # VLAN, VXLAN, local VLAN and EPG id b
 NODES_PREFIX = f"{ROOT}/nodes/"
 # Kubernetes mode: what the leader's watch of the API server resolved (not Contiv's layout).
 K8S_SERVICES_PREFIX = f"{ROOT}/k8s/services/"
+K8S_NETPOL_PREFIX = f"{ROOT}/k8s/netpol/"  # compiled NetworkPolicy rules, per pod
 # TLS: the cluster CA (certificate, and its key sealed with the cluster secret); not Contiv's layout.
 TLS_CA = f"{ROOT}/tls/ca"
 
@@ -57,6 +58,11 @@ def epg_state(tenant: str, group: str) -> str:
 def k8s_service(namespace: str, name: str) -> str:
     """A Kubernetes Service, `<namespace>/<name>` under K8S_SERVICES_PREFIX."""
     return f"{K8S_SERVICES_PREFIX}{namespace}/{name}"
+
+
+def k8s_netpol(pod: str) -> str:
+    """The compiled NetworkPolicy rules of pod `<namespace>/<name>`."""
+    return f"{K8S_NETPOL_PREFIX}{pod}"
 
 
 def node(name: str) -> str:

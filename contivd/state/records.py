@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from ipaddress import IPv4Address
 from typing import Any, ClassVar, TypeVar
+
+from openflow.inputs import NetpolPod, NetpolRule
 
 from ..model import PolicyRule
 
@@ -466,3 +469,49 @@ def policy_rule_from_json(value: Any) -> PolicyRule:
 def policy_rule_to_json(rule: PolicyRule) -> dict[str, Any]:
     """The stored value of a policy rule: ofnet's fields and the state's `id`."""
     return {"id": rule.rule_id, **rule.to_json()}
+
+
+def netpol_pod_to_json(pod: NetpolPod) -> dict[str, Any]:
+    """A pod's compiled NetworkPolicy rules as stored (`/contiv.io/k8s/netpol/<ns>/<pod>`): one
+    list per rule, `[direction, priority, pod ip, peer "a.b.c.d/len" or null, protocol,
+    [first port, last port] or null, action, rule id]` (compact: a pod may have hundreds)."""
+    rules = [
+        [
+            r.direction,
+            r.priority,
+            str(IPv4Address(r.pod_ip)),
+            None if r.peer is None else f"{IPv4Address(r.peer[0])}/{r.peer[1]}",
+            r.proto,
+            None if r.ports is None else list(r.ports),
+            r.action,
+            r.rule_id,
+        ]
+        for r in pod.rules
+    ]
+    return {"pod": pod.pod, "rules": rules}
+
+
+def netpol_pod_from_json(value: Any) -> NetpolPod:
+    """The inverse of `netpol_pod_to_json`; RecordError naming the pod when unusable."""
+    pod = str(value.get("pod", "")) if isinstance(value, Mapping) else ""
+    try:
+        rules = []
+        for direction, priority, ip, peer, proto, ports, action, rule_id in value["rules"]:
+            if direction not in ("ingress", "egress") or action not in ("allow", "drop"):
+                raise ValueError(f"direction {direction!r} / action {action!r}")
+            address, _, length = (peer or "").partition("/")
+            rules.append(
+                NetpolRule(
+                    direction,
+                    int(priority),
+                    int(IPv4Address(ip)),
+                    None if peer is None else (int(IPv4Address(address)), int(length)),
+                    int(proto),
+                    None if ports is None else (int(ports[0]), int(ports[1])),
+                    action,
+                    str(rule_id),
+                )
+            )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordError(f"NetworkPolicy rules of pod {pod or '?'}: {exc}") from None
+    return NetpolPod(pod, tuple(rules))

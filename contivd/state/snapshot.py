@@ -23,6 +23,7 @@ from typing import Any
 
 import trio
 
+from openflow.inputs import NetpolPod
 from raftstore import Event, EventType, KeyValue, KeyValueStore, StoreError
 
 from ..model import PolicyRule
@@ -35,6 +36,7 @@ from .records import (
     NodeRecord,
     RecordError,
     ServiceLBState,
+    netpol_pod_from_json,
     policy_rule_from_json,
 )
 
@@ -45,7 +47,7 @@ JOURNAL_REVISIONS = 4096  # how far back `changes_since` can answer; older asks 
 @dataclass(frozen=True, order=True)
 class Change:
     """One changed object: its kind (`endpoint`, `network`, `group`, `rule`, `service`,
-    `provider`, `node`, `k8s-service`, `object`, `other`) and id."""
+    `provider`, `node`, `k8s-service`, `k8s-netpol`, `object`, `other`) and id."""
 
     kind: str
     id: str
@@ -60,6 +62,7 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
     (keys.PROVIDER_PREFIX, "provider"),
     (keys.NODES_PREFIX, "node"),
     (keys.K8S_SERVICES_PREFIX, "k8s-service"),
+    (keys.K8S_NETPOL_PREFIX, "k8s-netpol"),
     (keys.MODEL_PREFIX, "object"),
 )
 
@@ -85,6 +88,7 @@ class StateSnapshot:
         self.providers: dict[str, tuple[str, ...]] = {}  # provider IPs by `<service>:<tenant>`
         self.nodes: dict[str, NodeRecord] = {}
         self.k8s_services: dict[str, KubeServiceState] = {}  # by `<namespace>/<name>`
+        self.k8s_netpol: dict[str, NetpolPod] = {}  # compiled NetworkPolicy rules by pod `<namespace>/<name>`
         self.objects: dict[str, dict[str, Mapping[str, Any]]] = {}  # model kind → key → stored object
         self.other: dict[str, Any] = {}  # global config/state and tag bitmaps: as stored
         self.problems: dict[str, str] = {}  # key → why its value was not usable
@@ -105,7 +109,17 @@ class StateSnapshot:
             self._oldest = self._journal.popleft()[0] + 1
 
     def reset(self, kvs: Iterable[KeyValue], revision: int) -> None:
-        for table in (self.endpoints, self.networks, self.groups, self.rules, self.services, self.providers, self.nodes, self.k8s_services):
+        for table in (
+            self.endpoints,
+            self.networks,
+            self.groups,
+            self.rules,
+            self.services,
+            self.providers,
+            self.nodes,
+            self.k8s_services,
+            self.k8s_netpol,
+        ):
             table.clear()
         self.objects.clear()
         self.other.clear()
@@ -152,6 +166,8 @@ class StateSnapshot:
                 parsed = NodeRecord.from_json(value)
             elif kind == "k8s-service":
                 parsed = KubeServiceState.from_json(value)
+            elif kind == "k8s-netpol":
+                parsed = netpol_pod_from_json(value)
         tables: dict[str, dict[str, Any]] = {
             "endpoint": self.endpoints,
             "network": self.networks,
@@ -161,6 +177,7 @@ class StateSnapshot:
             "provider": self.providers,
             "node": self.nodes,
             "k8s-service": self.k8s_services,
+            "k8s-netpol": self.k8s_netpol,
         }
         _put(tables.get(kind, self.other), id_, parsed)
 

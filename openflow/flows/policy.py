@@ -1,5 +1,8 @@
 """Contiv policy rules: one flow per ofnet rule, priority 10 + rule priority; the miss allows.
 
+An allow (and the miss) continues to Kubernetes NetworkPolicy (np_egress): both must allow
+(docs/policy.md).
+
 Rules are VRF/network-agnostic and IPv4-only, as in ofnet.  Two rules that
 compile to the same match (same priority) cannot both be installed; the
 deny wins, then the rule with the smaller cookie, so the result does not
@@ -37,7 +40,7 @@ def rule_flow(table: Table, rule: PolicyRuleSpec, round_: int) -> Flow:
         PRIORITY_OFFSET + rule.priority,
         match,
         cookie=cookie(Category.POLICY, rule.rule_id, round_),
-        goto="qos" if rule.action == "allow" else None,
+        goto="np_egress" if rule.action == "allow" else None,
     )
 
 

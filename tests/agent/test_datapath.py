@@ -95,6 +95,16 @@ def test_policy_deny_blocks_and_removing_it_restores_traffic(node: Node) -> None
     wait_until(lambda: "icmp" in flows() and f"nw_dst={target}" in flows(), 30, "the deny rule and the endpoints' flows", node)
     blocked = sh("ip", "netns", "exec", node.pods[0], "ping", "-c", "2", "-i", "0.2", "-W", "1", target, check=False)
     assert blocked.returncode != 0, "the deny rule drops ICMP into the group"
+
+    def hits() -> dict[str, int]:
+        status, stats = node.api_call("GET", "/rulestats", port=node.agent)
+        assert status == 200, stats
+        return {rule_id: counts["packets"] for rule_id, counts in stats.items() if counts["flows"]}
+
+    wait_until(lambda: any(packets > 0 for packets in hits().values()), 30, "the deny rule's flows to count the dropped pings", node)
+    status, summed = node.api_call("GET", "/policy/hits")
+    assert status == 200 and summed["unanswered"] == [], summed
+    assert summed["rules"]["default:lock:1"]["packets"] > 0, summed
     status, answer = node.api_call("DELETE", "/api/v1/rules/default:lock:1/")
     assert status == 200, answer
     wait_until(lambda: reaches(node.pods[0], target), 30, "traffic to pass once the rule is gone", node)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from contivd.api.routes import ROUTES
+from contivd.api.routes import ROUTES, openapi_path
 from contivd.http import auth
 from tests.support.contivd_nodes import SECRET, ContivdProcess
 from tests.support.waiting import wait_for
@@ -140,8 +140,7 @@ def test_policy_rules_compile_into_state(node: ContivdProcess) -> None:
 def test_openapi_covers_every_route(node: ContivdProcess) -> None:
     document = node.get("/api/v1/openapi.json").json()
     for route in ROUTES:
-        path = route.path.replace("<", "{").replace(">", "}")
-        assert route.method.lower() in document["paths"][path]
+        assert route.method.lower() in document["paths"][openapi_path(route.path)]
 
 
 def test_bad_credentials_get_401_and_never_write(node: ContivdProcess) -> None:

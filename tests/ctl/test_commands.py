@@ -17,7 +17,10 @@ NETCTL_TREE = {
     "global info", "global inspect", "global set", "aci-gw info", "aci-gw inspect", "aci-gw set",
     "endpoint inspect", "cluster status",
 }  # fmt: skip
-CONTIVD_ONLY = {"auth token create", "auth token ls", "auth token revoke", "audit ls", "login"}  # access control: netctl had none
+CONTIVD_ONLY = {
+    "auth token create", "auth token ls", "auth token revoke", "audit ls", "login",  # access control: netctl had none
+    "trace",  # NetworkPolicy's verdict for a packet
+}  # fmt: skip
 
 
 def leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
@@ -32,7 +35,7 @@ def leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
 
 def test_tree_is_netctls() -> None:
     assert set(leaves(ctl_group)) == NETCTL_TREE | CONTIVD_ONLY
-    assert set(ctl_group.commands) == set(GROUPS) | {"version", "auth", "audit", "login"}
+    assert set(ctl_group.commands) == set(GROUPS) | {"version", "auth", "audit", "login", "trace"}
 
 
 @pytest.mark.parametrize("path", ["net ls", "ep inspect", "tenant delete", "network list", "app-profile group-list"])

@@ -181,6 +181,8 @@ class FakeSwitch:
         if ct.commit and ct.nat is not None and ct.nat.ip:
             self.conntrack.append((key, (ct.nat.ip, ct.nat.port or key[4])))
             p["ipv4_dst"], p["tp_dst"] = ct.nat.ip, ct.nat.port or key[4]
+        elif ct.commit:  # a plain commit (NetworkPolicy): replies come back +est+rpl
+            self.conntrack.append((key, (key[1], key[4])))
 
 
 def arp_request(sender_mac: int, sender_ip: int, target_ip: int) -> dict[str, Any]:

@@ -28,7 +28,9 @@ def test_ofnet_vectors_with_our_metadata_layout() -> None:
     udp = rule(RuleId="u", SrcEndpointGroup=300, DstEndpointGroup=400, SrcIpAddr="20.20.20.20/24",
                DstIpAddr="20.2.2.2/24", IpProtocol=17, SrcPort=400, DstPort=300, Action="deny")  # fmt: skip
     assert policy_texts(tcp, udp) == [
-        ("table=6, priority=110,tcp,metadata=0x6400c8/0xffffffff,nw_src=10.10.10.0/24,nw_dst=10.1.1.0/24,tp_src=200,tp_dst=100 actions=goto_table:7"),
+        (
+            "table=6, priority=110,tcp,metadata=0x6400c8/0xffffffff,nw_src=10.10.10.0/24,nw_dst=10.1.1.0/24,tp_src=200,tp_dst=100 actions=goto_table:11"
+        ),
         ("table=6, priority=110,udp,metadata=0x12c0190/0xffffffff,nw_src=20.20.20.0/24,nw_dst=20.2.2.0/24,tp_src=400,tp_dst=300 actions=drop"),
     ]
 
@@ -39,7 +41,7 @@ def test_ofnet_vectors_with_our_metadata_layout() -> None:
 )
 def test_tcp_flags(flags: str, text: str) -> None:
     assert policy_texts(rule(DstEndpointGroup=6, IpProtocol=6, TcpFlags=flags)) == [
-        f"table=6, priority=110,tcp,metadata=0x6/0xffff,tcp_flags={text} actions=goto_table:7"
+        f"table=6, priority=110,tcp,metadata=0x6/0xffff,tcp_flags={text} actions=goto_table:11"
     ]
 
 
@@ -77,7 +79,7 @@ def test_an_exact_and_a_prefix_source_with_one_address_both_install() -> None:
     exact = rule(RuleId="e", SrcIpAddr="10.1.1.0")
     prefix = rule(RuleId="p", SrcIpAddr="10.1.1.0/24")
     assert policy_texts(exact, prefix) == [
-        "table=6, priority=110,ip,nw_src=10.1.1.0 actions=goto_table:7",
-        "table=6, priority=110,ip,nw_src=10.1.1.0/24 actions=goto_table:7",
+        "table=6, priority=110,ip,nw_src=10.1.1.0 actions=goto_table:11",
+        "table=6, priority=110,ip,nw_src=10.1.1.0/24 actions=goto_table:11",
     ]
     assert len(desired(node_a(rules=(exact, prefix))).flows) == len(desired(node_a(rules=())).flows) + 2

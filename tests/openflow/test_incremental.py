@@ -21,9 +21,21 @@ from openflow.desired import Desired, desired
 from openflow.encode import record_match
 from openflow.fields import OBJECT_MASK, Category, group_id, object_id
 from openflow.flow import Flow, Group, PipelineError
-from openflow.flows import arp, base, classifier, dstepg, forward, policy, qos, service, spoofguard
+from openflow.flows import arp, base, classifier, dstepg, forward, netpol, policy, qos, service, spoofguard
 from openflow.incremental import Drift, FlowState
-from openflow.inputs import Backend, LocalPort, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, ServicePort, ServiceSpec, TunnelPort
+from openflow.inputs import (
+    Backend,
+    LocalPort,
+    NetpolPod,
+    NetpolRule,
+    NetworkRef,
+    NodeInputs,
+    PolicyRuleSpec,
+    RemoteEndpoint,
+    ServicePort,
+    ServiceSpec,
+    TunnelPort,
+)
 from openflow.pipeline import TABLES
 from tests.openflow.fakeswitch import FakeSwitch
 from tests.openflow.ovs_fixture import Ovs, fixture_ovs, fixture_ovs_instance  # noqa: F401  (pytest fixtures)
@@ -80,6 +92,23 @@ def service_spec(index: int, variant: int) -> ServiceSpec:
     return ServiceSpec(f"s{index}", 0x0A090000 + index, ports, affinity)
 
 
+@cache
+def netpol_pod(index: int, variant: int) -> NetpolPod:
+    """A pod's NetworkPolicy rules: ingress isolation (0), + an allow on a port range (1),
+    egress isolation with an allow to a /24 (2), both directions (3)."""
+    ip = 0x0A010100 + index
+    ingress = (
+        NetpolRule("ingress", 100, ip, None, 0, None, "drop", f"ns/p{index}/ingress/isolation"),
+        NetpolRule("ingress", 200, ip, (0x0A010200, 32), 6, (8000, 8100), "allow", "ns/np/ingress/0"),
+    )
+    egress = (
+        NetpolRule("egress", 100, ip, None, 0, None, "drop", f"ns/p{index}/egress/isolation"),
+        NetpolRule("egress", 200, ip, (0x0A090000, 24), 17, None, "allow", "ns/np/egress/0"),
+    )
+    rules = {0: ingress[:1], 1: ingress, 2: egress, 3: ingress + egress}[variant]
+    return NetpolPod(f"ns/p{index}", rules)
+
+
 @dataclasses.dataclass(frozen=True)
 class World:
     """What a node's store says, in a form that operations change one piece at a time."""
@@ -90,6 +119,7 @@ class World:
     remotes: tuple[tuple[int, str, int], ...] = ()  # (index, network, vtep)
     rules: tuple[tuple[int, int], ...] = ()
     services: tuple[tuple[int, int], ...] = ()
+    netpols: tuple[tuple[int, int], ...] = ()
     tunnels: tuple[int, ...] = (0,)
     uplinks: tuple[int, ...] = (0,)
     round: int = 1
@@ -108,6 +138,7 @@ class World:
             tuple(fresh(rule(i, v)) for i, v in self.rules),
             tuple(fresh(service_spec(i, v)) for i, v in self.services),
             self.round,
+            netpol=tuple(fresh(netpol_pod(i, v)) for i, v in self.netpols),
         )
 
 
@@ -123,6 +154,7 @@ OPERATIONS = st.one_of(
     st.tuples(st.just("remote"), st.integers(0, 5), st.none() | st.tuples(NETS, st.integers(0, 1))),
     st.tuples(st.just("rule"), st.integers(0, 5), st.none() | st.integers(0, 5)),
     st.tuples(st.just("service"), st.integers(0, 2), st.none() | st.integers(0, 2)),
+    st.tuples(st.just("netpol"), st.integers(0, 3), st.none() | st.integers(0, 3)),
     st.tuples(st.just("tunnels"), st.sampled_from(((), (0,), (1,), (0, 1)))),
     st.tuples(st.just("uplinks"), st.sampled_from(((), (0,), (1, 0)))),
     st.tuples(st.just("round"), st.integers(1, 3)),
@@ -140,7 +172,7 @@ def apply(world: World, op: tuple[Any, ...]) -> World:
     if kind in ("port", "remote"):
         field = "ports" if kind == "port" else "remotes"
         changes = {field: _set(getattr(world, field), op[1], None if op[2] is None else (op[1], *op[2]))}
-    elif kind in ("rule", "service"):
+    elif kind in ("rule", "service", "netpol"):
         field = kind + "s"
         changes = {field: _set(getattr(world, field), op[1], None if op[2] is None else (op[1], op[2]))}
     else:
@@ -162,6 +194,7 @@ WORLDS = st.builds(
     remotes=_entries(st.tuples(NETS, st.integers(0, 1)), 6),
     rules=_entries(st.integers(0, 5), 6),
     services=_entries(st.integers(0, 3), 3),
+    netpols=_entries(st.integers(0, 3), 4),
     tunnels=st.sampled_from(((), (0,), (1,), (0, 1))),
     uplinks=st.sampled_from(((), (0,), (1, 0))),
     round=st.integers(1, 3),
@@ -170,7 +203,7 @@ WORLDS = st.builds(
 
 def by_feature(inputs: NodeInputs) -> Desired:
     """The other way to compose the same builders: each feature over the whole inputs, then merged."""
-    features = (base, classifier, spoofguard, arp, service, dstepg, policy, qos, forward)
+    features = (base, classifier, spoofguard, arp, service, dstepg, policy, netpol, qos, forward)
     flows: dict[object, Flow] = {}
     for flow in sorted(f for feature in features for f in feature.flows(TABLES, inputs)):
         if flows.setdefault(flow.key, flow) != flow:

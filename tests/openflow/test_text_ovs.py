@@ -8,10 +8,11 @@ from collections.abc import Callable
 import pytest
 
 from openflow.desired import Desired, desired
-from openflow.inputs import NodeInputs
+from openflow.inputs import NetpolPod, NodeInputs
 from openflow.text import flow_text, group_text
 from tests.openflow.ovs_fixture import Ovs, fixture_ovs, fixture_ovs_instance  # noqa: F401  (pytest fixtures)
 from tests.openflow.scenario import KUBE_WEB, RED_VLAN, ep, kube_service_of, local_of, node_a, remote_of
+from tests.openflow.test_flows_netpol import DB_RULES
 from tests.openflow.test_flows_policy import rule
 from tests.openflow.test_flows_routing import routed_node
 
@@ -30,7 +31,7 @@ def _vxlan_with_varied_rules() -> Desired:
         rule(RuleId="x2", DstEndpointGroup=9, IpProtocol=17, SrcPort=53, Action="deny"),
         rule(RuleId="x3", SrcEndpointGroup=9, IpProtocol=1, Priority=3),
     )  # fmt: skip
-    return desired(dataclasses.replace(a, rules=a.rules + more, services=a.services + AFFINE))
+    return desired(dataclasses.replace(a, rules=a.rules + more, services=a.services + AFFINE, netpol=(NetpolPod("prod/db", DB_RULES),)))
 
 
 def _vlan() -> Desired:

@@ -93,6 +93,42 @@ def test_page_renders_updates_live_and_shows_markup_as_text(node: ContivdProcess
         page.close()
 
 
+def test_page_traces_a_packet_between_two_picked_endpoints(node: ContivdProcess, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    body = {"tenantName": "default", "networkName": "trace-net", "encap": "vxlan", "subnet": "198.18.31.0/24", "gateway": "198.18.31.254"}
+    assert node.post("/api/v1/networks/default:trace-net/", body).status_code == 200
+    for name in ("trace-a", "trace-b"):
+        create = {"TenantName": "default", "NetworkName": "trace-net", "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node0"}}
+        assert node.post("/plugin/createEndpoint", create).status_code == 200
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    try:
+        page.goto(node.url + "/")
+        page.wait_for_selector("body[data-ready=true]", timeout=15000)
+        expect(page.locator("#trace-endpoints option[label^='trace-b on node0']")).to_have_count(1, timeout=10000)
+        src = page.locator("#trace-endpoints option[label^='trace-a on']").get_attribute("value")
+        dst = page.locator("#trace-endpoints option[label^='trace-b on']").get_attribute("value")
+        assert src and dst and src.startswith("198.18.31.") and dst.startswith("198.18.31.")
+        page.fill("#trace-src", src)
+        page.fill("#trace-dst", dst)
+        page.fill("#trace-port", "tcp/5432")
+        page.click("#trace-form button")
+        expect(page.locator("#trace")).to_contain_text("ALLOW", timeout=15000)
+        assert f"{src} → {dst}" in page.inner_text("#trace")
+        assert page.locator("#trace tbody tr", has_text="not isolated in this direction").count() == 2, "no NetworkPolicy: no rule"
+        assert "is not a pod on this node" in page.inner_text("#trace"), "this node runs no datapath: no OVS half"
+
+        page.fill("#trace-port", "gre/1")
+        page.click("#trace-form button")
+        expect(page.locator("#trace .disagree")).to_contain_text("trace failed: ", timeout=15000)
+        assert "protocol 'gre'" in page.inner_text("#trace"), "the API's reason is shown"
+        assert problems == [], problems
+    finally:
+        page.close()
+
+
 def test_page_names_an_unreachable_member_and_when_this_node_cannot_commit(tmp_path: Path, browser: Any) -> None:
     from playwright.sync_api import expect
 

@@ -63,6 +63,7 @@ RESOURCES = {
         Resource("namespaces", "Namespace", "v1", "/api/v1", namespaced=False),
         Resource("endpointslices", "EndpointSlice", "discovery.k8s.io/v1", "/apis/discovery.k8s.io/v1"),
         Resource("events", "Event", "v1", "/api/v1"),
+        Resource("networkpolicies", "NetworkPolicy", "networking.k8s.io/v1", "/apis/networking.k8s.io/v1"),
     )
 }
 BY_KIND = {r.kind: r for r in RESOURCES.values()}
@@ -79,7 +80,7 @@ class Route:
 
 def parse_path(path: str) -> Route | None:
     """`/api/v1/namespaces/shop/services/web` → Route(services, "shop", "web"); None when unknown."""
-    for prefix in ("/api/v1", "/apis/discovery.k8s.io/v1"):
+    for prefix in ("/api/v1", "/apis/discovery.k8s.io/v1", "/apis/networking.k8s.io/v1"):
         if not path.startswith(prefix + "/"):
             continue
         parts = path[len(prefix) + 1 :].strip("/").split("/")

@@ -252,6 +252,59 @@ function renderPolicy(store) {
   }));
 }
 
+// ---- trace ----------------------------------------------------------------------------------
+
+// The endpoints offered by address (an address is one path segment; a pod's namespace/name or an
+// endpoint id typed by hand works too, as with `contivd ctl trace`).
+function renderTraceChoices(store) {
+  const options = store.endpoints.rows.filter((row) => row[2]).slice(0, 2000)
+    .map(([name, , ip, , node]) => el("option", { value: ip.split("/")[0], label: `${name} on ${node}` }));
+  document.getElementById("trace-endpoints").replaceChildren(...options);
+}
+
+function traceRule(table, rule) {
+  if (!rule) return el("tr", {}, el("th", {}, table), el("td", { colspan: 4, class: "muted" }, "no rule: not isolated in this direction"));
+  return el("tr", {}, el("th", {}, table), el("td", { class: "mono" }, rule.rule), el("td", { class: `cell ${rule.action}` }, rule.action),
+    el("td", {}, num(rule.priority)), el("td", {}, rule.kind));
+}
+
+function renderTrace(answer) {
+  const verdict = String(answer.verdict || "?");
+  const parts = [
+    el("p", {}, badge(verdict.toUpperCase(), verdict === "allow" ? "ok" : "bad"), " ",
+      el("span", { class: "mono" }, `${answer.src} → ${answer.dst}`), answer.deciding ? el("small", {}, ` decided by ${answer.deciding}`) : null),
+    el("table", { class: "grid" },
+      el("thead", {}, el("tr", {}, ["table", "rule", "action", "priority", "kind"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, traceRule("np_egress (source)", answer.egress), traceRule("np_ingress (destination)", answer.ingress))),
+  ];
+  for (const reason of answer.reasons || []) parts.push(el("p", { class: "note" }, reason));
+  const ovs = answer.ovs || {};
+  if (ovs.verdict) {
+    parts.push(el("p", {}, `OVS on ${ovs.node} (${ovs.bridge}): ${String(ovs.verdict).toUpperCase()}; datapath actions: `, el("span", { class: "mono" }, ovs.datapath_actions)));
+    if (answer.agree === false) parts.push(el("p", { class: "disagree" }, `DISAGREEMENT: the model says ${verdict}, OVS says ${ovs.verdict} (a bug, or a Contiv rule the model leaves out)`));
+  } else {
+    parts.push(el("p", { class: "muted" }, `OVS: ${ovs.skipped || ovs.error || "not traced"}`));
+  }
+  document.getElementById("trace").replaceChildren(...parts);
+}
+
+async function trace(event) {
+  event.preventDefault();
+  const segment = (id) => document.getElementById(id).value.trim().split("/").filter(Boolean).map(encodeURIComponent).join("/");
+  const protoPort = segment("trace-port");
+  const path = `/kubernetes/trace/${segment("trace-src")}/${segment("trace-dst")}${protoPort ? `/${protoPort}` : ""}`;
+  const target = document.getElementById("trace");
+  target.replaceChildren(el("p", { class: "muted" }, "tracing…"));
+  try {
+    const answer = await fetch(path, { cache: "no-store", headers: { accept: "application/json" } });
+    const body = await answer.json();
+    if (!answer.ok) throw new Error(body.error || `HTTP ${answer.status}`);
+    renderTrace(body);
+  } catch (err) {
+    target.replaceChildren(el("p", { class: "disagree" }, `trace failed: ${err.message || err}`));
+  }
+}
+
 // ---- endpoints ------------------------------------------------------------------------------
 
 // The datapath column comes from the cluster part (each node reports its own endpoints), so the
@@ -356,6 +409,7 @@ function render(snap) {
   renderWrites(snap.writes);
   indexEndpoints(snap.store);
   renderEndpoints();
+  renderTraceChoices(snap.store);
   if (!state.rendered) {
     state.rendered = true;
     document.body.dataset.ready = "true";
@@ -406,6 +460,8 @@ document.getElementById("ep-search").addEventListener("input", (e) => {
     if (state.snapshot) { applyFilter(); renderEndpoints(); }
   }, 80);
 });
+
+document.getElementById("trace-form").addEventListener("submit", trace);
 
 refresh();
 connect();

@@ -8,8 +8,9 @@ from typing import Any
 
 from contivd.netmaster.service import Netmaster
 from contivd.state import Change, KubeBackend, KubeServicePort, KubeServiceState, NodeRecord, StateCache, StateSnapshot, keys
-from contivd.state.records import RecordError, policy_rule_to_json
+from contivd.state.records import RecordError, netpol_pod_from_json, netpol_pod_to_json, policy_rule_to_json
 from contivd.state.snapshot import classify
+from openflow.inputs import NetpolPod, NetpolRule
 from raftstore import KeyValue, MemoryStore
 
 TENANT = "default"
@@ -156,3 +157,22 @@ def test_a_kubernetes_service_round_trips_and_is_filed_by_namespace_and_name() -
     )
     assert snapshot.k8s_services == {"shop/web": service} and service.key == "shop/web"
     assert "kubernetes service" in snapshot.problems[keys.k8s_service("shop", "bad")]
+
+
+def test_netpol_records_round_trip_and_a_bad_one_names_the_pod() -> None:
+    pod = NetpolPod(
+        "prod/db",
+        (
+            NetpolRule("ingress", 100, 0xC6120002, None, 0, None, "drop", "prod/db/ingress/isolation"),
+            NetpolRule("egress", 200, 0xC6120002, (0xC6130000, 16), 17, (53, 54), "allow", "prod/dns/egress/0"),
+        ),
+    )
+    stored = netpol_pod_to_json(pod)
+    assert stored["rules"][1] == ["egress", 200, "198.18.0.2", "198.19.0.0/16", 17, [53, 54], "allow", "prod/dns/egress/0"]
+    assert netpol_pod_from_json(stored) == pod
+    try:
+        netpol_pod_from_json({"pod": "prod/db", "rules": [["sideways", 1, "198.18.0.2", None, 0, None, "allow", "x"]]})
+    except RecordError as exc:
+        assert "prod/db" in str(exc)
+    else:
+        raise AssertionError("a bad rule was read")

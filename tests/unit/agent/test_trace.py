@@ -1,0 +1,48 @@
+"""The pure halves of the OVS trace: the flow text of a pod's first packet and the verdict read
+from ofproto/trace's answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from contivd.agent.trace import datapath_verdict, destination_mac, trace_flow
+from openflow.inputs import LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, ipv4
+
+NET = NetworkRef("pods.default", "vxlan", 1, 100, ipv4("198.18.10.254", "gw"))
+PORT = LocalPort(3, "a", ipv4("198.18.10.1", "a"), 0x02020A0A0A01, NET)
+PEER = RemoteEndpoint("b", ipv4("198.18.10.2", "b"), 0x02020A0A0A02, NET, vtep=ipv4("198.19.0.2", "vtep"))
+
+
+def test_trace_flow_per_protocol() -> None:
+    b = ipv4("198.18.10.2", "b")
+    assert trace_flow(PORT, PEER.mac, b, 6, 5432) == (
+        "tcp,in_port=3,dl_src=02:02:0a:0a:0a:01,dl_dst=02:02:0a:0a:0a:02,nw_src=198.18.10.1,nw_dst=198.18.10.2,tcp_src=40000,tcp_dst=5432,tcp_flags=0x002"
+    )
+    assert trace_flow(PORT, PEER.mac, b, 1, 0).startswith("icmp,in_port=3,") and trace_flow(PORT, PEER.mac, b, 1, 0).endswith(
+        ",icmp_type=8,icmp_code=0"
+    )
+    assert trace_flow(PORT, PEER.mac, b, 17, 53).endswith(",udp_src=40000,udp_dst=53")
+    assert trace_flow(PORT, PEER.mac, b, 0, 0).startswith("ip,in_port=3,")
+
+
+def test_destination_mac_is_the_endpoints_or_the_gateways() -> None:
+    inputs = NodeInputs("vxlan", (PORT,), (PEER,))
+    assert destination_mac(inputs, PORT, PEER.ip) == PEER.mac
+    assert destination_mac(inputs, PORT, ipv4("198.19.9.9", "x")) == 0x0202_C6120AFE  # 02:02:<gateway ip>
+
+
+@pytest.mark.parametrize(
+    ("output", "verdict"),
+    [
+        ("Datapath actions: ct(zone=65520,nat),recirc(0x1)\n...\nDatapath actions: 3\n", "allow"),
+        (
+            "Datapath actions: ct(zone=65520,nat),recirc(0x1)\n...\nDatapath actions: set(tunnel(tun_id=0x64,dst=198.19.0.2,ttl=64,tp_dst=4789,flags(df|key))),4\n",
+            "allow",
+        ),
+        ("Datapath actions: ct(zone=65520,nat),recirc(0x1)\n...\nDatapath actions: drop\n", "drop"),
+        ("Datapath actions: ct(zone=65520,nat),recirc(0x2)\n", "drop"),
+        ("no answer", "drop"),
+    ],
+)
+def test_the_last_datapath_actions_decide(output: str, verdict: str) -> None:
+    assert datapath_verdict(output)[0] == verdict

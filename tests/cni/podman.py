@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from tests.cni.harness import netconf, plugin_executable
@@ -101,8 +102,16 @@ class Podman:
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
 
     def start(self, name: str) -> subprocess.CompletedProcess[str]:
-        """A container that sleeps, attached to the Contiv network."""
-        return self("run", "-d", "--name", name, "--network", NETWORK, "--rootfs", str(rootfs()), "/bin/sleep", "3600")
+        """A container that sleeps, attached to the Contiv network. podman does not retry a CNI
+        "try again later" (code 11: the cluster is electing a leader); a runtime that honours it
+        would, so this does: up to 5 times, 1 s apart, removing the half-made container first."""
+        for _ in range(5):
+            started = self("run", "-d", "--name", name, "--network", NETWORK, "--rootfs", str(rootfs()), "/bin/sleep", "3600")
+            if started.returncode == 0 or "cannot take the request now" not in started.stderr:
+                return started
+            self("rm", "--force", "--time", "0", name)
+            time.sleep(1)  # the backoff CNI's code 11 asks for, not a synchronisation
+        return started
 
     def address(self, name: str) -> str:
         """The container's IPv4 address on eth0, as its own `ip` shows it."""

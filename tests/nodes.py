@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.support.processes import terminate
 from tests.support.waiting import free_ports
 
 CALL = (
@@ -109,13 +110,7 @@ class Node:
         sh("ip", "netns", "exec", self.ns, "ovs-vsctl", f"--db=unix:{self.data / 'ovs' / 'db.sock'}", *args)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         for daemon in ("ovs-vswitchd", "ovsdb-server"):  # whatever outlived contivd, by PID
             pidfile = self.data / "ovs" / f"{daemon}.pid"
             if pidfile.exists():

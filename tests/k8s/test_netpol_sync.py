@@ -19,7 +19,7 @@ from openflow.inputs import NetpolPod
 from raftstore import MemoryStore
 from tests.support.k8s_apiserver import KubeApiServer
 
-CIDR = ipaddress.IPv4Network("10.96.0.0/12")
+CIDR = ipaddress.IPv4Network("198.19.112.0/20")
 TIMEOUT = 45  # generous: the machine is shared and loaded
 
 

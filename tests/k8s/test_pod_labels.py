@@ -21,7 +21,7 @@ from raftstore import MemoryStore
 from tests.support.endpoint_controller import sync_slices
 from tests.support.k8s_apiserver import KubeApiServer, pod
 
-CIDR = ipaddress.IPv4Network("10.96.0.0/12")
+CIDR = ipaddress.IPv4Network("198.19.112.0/20")
 TIMEOUT = 45  # generous: the machine is shared and loaded
 GROUP = "io.contiv.net-group"
 
@@ -172,7 +172,7 @@ async def test_services_of_both_kinds_follow_a_selector_label_change(watching: C
         "default:web",
         {"tenantName": "default", "serviceName": "web", "networkName": "pods", "selectors": ["app=web"], "ports": ["80:8080:TCP"]},
     )
-    web = {"kind": "Service", "metadata": {"namespace": "shop", "name": "web"}, "spec": {"clusterIP": "10.96.0.10", "selector": {"app": "web"}}}
+    web = {"kind": "Service", "metadata": {"namespace": "shop", "name": "web"}, "spec": {"clusterIP": "198.19.112.10", "selector": {"app": "web"}}}
     web["spec"]["ports"] = [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]
     api.apply(web)
     await watching.add_pod_endpoint("c1-eth0", "shop/web-0", "", {"app": "web"})

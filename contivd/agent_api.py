@@ -2,13 +2,15 @@
 
 The netmaster's `/debug/epcleanup` calls `DELETE /debug/reclaimEndpoint/<id>` here on the
 endpoint's node; operators read `/inspect/driver`, `/svcstats`, `/netpolstats` (NetworkPolicy
-rule hits per rule id) and `/rulestats` (Contiv's compiled rules' hits). Callers are authenticated like the main API: loopback, a node
+rule hits per rule id) and `/rulestats` (Contiv's compiled rules' hits); the API asks `/trace/<source|destination>/...`
+(one packet through this node's bridge, `ctl trace`). Callers are authenticated like the main API: loopback, a node
 signature or an operator token (any role reads; the reclaim needs operator). `/inspect/bgp` answers the node's BGP speaker (contivd/bgp); contivd
 runs no DNS server, so `/inspect/nameserver` answers Contiv's shape with nothing in it.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict
@@ -24,6 +26,7 @@ from .agent.datapath import BridgeDatapath
 from .agent.inputs import KUBE_SERVICE_PREFIX
 from .agent.netpolstats import RuleHits, contiv_rule_hits, netpol_hits
 from .agent.service import Agent
+from .agent.trace import TraceError
 from .bgp import BgpSpeaker
 from .http import auth
 from .http.errors import ForbiddenError, UnauthorizedError
@@ -95,6 +98,26 @@ async def service_stats(agent: Agent) -> dict[str, Any]:
     return stats
 
 
+async def trace_half(agent: Agent, side: str, src: str, dst: str, proto: int, port: int) -> Response:
+    """One half of `ctl trace` on this node: `source` (the packet leaving a local pod) or
+    `destination` (arriving from the source's node for a local pod); `skipped` when this node
+    holds no such pod, 503 when OVS could not trace."""
+    if side not in ("source", "destination"):
+        return _json({"error": f"trace side {side!r} is not source or destination"}, 400)
+    try:
+        src_ip, dst_ip = int(ipaddress.IPv4Address(src)), int(ipaddress.IPv4Address(dst))
+    except ValueError as exc:
+        return _json({"error": f"trace: {exc}"}, 400)
+    try:
+        traced = await agent.trace(src_ip, dst_ip, proto, port, arrival=side == "destination")
+    except TraceError as exc:
+        return _json({"error": str(exc)}, 503)
+    if traced is None:
+        pod = src if side == "source" else dst
+        return _json({"skipped": f"{pod} is not a pod on node {agent.settings.node_name}"})
+    return _json(asdict(traced))
+
+
 def create_agent_app(agent: Agent, access: auth.Authenticator, bgp: BgpSpeaker | None = None) -> QuartTrio:
     app = QuartTrio("contivd-agent")
 
@@ -135,6 +158,10 @@ def create_agent_app(agent: Agent, access: auth.Authenticator, bgp: BgpSpeaker |
     async def rulestats() -> Response:
         """Contiv's compiled policy rules: packets, bytes and flows per rule id on this node."""
         return await rule_stats(contiv_rule_hits)
+
+    @app.get("/trace/<side>/<src>/<dst>/<int:proto>/<int:port>")
+    async def trace(side: str, src: str, dst: str, proto: int, port: int) -> Response:
+        return await trace_half(agent, side, src, dst, proto, port)
 
     @app.get("/inspect/bgp")
     async def inspect_bgp() -> Response:

@@ -36,7 +36,7 @@ from .inputs import KUBE_SERVICE_PREFIX
 from .netpolstats import STATS_SECONDS, RuleHits, netpol_hits
 from .push import AuditJob
 from .router import BgpRouting
-from .trace import OvsTrace, ovs_trace
+from .trace import OvsTrace, arrival_trace, ovs_trace
 
 log = logging.getLogger("contivd.agent")
 
@@ -188,12 +188,14 @@ class Agent:
             if not self._switches_up:  # no sync can cover it until a switch reconnects: fail now, the caller retries
                 raise OvsError("a bridge's OpenFlow connection is down; its flows cannot be programmed now")
 
-    async def trace(self, src_ip: int, dst_ip: int, proto: int, dport: int) -> OvsTrace | None:
-        """ofproto/trace of a first packet from a pod on this node (None: the source is not one)."""
+    async def trace(self, src_ip: int, dst_ip: int, proto: int, dport: int, *, arrival: bool = False) -> OvsTrace | None:
+        """ofproto/trace of a first packet from a pod on this node, or (`arrival`) of one arriving
+        from another node for a pod on this node; None: this node holds no such pod."""
+        half = arrival_trace if arrival else ovs_trace
         for datapath in self.datapaths.values():
             inputs = datapath.last_inputs
             if inputs is not None and (
-                found := await ovs_trace(self.settings.node_name, datapath.bridge.name, self.ovs_appctl, inputs, src_ip, dst_ip, proto, dport)
+                found := await half(self.settings.node_name, datapath.bridge.name, self.ovs_appctl, inputs, src_ip, dst_ip, proto, dport)
             ):
                 return found
         return None

@@ -1,11 +1,14 @@
 """One packet through this node's bridge as OVS itself would forward it (`ofproto/trace`), for
-`ctl trace` to show beside the model's verdict.
+`ctl trace` to show beside the model's verdict: the source's half (the packet as a local pod
+sends it) or the destination's half (the same packet as it arrives from the source's node:
+through the VXLAN tunnel from the source's VTEP with the network's VNI, or tagged on the VLAN
+uplink; docs/pipeline.md's classifier).
 
-Pure parts: the flow text a pod's first packet has (`trace_flow`) and the verdict read from
+Pure parts: the flow text of each half (`trace_flow`, `arrival_flow`) and the verdict read from
 OVS's answer (`datapath_verdict`); the I/O is one `ovs-appctl ofproto/trace` run. Conntrack
 is traced as a new connection (OVS's default for each `ct` recirculation), so the answer is
-that of a connection's first packet, which is what NetworkPolicy judges. Not responsible for
-the model's side (contivd.model.netpolicy) nor for other nodes: the source must be local.
+that of a connection's first packet, which is what policy judges. Not responsible for the
+model's side (contivd.model.policytrace) nor for asking other nodes (the API does).
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from dataclasses import dataclass
 import trio
 
 from openflow.flow import format_mac
-from openflow.inputs import LocalPort, NodeInputs, vip_mac
+from openflow.inputs import LocalPort, NodeInputs, RemoteEndpoint, vip_mac
+
+from ..model.policytrace import CLIENT_PORT  # the model judges the same packet
 
 TRACE_SECONDS = 10.0
-CLIENT_PORT = 40000  # the source port of the traced packet (any ephemeral port does)
 _PROTO_TEXT = {6: "tcp", 17: "udp", 1: "icmp"}
 
 
@@ -40,7 +44,29 @@ class OvsTrace:
 def trace_flow(port: LocalPort, dst_mac: int, dst_ip: int, proto: int, dport: int) -> str:
     """The ofproto/trace flow of `port`'s first packet to dst_ip (proto 0: plain IPv4)."""
     head = f"in_port={port.ofport},dl_src={format_mac(port.mac)},dl_dst={format_mac(dst_mac)}"
-    addresses = f"nw_src={ipaddress.IPv4Address(port.ip)},nw_dst={ipaddress.IPv4Address(dst_ip)}"
+    return _packet(head, port.ip, dst_ip, proto, dport)
+
+
+def arrival_flow(inputs: NodeInputs, src: RemoteEndpoint, port: LocalPort, proto: int, dport: int) -> str | None:
+    """The ofproto/trace flow of `src`'s packet to the local `port` as it arrives from `src`'s node
+    (the source node's forward table addressed it to the port's MAC: dst_epg rewrote it); None
+    when this bridge has no way in from there (no tunnel to its VTEP yet, no uplink)."""
+    macs = f"dl_src={format_mac(src.mac)},dl_dst={format_mac(port.mac)}"
+    network = port.network
+    if inputs.encap == "vxlan":
+        tunnel = inputs.fabric.tunnel_to(src.vtep)
+        if tunnel is None:
+            return None
+        head = f"in_port={tunnel.ofport},tun_id={network.vni:#x},tun_src={ipaddress.IPv4Address(src.vtep)},{macs}"
+    elif inputs.uplinks:
+        head = f"in_port={min(inputs.uplinks)},dl_vlan={network.vlan},{macs}"
+    else:
+        return None
+    return _packet(head, src.ip, port.ip, proto, dport)
+
+
+def _packet(head: str, src_ip: int, dst_ip: int, proto: int, dport: int) -> str:
+    addresses = f"nw_src={ipaddress.IPv4Address(src_ip)},nw_dst={ipaddress.IPv4Address(dst_ip)}"
     if proto in (6, 17):
         name = _PROTO_TEXT[proto]  # ofproto/trace wants tcp_src/udp_src (tp_src fails its prerequisites for UDP)
         syn = ",tcp_flags=0x002" if proto == 6 else ""  # a SYN; `+syn` is refused in a trace's flow
@@ -71,11 +97,25 @@ def destination_mac(inputs: NodeInputs, port: LocalPort, dst_ip: int) -> int:
 async def ovs_trace(
     node: str, bridge: str, appctl: list[str], inputs: NodeInputs, src_ip: int, dst_ip: int, proto: int, dport: int
 ) -> OvsTrace | None:
-    """The trace on this node's bridge, or None when the source is not a local port of it."""
+    """The source's half on this node's bridge, or None when the source is not a local port of it."""
     port = next((p for p in inputs.ports() if p.ip == src_ip), None)
     if port is None:
         return None
-    flow = trace_flow(port, destination_mac(inputs, port, dst_ip), dst_ip, proto, dport)
+    return await _run(node, bridge, appctl, trace_flow(port, destination_mac(inputs, port, dst_ip), dst_ip, proto, dport))
+
+
+async def arrival_trace(
+    node: str, bridge: str, appctl: list[str], inputs: NodeInputs, src_ip: int, dst_ip: int, proto: int, dport: int
+) -> OvsTrace | None:
+    """The destination's half on this node's bridge, or None when the destination is not a local
+    port of it or the source is not an endpoint of another node that this bridge knows."""
+    port = next((p for p in inputs.ports() if p.ip == dst_ip), None)
+    src = next((r for r in inputs.remotes() if r.ip == src_ip), None)
+    flow = None if port is None or src is None else arrival_flow(inputs, src, port, proto, dport)
+    return None if flow is None else await _run(node, bridge, appctl, flow)
+
+
+async def _run(node: str, bridge: str, appctl: list[str], flow: str) -> OvsTrace:
     with trio.fail_after(TRACE_SECONDS):
         done = await trio.run_process([*appctl, "ofproto/trace", bridge, flow], capture_stdout=True, capture_stderr=True, check=False)
     if done.returncode != 0:

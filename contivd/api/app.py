@@ -43,17 +43,17 @@ from ..http.forwarder import ForwardingClient
 from ..http.hardening import parse_json_limited
 from ..http.leadership import unless_leader_changes
 from ..k8s import KubeHealth
-from ..k8s.listing import kubernetes_services, trace_address
+from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError, contiv_line
-from ..model.netpolicy import Compiled, decide, decision_json, parse_trace
+from ..model.netpolicy import TraceQuery, parse_trace
 from ..model.policy import hits_per_rule
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
 from ..state.records import policy_rule_to_json
 from ..tls.fingerprint import fingerprint_pem
-from . import access
+from . import access, tracing
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document, required_role
 
@@ -216,27 +216,32 @@ class Handlers:
         return kubernetes_services(await self.ctx.cache.sync())
 
     async def kubernetes_trace(self, body: bytes, spec: str) -> Any:
-        """The model's NetworkPolicy verdict for one packet (the first of a connection), from
-        the compiled rules every node holds, and OVS's own (ofproto/trace) when the source is a
-        pod on this node; `agree` false is a bug (or a Contiv rule, which the model leaves out)."""
-        query = parse_trace(spec)
-        snapshot = await self.ctx.cache.sync()
-        src, dst = trace_address(snapshot, query.src), trace_address(snapshot, query.dst)
-        compiled = Compiled(tuple(r for pod in snapshot.k8s_netpol.values() for r in pod.rules))
-        src_ip, dst_ip = int(ipaddress.IPv4Address(src)), int(ipaddress.IPv4Address(dst))
-        model = decision_json(decide(compiled, src_ip, dst_ip, query.proto, query.port))
-        answer: dict[str, Any] = {"src": src, "dst": dst, "proto": query.proto, "port": query.port, **model}
+        """One packet's fate (the first of a connection): the model's verdict over Contiv's and
+        Kubernetes' policy, and OVS's own (ofproto/trace) on the source's node and, across nodes,
+        the destination's, whichever node is asked (contivd/api/tracing.py); `agree` false is a bug."""
+        return await tracing.trace(await self.ctx.cache.sync(), parse_trace(spec), self.ctx.node_name, self._trace_half)
+
+    async def _trace_half(self, node: str, side: str, query: TraceQuery, src: str, dst: str) -> tracing.Half:
+        """One half of a trace from `node`'s agent: this node's directly, another's by the signed agent call."""
+        if node == self.ctx.node_name and self.ctx.agent is not None:
+            try:
+                traced = await self.ctx.agent.trace(
+                    int(ipaddress.IPv4Address(src)), int(ipaddress.IPv4Address(dst)), query.proto, query.port, arrival=side == "destination"
+                )
+            except TraceError as exc:
+                return {"node": node, "error": str(exc)}
+            return (
+                asdict(traced) if traced is not None else {"node": node, "skipped": f"{src if side == 'source' else dst} is not a pod on node {node}"}
+            )
         try:
-            traced = await self.ctx.agent.trace(src_ip, dst_ip, query.proto, query.port) if self.ctx.agent is not None else None
-        except TraceError as exc:
-            answer["ovs"] = {"error": str(exc)}
-            return answer
-        if traced is None:
-            answer["ovs"] = {"skipped": f"{src} is not a pod on this node ({self.ctx.node_name}): trace against its node's API"}
-        else:
-            answer["ovs"] = asdict(traced)
-            answer["agree"] = traced.verdict == model["verdict"]
-        return answer
+            called = await self._call_agent(node, "GET", f"/trace/{side}/{src}/{dst}/{query.proto}/{query.port}")
+        except (OSError, ConnectionError, trio.TooSlowError) as exc:
+            return {"node": node, "unanswered": f"node {node}'s agent did not answer: {exc or type(exc).__name__}"}
+        try:
+            parsed = json.loads(called[1]) if called is not None and called[0] == 200 else None
+        except ValueError:
+            parsed = None
+        return tracing.half_from_agent(node, called, parsed)
 
     async def services(self, body: bytes) -> Any:
         snapshot = await self.ctx.cache.sync()

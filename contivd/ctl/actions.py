@@ -73,10 +73,11 @@ def list_objects(client: Client, resource: Resource, scope: Mapping[str, Any], f
     return text
 
 
-def show(client: Client, command: Show, values: Mapping[str, str], *, raw: bool) -> str:
-    """GET the declared path (arguments substituted, escaped) and render it, or print it raw."""
+def show(client: Client, command: Show, values: Mapping[str, str], *, raw: bool) -> tuple[str, str | None]:
+    """GET the declared path (arguments substituted, escaped) and render it, or print it raw;
+    with what makes the answer a failure (`Show.failure`), if anything does."""
     answer = client.get(command.path.format(**{name: quote(value, safe=":") for name, value in values.items()}))
-    return output.as_json(answer) if raw else command.render(answer)
+    return (output.as_json(answer) if raw else command.render(answer)), (command.failure(answer) if command.failure else None)
 
 
 def set_singleton(client: Client, setter: Setter, flags: Mapping[str, Any]) -> str:

@@ -403,6 +403,7 @@ class Show:
     tenant: bool = False
     ignored: tuple[str, ...] = ()  # netctl's flags that change nothing here ("tenant", "all", "quiet")
     optional: tuple[str, ...] = ()  # trailing arguments that may be left out ("" in the path)
+    failure: Callable[[Any], str | None] | None = None  # an answer that is printed, then exits non-zero (EXIT_ANSWER_FAILED)
 
 
 GLOBAL_INFO = (
@@ -418,8 +419,9 @@ SHOWS: tuple[Show, ...] = (
     Show(None, "version", "/version", partial(views.version, client_version=__version__), "Client and server versions."),
     Show("cluster", "status", "/info", views.cluster_status, "Raft leader, term, commit index, members and registered nodes."),
     Show(None, "trace", "/kubernetes/trace/{src}/{dst}/{proto_port}", views.trace,
-         "NetworkPolicy's verdict for a packet SRC -> DST (IP, endpoint id or namespace/name; PROTO/PORT e.g. tcp/5432) and its rules.",
-         args=("src", "dst"), optional=("proto_port",)),
+         "Contiv's and NetworkPolicy's verdict for a packet SRC -> DST (IP, endpoint id or namespace/name; PROTO/PORT e.g. tcp/5432),"
+         " the rules deciding it and both nodes' OVS answers; exits 4 when a datapath disagrees with the model.",
+         args=("src", "dst"), optional=("proto_port",), failure=views.trace_failure),
     Show("endpoint", "inspect", "/api/v1/inspect/endpoints/{endpoint}/", output.as_json,
          "An endpoint's state, by endpoint id, container id or name (substring).", args=("endpoint",)),
     Show("global", "info", "/api/v1/globals/", partial(views.labelled, GLOBAL_INFO), "The global settings.",

@@ -34,10 +34,18 @@ class AliasedGroup(click.Group):
 
 EXIT_USAGE = 1  # netctl's exitHelp
 EXIT_REQUEST_FAILED = 3  # netctl's exitInvalid: the server refused, or could not be reached
+EXIT_ANSWER_FAILED = 4  # contivd's own: the answer reports a failure (Show.failure)
 
 
 class RequestFailed(click.ClickException):
     exit_code = EXIT_REQUEST_FAILED
+
+
+class AnswerFailed(click.ClickException):
+    """The server answered, and the answer itself is a failure (`ctl trace`: a datapath that
+    disagrees with the model): printed, then one line on stderr and this status."""
+
+    exit_code = EXIT_ANSWER_FAILED
 
 
 class _CtlRoot(AliasedGroup):
@@ -188,7 +196,11 @@ def _show_command(show: Show) -> click.Command:
     params += [_IGNORED_FLAGS[name]() for name in show.ignored]
 
     def run(client: Client, json_output: bool, **values: str) -> str:
-        return actions.show(client, show, values, raw=json_output)
+        text, failure = actions.show(client, show, values, raw=json_output)
+        if failure is None:
+            return text
+        click.echo(text, nl=False)
+        raise AnswerFailed(failure)
 
     return _command(show.name, show.help, [*params, _json_flag()], run)
 

@@ -136,31 +136,37 @@ def cluster_status(info: Mapping[str, Any]) -> str:
 
 
 def trace(answer: Mapping[str, Any]) -> str:
-    """`/kubernetes/trace`: the model's verdict, each NetworkPolicy table's deciding rule, then
-    OVS's own answer on the source's node, a disagreement flagged loudly."""
+    """`/kubernetes/trace`: the model's verdict and what each policy table did (Contiv's `policy`,
+    then NetworkPolicy's `np_egress` and `np_ingress`), then OVS's own answer on the source's
+    node and on the destination's, a disagreement flagged loudly."""
     proto = {6: "tcp", 17: "udp", 1: "icmp", 132: "sctp", 0: "any"}.get(answer.get("proto", 0), str(answer.get("proto")))
     port = f"/{answer['port']}" if answer.get("port") else ""
-    head = f"{answer.get('src')} -> {answer.get('dst')} {proto}{port}: {str(answer.get('verdict', '?')).upper()}\n"
-
-    def line(table: str) -> str:
-        rule = answer.get(table)
-        if not rule:
-            return f"  {table}: not isolated (no NetworkPolicy selects the pod)\n"
-        return f"  {table}: {rule['action']} by {rule['rule']} (priority {rule['priority']}, {rule['kind']})\n"
-
-    egress = answer.get("egress")
-    ingress = line("ingress") if answer.get("ingress") or not (egress and egress.get("action") == "drop") else "  ingress: not reached\n"
-    return head + line("egress") + ingress + _ovs_lines(answer)
-
-
-def _ovs_lines(answer: Mapping[str, Any]) -> str:
-    ovs = answer.get("ovs") or {}
-    if "verdict" not in ovs:
-        return f"  OVS: {ovs.get('skipped') or ovs.get('error') or 'not traced'}\n"
-    text = f"  OVS on {ovs.get('node')} ({ovs.get('bridge')}): {str(ovs['verdict']).upper()} (datapath actions: {ovs.get('datapath_actions')})\n"
+    text = f"{answer.get('src')} -> {answer.get('dst')} {proto}{port}: {str(answer.get('verdict', '?')).upper()}\n"
+    ends = answer.get("ends") or {}
+    text += "".join(f"  {name}: {_trace_end(ends[name])}\n" for name in ("src", "dst") if name in ends)
+    text += "".join(f"  {reason}\n" for reason in answer.get("reasons") or ())
+    text += _ovs_line("source", answer.get("ovs")) + _ovs_line("destination", answer.get("ovs_destination"))
     if answer.get("agree") is False:
-        text += (
-            f"  !!! DISAGREEMENT: the model says {answer.get('verdict')}, OVS says {ovs['verdict']}: a bug"
-            " (or a Contiv EPG rule, which the model leaves out) !!!\n"
-        )
+        text += "".join(f"  !!! DISAGREEMENT: {what}: a bug !!!\n" for what in answer.get("disagreements") or ["the datapath and the model differ"])
     return text
+
+
+def trace_failure(answer: Mapping[str, Any]) -> str | None:
+    """`ctl trace` exits non-zero when a datapath disagrees with the model."""
+    return "DISAGREEMENT between the model and the datapath (see above)" if answer.get("agree") is False else None
+
+
+def _trace_end(end: Mapping[str, Any]) -> str:
+    if end.get("external"):
+        return "an address outside every endpoint" + (f" (pod {end['pod']})" if end.get("pod") else "")
+    pod = f", pod {end['pod']}" if end.get("pod") else ""
+    return f"endpoint {end.get('endpoint')}{pod}, group {end.get('group')}, on node {end.get('node')}"
+
+
+def _ovs_line(side: str, half: Mapping[str, Any] | None) -> str:
+    if half is None:
+        return ""
+    where = f" on {half['node']}" if half.get("node") else ""
+    if "verdict" not in half:
+        return f"  OVS{where} ({side}): {half.get('skipped') or half.get('unanswered') or half.get('error') or 'not traced'}\n"
+    return f"  OVS{where} ({side}, {half.get('bridge')}): {str(half['verdict']).upper()} (datapath actions: {half.get('datapath_actions')})\n"

@@ -1,13 +1,11 @@
 """Kubernetes Services beside Contiv's service load balancers, as `/kubernetes/services`,
 `contivd ctl service ls` and the status page show them: read from the node's snapshot, each
-row marked with its `kind` (`contiv` or `kubernetes`); and the ends of a `/kubernetes/trace`."""
+row marked with its `kind` (`contiv` or `kubernetes`)."""
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
-from ..model import NotFoundError
 from ..state import KubeServicePort, StateSnapshot
 
 
@@ -45,26 +43,3 @@ def service_rows(snapshot: StateSnapshot) -> list[dict[str, Any]]:
         for key, record in sorted(snapshot.k8s_services.items())
     ]
     return rows
-
-
-def trace_address(snapshot: StateSnapshot, ref: str) -> str:
-    """The IPv4 address of a trace end: an address, an endpoint id, or a pod `namespace/name`
-    (one with NetworkPolicy rules, or an endpoint whose common name is the pod's name);
-    NotFoundError naming it otherwise."""
-    try:
-        return str(ipaddress.IPv4Address(ref))
-    except ValueError:
-        pass
-    endpoint = snapshot.endpoints.get(ref)
-    if endpoint is not None and endpoint.ip_address:
-        return endpoint.ip_address
-    pod = snapshot.k8s_netpol.get(ref)
-    if pod is not None and pod.rules:
-        return str(ipaddress.IPv4Address(pod.rules[0].pod_ip))
-    _, _, name = ref.partition("/")
-    named = sorted(ep.ip_address for ep in snapshot.endpoints.values() if name and ep.ep_common_name == name and ep.ip_address)
-    if len(named) == 1:
-        return named[0]
-    raise NotFoundError(
-        f"trace: {ref!r} is not an IPv4 address, an endpoint id or a pod we know" + (" (several endpoints have that name)" if named else "")
-    )

@@ -473,19 +473,3 @@ def parse_trace(spec: str) -> TraceQuery:
     if parts or not port_text.isdigit() or int(port_text) > 65535:
         raise ValidationError("spec", f"trace {spec!r}: the port {port_text!r} is not 0..65535 (or extra segments follow it)")
     return TraceQuery(ends[0], ends[1], TRACE_PROTOCOLS[proto_name], int(port_text))
-
-
-def decision_json(decision: Decision) -> dict[str, Any]:
-    """The model's answer as the API renders it: verdict, deciding rule, each table's rule."""
-
-    def rule(r: NetpolRule | None) -> dict[str, Any] | None:
-        return None if r is None else {"rule": r.rule_id, "action": r.action, "priority": r.priority, "kind": "kubernetes"}
-
-    deciding = decision.deciding
-    return {
-        "verdict": "allow" if decision.allowed else "drop",
-        "deciding": None if deciding is None else deciding.rule_id,
-        "egress": rule(decision.egress),
-        "ingress": rule(decision.ingress),
-        "reasons": list(decision.reasons),
-    }

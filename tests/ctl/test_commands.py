@@ -19,7 +19,7 @@ NETCTL_TREE = {
 }  # fmt: skip
 CONTIVD_ONLY = {
     "auth token create", "auth token ls", "auth token revoke", "audit ls", "login",  # access control: netctl had none
-    "trace",  # NetworkPolicy's verdict for a packet
+    "trace",  # Contiv's and NetworkPolicy's verdict for a packet, and both nodes' OVS answers
 }  # fmt: skip
 
 

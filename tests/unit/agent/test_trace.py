@@ -1,12 +1,12 @@
-"""The pure halves of the OVS trace: the flow text of a pod's first packet and the verdict read
-from ofproto/trace's answer."""
+"""The pure halves of the OVS trace: the flow text of a pod's first packet, of the same packet
+arriving at the destination's node, and the verdict read from ofproto/trace's answer."""
 
 from __future__ import annotations
 
 import pytest
 
-from contivd.agent.trace import datapath_verdict, destination_mac, trace_flow
-from openflow.inputs import LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, ipv4
+from contivd.agent.trace import arrival_flow, datapath_verdict, destination_mac, trace_flow
+from openflow.inputs import LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, TunnelPort, ipv4
 
 NET = NetworkRef("pods.default", "vxlan", 1, 100, ipv4("198.18.10.254", "gw"))
 PORT = LocalPort(3, "a", ipv4("198.18.10.1", "a"), 0x02020A0A0A01, NET)
@@ -46,3 +46,21 @@ def test_destination_mac_is_the_endpoints_or_the_gateways() -> None:
 )
 def test_the_last_datapath_actions_decide(output: str, verdict: str) -> None:
     assert datapath_verdict(output)[0] == verdict
+
+
+def test_the_destination_half_arrives_through_the_tunnel_or_tagged_on_the_uplink() -> None:
+    here = LocalPort(5, "b", PEER.ip, PEER.mac, NET)
+    source = RemoteEndpoint("a", PORT.ip, PORT.mac, NET, vtep=ipv4("198.19.0.1", "vtep"))
+    vxlan = NodeInputs("vxlan", (here,), (source,), tunnels=(TunnelPort(9, source.vtep),))
+    assert arrival_flow(vxlan, source, here, 6, 5432) == (
+        "tcp,in_port=9,tun_id=0x64,tun_src=198.19.0.1,dl_src=02:02:0a:0a:0a:01,dl_dst=02:02:0a:0a:0a:02,"
+        "nw_src=198.18.10.1,nw_dst=198.18.10.2,tcp_src=40000,tcp_dst=5432,tcp_flags=0x002"
+    )
+    assert arrival_flow(NodeInputs("vxlan", (here,), (source,)), source, here, 6, 5432) is None, "no tunnel to its VTEP yet"
+    vlan_net = NetworkRef("pods.default", "vlan", 100, 0, 0)
+    tagged = LocalPort(5, "b", PEER.ip, PEER.mac, vlan_net)
+    sender = RemoteEndpoint("a", PORT.ip, PORT.mac, vlan_net)
+    vlan = NodeInputs("vlan", (tagged,), (sender,), uplinks=(7, 6))
+    assert arrival_flow(vlan, sender, tagged, 1, 0) == (
+        "icmp,in_port=6,dl_vlan=100,dl_src=02:02:0a:0a:0a:01,dl_dst=02:02:0a:0a:0a:02,nw_src=198.18.10.1,nw_dst=198.18.10.2,icmp_type=8,icmp_code=0"
+    )

@@ -1,0 +1,137 @@
+"""`GET /kubernetes/trace/SRC/DST[/PROTO/PORT]` (`ctl trace`, the status page's trace card): the
+model's verdict over both kinds of policy (contivd.model.policytrace) and OVS's own answers, the
+source node's half and, across nodes, the destination node's, whichever node is asked.
+
+The ends are resolved from this node's snapshot (`trace_end`); each half is asked of the node
+that holds the pod through `ask` (the API's authenticated agent call, or this node's agent
+directly), so a node that cannot answer is named in its half (`unanswered`), never an error of
+the whole trace. `agreement` is pure: a datapath that disagrees with the model is a bug, and is
+reported as one (`agree` false, the reasons in `disagreements`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from openflow import InputError, PolicyRuleSpec
+
+from ..agent.inputs import rule_spec
+from ..model import NotFoundError
+from ..model.netpolicy import Compiled, TraceQuery
+from ..model.policytrace import TraceEnd, explain, explanation_json
+from ..state import EndpointState, StateSnapshot
+
+Half = dict[str, Any]  # an agent's /trace answer (OvsTrace's fields), or `skipped` / `unanswered` / `error`
+Ask = Callable[[str, str, TraceQuery, str, str], Awaitable[Half]]  # (node, side, query, src ip, dst ip) → its half
+
+
+def _end_of(ep: EndpointState) -> TraceEnd:
+    return TraceEnd(int(ipaddress.IPv4Address(ep.ip_address)), ep.id, ep.endpoint_group_id, ep.net_id, ep.homing_host, ep.k8s_pod)
+
+
+def trace_end(snapshot: StateSnapshot, ref: str) -> TraceEnd:
+    """A trace end: an IPv4 address (an endpoint's, else an external address), an endpoint id,
+    or a pod `namespace/name` (its endpoint; a pod with NetworkPolicy rules but no endpoint here;
+    an endpoint whose common name is the pod's name). NotFoundError naming `ref` otherwise."""
+    endpoints = sorted((ep for ep in snapshot.endpoints.values() if ep.ip_address), key=lambda ep: ep.id)
+    try:
+        address = str(ipaddress.IPv4Address(ref))
+    except ValueError:
+        address = ""
+    if address:
+        found = next((ep for ep in endpoints if ep.ip_address == address), None)
+        return _end_of(found) if found is not None else TraceEnd(int(ipaddress.IPv4Address(address)))
+    endpoint = snapshot.endpoints.get(ref)
+    if endpoint is not None and endpoint.ip_address:
+        return _end_of(endpoint)
+    found = next((ep for ep in endpoints if ep.k8s_pod == ref), None)
+    if found is not None:
+        return _end_of(found)
+    pod = snapshot.k8s_netpol.get(ref)
+    if pod is not None and pod.rules:
+        ip = pod.rules[0].pod_ip
+        found = next((ep for ep in endpoints if int(ipaddress.IPv4Address(ep.ip_address)) == ip), None)
+        return _end_of(found) if found is not None else TraceEnd(ip, pod=ref)
+    _, _, name = ref.partition("/")
+    named = [ep for ep in endpoints if name and ep.ep_common_name == name]
+    if len(named) == 1:
+        return _end_of(named[0])
+    raise NotFoundError(
+        f"trace: {ref!r} is not an IPv4 address, an endpoint id or a pod we know" + (" (several endpoints have that name)" if named else "")
+    )
+
+
+def contiv_rules(snapshot: StateSnapshot) -> list[PolicyRuleSpec]:
+    """The Contiv rules as the agents program them (a rule they cannot program is left out, as
+    they leave it out and report it in their problems)."""
+    specs = []
+    for rule in snapshot.rules.values():
+        try:
+            specs.append(rule_spec(rule))
+        except InputError:
+            continue
+    return specs
+
+
+def agreement(model_verdict: str, source: Half | None, destination: Half | None) -> tuple[bool | None, list[str]]:
+    """Whether the datapaths do what the model says: the source node's OVS gives the model's
+    verdict; a packet the model lets through is also delivered by the destination node's OVS.
+    None when no datapath answered."""
+    compared = False
+    wrong = []
+    if source is not None and "verdict" in source:
+        compared = True
+        if source["verdict"] != model_verdict:
+            wrong.append(f"the source's node {source.get('node')}: OVS says {source['verdict']}, the model {model_verdict}")
+    if destination is not None and "verdict" in destination and model_verdict == "allow":
+        compared = True
+        if destination["verdict"] != "allow":
+            wrong.append(f"the destination's node {destination.get('node')}: OVS drops what arrives from the source's node, the model allows it")
+    return (not wrong if compared else None), wrong
+
+
+def _end_json(end: TraceEnd) -> dict[str, Any]:
+    return {"endpoint": end.endpoint or None, "pod": end.pod or None, "node": end.node or None, "group": end.group, "external": not end.endpoint}
+
+
+async def trace(snapshot: StateSnapshot, query: TraceQuery, node: str, ask: Ask) -> dict[str, Any]:
+    """The whole answer of the trace route, asked on node `node`."""
+    src, dst = trace_end(snapshot, query.src), trace_end(snapshot, query.dst)
+    netpol = Compiled(tuple(r for pod in snapshot.k8s_netpol.values() for r in pod.rules))
+    model = explanation_json(explain(contiv_rules(snapshot), netpol, src, dst, query.proto, query.port))
+    src_ip, dst_ip = str(ipaddress.IPv4Address(src.address)), str(ipaddress.IPv4Address(dst.address))
+    answer: dict[str, Any] = {
+        "src": src_ip,
+        "dst": dst_ip,
+        "proto": query.proto,
+        "port": query.port,
+        "answered_by": node,
+        "ends": {"src": _end_json(src), "dst": _end_json(dst)},
+        **model,
+    }
+    if src.node:
+        source = await ask(src.node, "source", query, src_ip, dst_ip)
+    else:
+        source = {"skipped": f"{src_ip} is no endpoint: no node's bridge sends it (it enters as REMOTE, see the model's reasons)"}
+    destination: Half | None = None
+    if dst.node and dst.node != src.node:
+        if model["verdict"] == "allow":
+            destination = await ask(dst.node, "destination", query, src_ip, dst_ip)
+        else:
+            destination = {"node": dst.node, "skipped": "not reached: the source's node drops the packet"}
+    answer["ovs"] = source
+    answer["ovs_destination"] = destination
+    answer["agree"], answer["disagreements"] = agreement(model["verdict"], source, destination)
+    return answer
+
+
+def half_from_agent(node: str, called: tuple[int, bytes] | None, parsed: Mapping[str, Any] | None) -> Half:
+    """An agent's answer to `/trace/...` as one half: its trace, or why it has none."""
+    if called is None:
+        return {"node": node, "unanswered": f"node {node} is not registered or runs no agent"}
+    status, body = called
+    if status != 200 or parsed is None:
+        return {"node": node, "unanswered": f"node {node}'s agent answered HTTP {status}: {body[:300].decode(errors='replace').strip()}"}
+    return {"node": node, **parsed}

@@ -1,0 +1,168 @@
+"""One packet through both kinds of policy, as the pipeline judges it: Contiv's EPG rules (the
+`policy` table) first, then Kubernetes NetworkPolicy (`np_egress`, `np_ingress`); both must allow
+(docs/policy.md). `ctl trace` and the status page's trace card show this beside OVS's own trace.
+
+Pure: the compiled Contiv rules (the same `PolicyRuleSpec`s the agent programs, one flow each at
+priority 10 + the rule's), the compiled NetworkPolicy rules and the packet's two ends in, the
+verdict and every rule that took part out. The packet is the first of a connection, as the OVS
+trace sends it: TCP a SYN from port `CLIENT_PORT`, UDP from the same port, ICMP an echo request.
+
+What the pipeline knows of the ends is what the model uses: the source's group is its port's
+EPG; the destination's group is known (metadata DST_EPG) only when it is an endpoint on the
+source's network (`dst_epg` matches the network and the address). A source outside every
+endpoint (an external address, or the node itself) enters the bridge as REMOTE and skips every
+policy table: policy is judged on the sending node only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from openflow.inputs import NetpolRule, PolicyRuleSpec
+
+from .netpolicy import Compiled, Decision, decide
+from .policy import rule_key_of
+
+CLIENT_PORT = 40000  # the source port of the traced packet (contivd.agent.trace sends the same)
+TCP_SYN = 0x002
+CONTIV_PRIORITY_OFFSET = 10  # a rule's flow priority is 10 + its Priority (openflow/flows/policy.py)
+_PORTED = (6, 17)  # ofnet matches ports of TCP and UDP only
+
+Kind = Literal["contiv", "kubernetes"]
+
+
+@dataclass(frozen=True)
+class TraceEnd:
+    """One end of a traced packet. `endpoint` empty: an address outside every endpoint."""
+
+    address: int
+    endpoint: str = ""
+    group: int = 0  # the endpoint's EPG id (0: none)
+    network: str = ""  # the endpoint's network id
+    node: str = ""  # the node the endpoint is homed on
+    pod: str = ""  # `<namespace>/<name>` of its Kubernetes pod, when it is one
+
+
+@dataclass(frozen=True)
+class TookPart:
+    """One rule that judged the packet, in the table where it did."""
+
+    kind: Kind
+    table: str  # policy | np_egress | np_ingress
+    rule: str  # the compiled rule id (its flows' cookie)
+    policy: str  # Contiv: `tenant:policy`; Kubernetes: `namespace/policy`, or the pod's isolation
+    action: str  # Contiv: allow | deny; Kubernetes: allow | drop
+    priority: int  # the rule's flow priority in its table
+
+    @property
+    def drops(self) -> bool:
+        return self.action != "allow"
+
+
+@dataclass(frozen=True)
+class Explanation:
+    allowed: bool
+    rules: tuple[TookPart, ...]  # pipeline order: the deciding rule of each table the packet reached
+    reasons: tuple[str, ...]  # one line per table: what happened there
+    netpol: Decision | None  # NetworkPolicy's own answer (None: not reached)
+
+    @property
+    def deciding(self) -> TookPart | None:
+        """The one rule to name: the drop, else the last allow (the most specific to the packet)."""
+        drops = [r for r in self.rules if r.drops]
+        return drops[0] if drops else (self.rules[-1] if self.rules else None)
+
+
+def contiv_matches(rule: PolicyRuleSpec, src: TraceEnd, dst: TraceEnd, proto: int, dport: int) -> bool:
+    """Whether the rule's flow in the `policy` table matches the traced packet (the flow's twin)."""
+    if rule.src_epg and rule.src_epg != src.group:
+        return False
+    if rule.dst_epg and rule.dst_epg != destination_group(src, dst):
+        return False
+    for prefix, address in ((rule.src_ip, src.address), (rule.dst_ip, dst.address)):
+        if prefix is not None:
+            mask = ((1 << prefix[1]) - 1) << (32 - prefix[1])
+            if address & mask != prefix[0] & mask:
+                return False
+    if rule.proto and rule.proto != proto:
+        return False
+    if proto in _PORTED and ((rule.src_port and rule.src_port != CLIENT_PORT) or (rule.dst_port and rule.dst_port != dport)):
+        return False
+    flags = TCP_SYN if proto == 6 else 0
+    return rule.tcp_flags is None or flags & rule.tcp_flags[1] == rule.tcp_flags[0]
+
+
+def destination_group(src: TraceEnd, dst: TraceEnd) -> int:
+    """The DST_EPG the pipeline writes: the destination endpoint's group on the source's network."""
+    return dst.group if dst.endpoint and dst.network == src.network else 0
+
+
+def contiv_rule(rules: Iterable[PolicyRuleSpec], src: TraceEnd, dst: TraceEnd, proto: int, dport: int) -> PolicyRuleSpec | None:
+    """The rule whose flow the packet hits: the highest priority; at one priority a deny first
+    (the flows' own tie-break for one match), then the smaller rule id."""
+    hits = [r for r in rules if contiv_matches(r, src, dst, proto, dport)]
+    return min(hits, key=lambda r: (-r.priority, r.action != "deny", r.rule_id)) if hits else None
+
+
+def contiv_part(rule: PolicyRuleSpec) -> TookPart:
+    key = rule_key_of(rule.rule_id)
+    policy = key.rpartition(":")[0] if key.count(":") == 2 else rule.rule_id
+    return TookPart("contiv", "policy", rule.rule_id, policy, rule.action, CONTIV_PRIORITY_OFFSET + rule.priority)
+
+
+def kubernetes_part(rule: NetpolRule) -> TookPart:
+    namespace, name, *_ = rule.rule_id.split("/")
+    policy = f"{namespace}/{name} (isolation)" if rule.rule_id.endswith("/isolation") else f"{namespace}/{name}"
+    return TookPart("kubernetes", f"np_{rule.direction}", rule.rule_id, policy, rule.action, rule.priority)
+
+
+def _line(table: str, part: TookPart | None, absent: str) -> str:
+    return f"{table}: {absent}" if part is None else f"{table}: {part.action} by {part.rule} ({part.kind}, priority {part.priority})"
+
+
+def explain(contiv: Iterable[PolicyRuleSpec], netpol: Compiled, src: TraceEnd, dst: TraceEnd, proto: int, dport: int = 0) -> Explanation:
+    """What the pipeline's policy tables do to the first packet of a connection src → dst."""
+    if not src.endpoint:
+        why = "not judged: the source is no endpoint, so the packet enters as REMOTE and skips policy (judged at a sending node only)"
+        return Explanation(True, (), (f"policy: {why}", "np_egress: not judged", "np_ingress: not judged"), None)
+    hit = contiv_rule(contiv, src, dst, proto, dport)
+    first = None if hit is None else contiv_part(hit)
+    head = _line("policy", first, "no Contiv rule matches (default allow)")
+    if first is not None and first.drops:
+        return Explanation(False, (first,), (head, "np_egress: not reached", "np_ingress: not reached"), None)
+    decision = decide(netpol, src.address, dst.address, proto, dport)
+    egress = None if decision.egress is None else kubernetes_part(decision.egress)
+    ingress = None if decision.ingress is None else kubernetes_part(decision.ingress)
+    reached = egress is None or not egress.drops
+    reasons = (
+        head,
+        _line("np_egress", egress, "the source is not isolated for egress"),
+        _line("np_ingress", ingress, "the destination is not isolated for ingress") if reached else "np_ingress: not reached",
+    )
+    parts = tuple(p for p in (first, egress, ingress if reached else None) if p is not None)
+    return Explanation(decision.allowed, parts, reasons, decision)
+
+
+def part_json(part: TookPart | None) -> dict[str, Any] | None:
+    if part is None:
+        return None
+    return {"kind": part.kind, "table": part.table, "rule": part.rule, "policy": part.policy, "action": part.action, "priority": part.priority}
+
+
+def explanation_json(explanation: Explanation) -> dict[str, Any]:
+    """The model's answer as the API renders it: the verdict, the deciding rule, every rule that
+    took part in pipeline order, and each table's (`contiv`, `egress`, `ingress`: None when no
+    rule of it matched or it was not reached)."""
+    by_table = {part.table: part for part in explanation.rules}
+    deciding = explanation.deciding
+    return {
+        "verdict": "allow" if explanation.allowed else "drop",
+        "deciding": None if deciding is None else deciding.rule,
+        "rules": [part_json(part) for part in explanation.rules],
+        "contiv": part_json(by_table.get("policy")),
+        "egress": part_json(by_table.get("np_egress")),
+        "ingress": part_json(by_table.get("np_ingress")),
+        "reasons": list(explanation.reasons),
+    }

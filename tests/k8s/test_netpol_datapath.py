@@ -3,10 +3,16 @@
 API server; pods on both nodes send real TCP, UDP and ICMP, and what passes is what the truth table
 (tests/unit/model/test_netpolicy.py) says for a representative subset: podSelector with a named
 port, namespaceSelector, ipBlock with except, egress, protocols, default deny, a union of two
-policies, replies of allowed connections across nodes, and a Contiv rule still applying.
+policies, replies of allowed connections across nodes, and Contiv's EPG rules applying first.
+
+Every case is also traced (`/kubernetes/trace`, asked of the node that is NOT the source's, so
+the source's OVS half comes through the authenticated agent call): the trace's verdict is what
+the packets did, both nodes' datapaths agree with the model, and a flow added behind the
+agent's back is reported as a DISAGREEMENT (`ctl trace` exits 4).
 
 Pods: a = prod/client and b = prod/db on node 1, c = dev/tool and d = other/x on node 2; each
-answers with its name on TCP 8080 and UDP 5353 (tests/support/service_pods.py).
+answers with its name on TCP 8080 and UDP 5353 (tests/support/service_pods.py). EPGs: b in
+`back`, the others in `front`.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,8 +28,8 @@ from typing import Any
 
 import pytest
 
-from tests.k8s.test_service_datapath import KubeApi, create_endpoint
-from tests.nodes import Node, attach_pod, cluster_of_nodes, reaches, wait_until
+from tests.k8s.test_service_datapath import KubeApi
+from tests.nodes import Node, attach_pod, cluster_of_nodes, reaches, sh, wait_until
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
 from tests.support.service_pods import fetch, processes
 from tests.support.waiting import free_ports
@@ -126,6 +133,55 @@ def answer(src: str, dst_ip: str, protocol: str = "tcp") -> str:
     return fetch(src, dst_ip, port, 1, protocol)[0]
 
 
+def grouped_endpoint(node: Node, name: str, group: str) -> dict[str, Any]:
+    request = {
+        "TenantName": "default",
+        "NetworkName": "pods",
+        "ServiceName": group,
+        "EndpointID": name,
+        "ConfigEP": {"Container": name, "Host": node.name},
+    }
+    status, reply = node.api_call("POST", "/plugin/createEndpoint", request)
+    assert status == 200, reply
+    endpoint: dict[str, Any] = reply["EndpointConfig"]
+    return endpoint
+
+
+class Cases:
+    """Pods a..d on two nodes: each case sends real traffic and traces the same packet."""
+
+    def __init__(self, nodes: list[Node], pod_ns: dict[str, str], ip: dict[str, str]):
+        self.nodes, self.pod_ns, self.ip = nodes, pod_ns, ip
+        self.node_of = {name: nodes[0] if name in "ab" else nodes[1] for name in "abcd"}
+
+    def delivered(self, src: str, dst: str, protocol: str) -> bool:
+        if protocol == "icmp":
+            return reaches(self.pod_ns[src], self.ip[dst])
+        got = answer(self.pod_ns[src], self.ip[dst], protocol)
+        assert got in (dst, "-"), got
+        return got == dst
+
+    def trace(self, src: str, dst: str, protocol: str) -> dict[str, Any]:
+        """The trace of src → dst, asked of the node that does not hold src."""
+        what = {"tcp": "tcp/8080", "udp": "udp/5353", "icmp": "icmp"}[protocol]
+        asked = next(n for n in self.nodes if n is not self.node_of[src])
+        status, traced = asked.api_call("GET", f"/kubernetes/trace/{self.ip[src]}/{self.ip[dst]}/{what}")
+        assert status == 200, traced
+        return dict(traced)
+
+    def check(self, src: str, dst: str, protocol: str, delivered: bool, deciding: str | None = "-") -> dict[str, Any]:
+        """Real traffic gives `delivered`, and so does the trace, with every datapath agreeing."""
+        assert self.delivered(src, dst, protocol) is delivered, f"{src} -> {dst} {protocol}: expected {'delivered' if delivered else 'dropped'}"
+        traced = self.trace(src, dst, protocol)
+        assert traced["verdict"] == ("allow" if delivered else "drop"), traced
+        assert traced["agree"] is True and traced["ovs"]["node"] == self.node_of[src].name, traced
+        if deciding != "-":
+            assert traced["deciding"] == deciding, traced
+        if self.node_of[src] is not self.node_of[dst] and delivered:
+            assert traced["ovs_destination"]["verdict"] == "allow" and traced["ovs_destination"]["node"] == self.node_of[dst].name, traced
+        return traced
+
+
 def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path: Path) -> None:
     (api_port,) = free_ports(1)
     kubeconfig = tmp_path / "kubeconfig"
@@ -137,7 +193,13 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
         network = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": SUBNET, "gateway": GATEWAY}
         status, reply = first.api_call("POST", "/api/v1/networks/default:pods/", network)
         assert status == 200, reply
-        endpoints = {name: create_endpoint(node, name) for name, node in (("a", first), ("b", first), ("c", second), ("d", second))}
+        for group in ("front", "back"):
+            status, reply = first.api_call(
+                "POST", f"/api/v1/endpointGroups/default:{group}/", {"tenantName": "default", "groupName": group, "networkName": "pods"}
+            )
+            assert status == 200, reply
+        placed = {"a": (first, "front"), "b": (first, "back"), "c": (second, "front"), "d": (second, "front")}
+        endpoints = {name: grouped_endpoint(node, name, group) for name, (node, group) in placed.items()}
         ns_of = {"a": first.pods[0], "b": first.pods[1], "c": second.pods[0], "d": second.pods[1]}
         for name, (node, index) in {"a": (first, 0), "b": (first, 1), "c": (second, 0), "d": (second, 1)}.items():
             attach_pod(node, index, endpoints[name])
@@ -154,18 +216,24 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
         ):
             kube.apply(obj)
         a, b, c, d = (ns_of[n] for n in "abcd")
+        cases = Cases(nodes, ns_of, ip)
 
         # No policy: everything passes, on one node and across nodes.
         wait_until(lambda: answer(a, ip["b"]) == "b" and answer(c, ip["b"]) == "b", 60, "the pods to reach each other", first)
-        assert reaches(a, ip["c"]) and answer(d, ip["a"], "udp") == "a"
+        cases.check("a", "b", "tcp", True, None)
+        cases.check("c", "b", "tcp", True, None)
+        cases.check("a", "c", "icmp", True, None)
+        cases.check("d", "a", "udp", True, None)
 
         # db isolated for ingress: only the client, only on the named port pg (TCP 8080).
         kube.apply(DB_FROM_CLIENT_PG)
         wait_until(lambda: answer(c, ip["b"]) == "-", POLICY_SECONDS, "c (other namespace, other node) cut off from db", first)
-        assert answer(a, ip["b"]) == "b", "the client on the named port"
-        assert answer(a, ip["b"], "udp") == "-", "UDP is not in the rule"
-        assert not reaches(a, ip["b"]), "ICMP is not in the rule"
-        assert reaches(a, ip["c"]) and answer(d, ip["c"]) == "c", "pods no policy selects are not isolated"
+        cases.check("c", "b", "tcp", False, "prod/db/ingress/isolation")
+        cases.check("a", "b", "tcp", True, "prod/db-in/ingress/0")  # the client on the named port
+        cases.check("a", "b", "udp", False, "prod/db/ingress/isolation")  # UDP is not in the rule
+        cases.check("a", "b", "icmp", False, "prod/db/ingress/isolation")  # nor ICMP
+        cases.check("a", "c", "icmp", True, None)  # pods no policy selects are not isolated
+        cases.check("d", "c", "tcp", True, None)
 
         # Counters: the allow that matched counts, and nothing else; a drop counts on the isolation.
         before = settled_hits(nodes)
@@ -182,25 +250,51 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
         kube.apply(DB_UDP_FROM_DEV)
         kube.apply(tool_out(ip["a"]))
         wait_until(lambda: answer(c, ip["b"], "udp") == "b", POLICY_SECONDS, "dev's UDP to db allowed by the union", first)
-        assert answer(c, ip["a"], "udp") == "-", "the except address"
-        assert answer(c, ip["b"]) == "-", "tool's egress allows only UDP"
-        assert not reaches(c, ip["d"]), "ICMP from an egress-isolated pod, same node"
-        assert answer(a, ip["c"]) == "c", "a connection to the egress-isolated pod: its replies come back across nodes"
-        assert reaches(d, ip["c"]), "ping to the egress-isolated pod on its node: the reply passes"
-        assert answer(d, ip["b"], "udp") == "-", "other is not env=dev"
+        cases.check("c", "b", "udp", True, "prod/db-udp-from-dev/ingress/0")
+        cases.check("c", "a", "udp", False, "dev/tool/egress/isolation")  # the except address
+        cases.check("c", "b", "tcp", False, "dev/tool/egress/isolation")  # tool's egress allows only UDP
+        cases.check("c", "d", "icmp", False, "dev/tool/egress/isolation")  # from an egress-isolated pod, same node
+        cases.check("a", "c", "tcp", True, None)  # to the egress-isolated pod: its replies come back across nodes
+        cases.check("d", "c", "icmp", True, None)  # ping to the egress-isolated pod on its node: the reply passes
+        cases.check("d", "b", "udp", False, "prod/db/ingress/isolation")  # other is not env=dev
 
-        # The trace agrees with what the packets did: the model's verdict and OVS's ofproto/trace.
-        for src, dst, what, verdict, deciding in (
-            (ip["a"], "prod/db", "tcp/8080", "allow", "prod/db-in/ingress/0"),
-            (ip["c"], ip["b"], "udp/5353", "allow", "prod/db-udp-from-dev/ingress/0"),
-            (ip["c"], ip["b"], "tcp/8080", "drop", "dev/tool/egress/isolation"),
-            (ip["c"], ip["a"], "udp/5353", "drop", "dev/tool/egress/isolation"),
-            (ip["d"], ip["b"], "udp/5353", "drop", "prod/db/ingress/isolation"),
-        ):
-            source_node = first if src in (ip["a"], ip["b"]) else second  # OVS traces on the source's node
-            status, traced = source_node.api_call("GET", f"/kubernetes/trace/{src}/{dst}/{what}")
-            assert status == 200 and (traced["verdict"], traced["deciding"]) == (verdict, deciding), traced
-            assert traced.get("agree") is True and traced["ovs"]["verdict"] == verdict, traced.get("ovs")
+        # Contiv's EPG rules on db's group `back`, judged first: a deny where NetworkPolicy
+        # allows, an allow where NetworkPolicy drops, both allowing.
+        guard = "default:back:default:guard:default:guard"
+        for path, body in (
+            ("/api/v1/policys/default:guard/", {"tenantName": "default", "policyName": "guard"}),
+            ("/api/v1/rules/default:guard:1/", {"tenantName": "default", "policyName": "guard", "ruleId": "1", "direction": "in", "fromEndpointGroup": "front", "protocol": "tcp", "port": 8080, "action": "deny", "priority": 5}),
+            ("/api/v1/rules/default:guard:2/", {"tenantName": "default", "policyName": "guard", "ruleId": "2", "direction": "in", "fromEndpointGroup": "front", "protocol": "udp", "port": 5353, "action": "allow", "priority": 9}),
+            ("/api/v1/endpointGroups/default:back/", {"tenantName": "default", "groupName": "back", "networkName": "pods", "policies": ["guard"]}),
+        ):  # fmt: skip
+            status, reply = first.api_call("POST", path, body)
+            assert status == 200, reply
+        wait_until(lambda: answer(a, ip["b"]) == "-", POLICY_SECONDS, "the Contiv deny to close what db-in allows", first)
+        traced = cases.check("a", "b", "tcp", False, f"{guard}:1:inRx")
+        assert [(r["kind"], r["table"], r["action"], r["priority"]) for r in traced["rules"]] == [("contiv", "policy", "deny", 15)], traced
+        traced = cases.check("d", "b", "udp", False, "prod/db/ingress/isolation")
+        assert [(r["kind"], r["action"]) for r in traced["rules"]] == [("contiv", "allow"), ("kubernetes", "drop")], traced
+        traced = cases.check("c", "b", "udp", True, "prod/db-udp-from-dev/ingress/0")
+        assert [r["rule"] for r in traced["rules"]] == [f"{guard}:2:inRx", "dev/tool-out/egress/0", "prod/db-udp-from-dev/ingress/0"], traced
+
+        # A flow behind the agent's back that drops what the model allows: a DISAGREEMENT, and
+        # `ctl trace` (asked from the other node) prints it and exits 4.
+        bridge = f"unix:{first.data / 'ovs' / 'contivVxlanBridge.mgmt'}"
+        rogue = f"table=6,priority=65000,icmp,nw_src={ip['a']},nw_dst={ip['c']}"
+        sh("ip", "netns", "exec", first.ns, "ovs-ofctl", "-O", "OpenFlow13", "add-flow", bridge, f"{rogue},actions=drop")
+        assert not reaches(a, ip["c"])
+        traced = cases.trace("a", "c", "icmp")
+        assert traced["verdict"] == "allow" and traced["agree"] is False and traced["ovs"]["verdict"] == "drop", traced
+        assert traced["disagreements"] == [f"the source's node {first.name}: OVS says drop, the model allow"], traced
+        ctl = [sys.executable, "-m", "contivd", "ctl", "--server", second.url(), "--token", second.token, "--ca-file", str(second.ca_file)]
+        done = subprocess.run(["ip", "netns", "exec", second.ns, *ctl, "trace", ip["a"], ip["c"], "icmp"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 4 and "!!! DISAGREEMENT: the source's node" in done.stdout, (done.stdout, done.stderr)
+        sh("ip", "netns", "exec", first.ns, "ovs-ofctl", "-O", "OpenFlow13", "--strict", "del-flows", bridge, rogue)
+        cases.check("a", "c", "icmp", True, None)
+        status, reply = first.api_call(
+            "POST", "/api/v1/endpointGroups/default:back/", {"tenantName": "default", "groupName": "back", "networkName": "pods"}
+        )
+        assert status == 200, reply
 
         # Policies deleted: everything passes again.
         for ns, name in (("prod", "db-in"), ("prod", "db-udp-from-dev"), ("dev", "tool-out")):

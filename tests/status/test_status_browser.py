@@ -117,8 +117,22 @@ def test_page_traces_a_packet_between_two_picked_endpoints(node: ContivdProcess,
         page.click("#trace-form button")
         expect(page.locator("#trace")).to_contain_text("ALLOW", timeout=15000)
         assert f"{src} → {dst}" in page.inner_text("#trace")
-        assert page.locator("#trace tbody tr", has_text="not isolated in this direction").count() == 2, "no NetworkPolicy: no rule"
-        assert "is not a pod on this node" in page.inner_text("#trace"), "this node runs no datapath: no OVS half"
+        assert page.locator("#trace tbody tr", has_text="not isolated for").count() == 2, "no NetworkPolicy: no rule"
+        assert page.locator("#trace tbody tr", has_text="no Contiv rule matches (default allow)").count() == 1, "no Contiv rule either"
+        assert "runs no agent" in page.inner_text("#trace"), "this node runs no datapath: its OVS half is named as unanswered"
+
+        # An answer with a disagreement (real ones: tests/k8s/test_netpol_datapath.py) is shown loudly.
+        page.evaluate(
+            """renderTrace({src: "198.18.31.1", dst: "198.18.31.2", verdict: "drop", deciding: "default:b:default:p:default:p:1:inRx",
+              contiv: {kind: "contiv", table: "policy", policy: "default:p", rule: "default:b:default:p:default:p:1:inRx", action: "deny", priority: 15},
+              reasons: ["policy: deny by it", "np_egress: not reached", "np_ingress: not reached"],
+              ovs: {node: "n1", bridge: "contivVxlanBridge", verdict: "allow", datapath_actions: "set(tunnel(dst=198.19.0.2)),4"},
+              ovs_destination: {node: "n2", unanswered: "node n2's agent did not answer"},
+              agree: false, disagreements: ["the source's node n1: OVS says allow, the model drop"]})"""
+        )
+        shown = page.inner_text("#trace")
+        assert "DISAGREEMENT: the source's node n1: OVS says allow, the model drop" in shown and "node n2's agent did not answer" in shown
+        assert page.locator("#trace tbody tr", has_text="default:p").count() == 1 and "OVS on n1 (source, contivVxlanBridge)" in shown
 
         page.fill("#trace-port", "gre/1")
         page.click("#trace-form button")

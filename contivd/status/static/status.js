@@ -262,30 +262,40 @@ function renderTraceChoices(store) {
   document.getElementById("trace-endpoints").replaceChildren(...options);
 }
 
-function traceRule(table, rule) {
-  if (!rule) return el("tr", {}, el("th", {}, table), el("td", { colspan: 4, class: "muted" }, "no rule: not isolated in this direction"));
-  return el("tr", {}, el("th", {}, table), el("td", { class: "mono" }, rule.rule), el("td", { class: `cell ${rule.action}` }, rule.action),
-    el("td", {}, num(rule.priority)), el("td", {}, rule.kind));
+// One row per policy table in pipeline order (Contiv's `policy`, then NetworkPolicy's egress and
+// ingress): the rule that judged the packet there, else what the model says happened there.
+function traceRule(table, rule, reason) {
+  if (!rule) return el("tr", {}, el("th", {}, table), el("td", { colspan: 5, class: "muted" }, (reason || "").replace(/^[a-z_]+: /, "")));
+  return el("tr", {}, el("th", {}, table), el("td", {}, rule.kind), el("td", { class: "mono" }, rule.policy), el("td", { class: "mono" }, rule.rule),
+    el("td", { class: `cell ${rule.action === "allow" ? "allow" : "deny"}` }, rule.action), el("td", {}, num(rule.priority)));
+}
+
+// One node's OVS half (ofproto/trace), or why there is none (skipped, unanswered, error).
+function traceHalf(side, half) {
+  if (!half) return null;
+  const where = half.node ? ` on ${half.node}` : "";
+  if (!half.verdict) return el("p", { class: "muted" }, `OVS${where} (${side}): ${half.skipped || half.unanswered || half.error || "not traced"}`);
+  return el("p", {}, `OVS${where} (${side}, ${half.bridge}): `, badge(String(half.verdict).toUpperCase(), half.verdict === "allow" ? "ok" : "bad"),
+    " datapath actions: ", el("span", { class: "mono" }, half.datapath_actions));
 }
 
 function renderTrace(answer) {
   const verdict = String(answer.verdict || "?");
+  const reasons = answer.reasons || [];
   const parts = [
     el("p", {}, badge(verdict.toUpperCase(), verdict === "allow" ? "ok" : "bad"), " ",
       el("span", { class: "mono" }, `${answer.src} → ${answer.dst}`), answer.deciding ? el("small", {}, ` decided by ${answer.deciding}`) : null),
     el("table", { class: "grid" },
-      el("thead", {}, el("tr", {}, ["table", "rule", "action", "priority", "kind"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, traceRule("np_egress (source)", answer.egress), traceRule("np_ingress (destination)", answer.ingress))),
+      el("thead", {}, el("tr", {}, ["table", "kind", "policy", "rule", "action", "priority"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, traceRule("policy (Contiv)", answer.contiv, reasons[0]), traceRule("np_egress (source)", answer.egress, reasons[1]),
+        traceRule("np_ingress (destination)", answer.ingress, reasons[2]))),
+    traceHalf("source", answer.ovs),
+    traceHalf("destination", answer.ovs_destination),
   ];
-  for (const reason of answer.reasons || []) parts.push(el("p", { class: "note" }, reason));
-  const ovs = answer.ovs || {};
-  if (ovs.verdict) {
-    parts.push(el("p", {}, `OVS on ${ovs.node} (${ovs.bridge}): ${String(ovs.verdict).toUpperCase()}; datapath actions: `, el("span", { class: "mono" }, ovs.datapath_actions)));
-    if (answer.agree === false) parts.push(el("p", { class: "disagree" }, `DISAGREEMENT: the model says ${verdict}, OVS says ${ovs.verdict} (a bug, or a Contiv rule the model leaves out)`));
-  } else {
-    parts.push(el("p", { class: "muted" }, `OVS: ${ovs.skipped || ovs.error || "not traced"}`));
+  if (answer.agree === false) {
+    for (const what of answer.disagreements || ["the datapath and the model differ"]) parts.push(el("p", { class: "disagree" }, `DISAGREEMENT: ${what} (a bug)`));
   }
-  document.getElementById("trace").replaceChildren(...parts);
+  document.getElementById("trace").replaceChildren(...parts.filter(Boolean));
 }
 
 async function trace(event) {

@@ -13,12 +13,15 @@ the agents' pure code paths, as the daemons run them).
   objects, as the snapshot keeps them) producing its plan; the Raft commit and the OpenFlow
   send are NOT included (see docs/performance.md).
 * ``trace_ms``: what `ctl trace` spends on one packet, the median: the model's verdict
-  (``trace_model_ms``, `decide` over the compiled rules) plus OVS's (``trace_ovs_ms``: `ovs-appctl
-  ofproto/trace` on a bridge of a managed Open vSwitch holding one node's flows: a local pod,
-  the other pods as remote endpoints, every NetworkPolicy flow). Without root or Open vSwitch
-  the OVS half is skipped (null) and ``trace_ms`` is the model's alone.
+  (``trace_model_ms``, `explain`: Contiv's EPG rules, ``contiv_rules`` of them over the 20 app
+  groups, then `decide` over the compiled NetworkPolicy rules) plus OVS's (``trace_ovs_ms``:
+  `ovs-appctl ofproto/trace` on a bridge of a managed Open vSwitch holding one node's flows: a
+  local pod, the other pods as remote endpoints, every Contiv and NetworkPolicy flow). Without
+  root or Open vSwitch the OVS half is skipped (null) and ``trace_ms`` is the model's alone.
+  One trace across nodes runs ofproto/trace twice (the source's and the destination's node, one
+  after the other), so it costs ``trace_model_ms`` + 2 × ``trace_ovs_ms`` plus the agent calls.
 
-Usage: python3 benchmarks/policy_bench.py [--quick]   (--quick: 50 policies over 200 pods)
+Usage: python3 benchmarks/policy_bench.py [--quick]   (--quick: 50 policies over 200 pods, 100 Contiv rules)
 The last line printed is one JSON object with every figure.
 """
 
@@ -45,12 +48,12 @@ from contivd.agent.inputs import without_egress  # noqa: E402
 from contivd.agent.trace import trace_flow  # noqa: E402
 from contivd.k8s.netpol import ObjectsCompiler, compile_objects  # noqa: E402
 from contivd.k8s.view import NAMESPACES, NETWORK_POLICIES, PODS  # noqa: E402
-from contivd.model.netpolicy import decide  # noqa: E402
+from contivd.model.policytrace import TraceEnd, explain  # noqa: E402
 from contivd.ovs import ManagedOvs  # noqa: E402
 from openflow.desired import desired  # noqa: E402
 from openflow.fields import CATEGORY_SHIFT, Category  # noqa: E402
 from openflow.incremental import FlowState  # noqa: E402
-from openflow.inputs import LocalPort, NetpolPod, NetworkRef, NodeInputs, RemoteEndpoint, TunnelPort, vip_mac  # noqa: E402
+from openflow.inputs import LocalPort, NetpolPod, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, TunnelPort, vip_mac  # noqa: E402
 from openflow.text import flow_text, group_text  # noqa: E402
 
 NODES = 3
@@ -78,6 +81,28 @@ def objects(policies: int, pods: int, namespaces: int) -> dict[str, dict[str, di
     return out
 
 
+def group_of(p: int, namespaces: int) -> int:
+    """Pod p's EPG id: one group per `app` label (1..APPS)."""
+    return (p // namespaces) % APPS + 1
+
+
+def contiv_rules(count: int) -> tuple[PolicyRuleSpec, ...]:
+    """Contiv rules between the app groups as the agent programs them: in-rules of one group
+    from the next, TCP to one port each, allows and (every fourth) denies, priorities 1..10."""
+    return tuple(
+        PolicyRuleSpec(
+            f"default:a{i % APPS}:default:p{i}:default:p{i}:1:inRx",
+            1 + i % 10,
+            "deny" if i % 4 == 3 else "allow",
+            src_epg=(i + 1) % APPS + 1,
+            dst_epg=i % APPS + 1,
+            proto=6,
+            dst_port=8000 + (i // APPS) % 200,
+        )
+        for i in range(count)
+    )
+
+
 def policy(i: int, namespaces: int, peer_shift: int = 0) -> dict[str, Any]:
     ns = f"ns{i % namespaces}"
     target = {"matchLabels": {"app": f"a{i % APPS}"}}
@@ -101,13 +126,14 @@ def policy(i: int, namespaces: int, peer_shift: int = 0) -> dict[str, Any]:
     return {"metadata": {"namespace": ns, "name": f"np{i}"}, "spec": spec}
 
 
-async def ovs_trace_ms(ips: list[int], netpol: tuple[NetpolPod, ...]) -> float:
+async def ovs_trace_ms(ips: list[int], groups: list[int], netpol: tuple[NetpolPod, ...], rules: tuple[PolicyRuleSpec, ...]) -> float:
     """Median ofproto/trace time of first packets from pod 0 (local, port 1) to other pods,
     on a managed OVS (temporary directory) holding the node's flows."""
     net = NetworkRef("pods.default", "vxlan", 1, 100, int(IPv4Address("198.18.255.254")))
-    local = LocalPort(1, "pod-0", ips[0], vip_mac(ips[0]), net)
-    remotes = tuple(RemoteEndpoint(f"pod-{i}", ip, vip_mac(ip), net, vtep=int(IPv4Address("198.19.0.2"))) for i, ip in enumerate(ips) if i)
-    inputs = NodeInputs("vxlan", (local,), remotes, (TunnelPort(2, int(IPv4Address("198.19.0.2"))),), netpol=netpol)
+    local = LocalPort(1, "pod-0", ips[0], vip_mac(ips[0]), net, groups[0])
+    vtep = int(IPv4Address("198.19.0.2"))
+    remotes = tuple(RemoteEndpoint(f"pod-{i}", ip, vip_mac(ip), net, groups[i], vtep=vtep) for i, ip in enumerate(ips) if i)
+    inputs = NodeInputs("vxlan", (local,), remotes, (TunnelPort(2, vtep),), rules=rules, netpol=netpol)
     want = desired(inputs)
     with tempfile.TemporaryDirectory(prefix="policy-bench-") as tmp:
         ovs = ManagedOvs(Path(tmp))
@@ -153,7 +179,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(policies: int, pods: int, namespaces: int, changes: int) -> dict[str, Any]:
+def run(policies: int, pods: int, namespaces: int, changes: int, contiv: int) -> dict[str, Any]:
     objs = objects(policies, pods, namespaces)
     times = []
     for _ in range(3):
@@ -179,18 +205,23 @@ def run(policies: int, pods: int, namespaces: int, changes: int) -> dict[str, An
             engine.update(node_inputs(records, local[node]))
         change_ms.append((time.perf_counter() - start) * 1000)
     ips = [int(IPv4Address(pod_ip(p))) for p in range(pods)]
+    groups = [group_of(p, namespaces) for p in range(pods)]
+    ends = [TraceEnd(ip, f"pod-{p}", groups[p], "pods.default", f"node{p % NODES}") for p, ip in enumerate(ips)]
+    rules = contiv_rules(contiv)
     trace = []
     for t in range(50):
         start = time.perf_counter()
-        decide(compiled, ips[t % pods], ips[(t * 13 + 1) % pods], 6, 8080)
+        explain(rules, compiled, ends[t % pods], ends[(t * 13 + 1) % pods], 6, 8000 + t % 200)
         trace.append((time.perf_counter() - start) * 1000)
     model_ms = statistics.median(trace)
-    ovs_ms = trio.run(ovs_trace_ms, ips, tuple(records.values())) if os.geteuid() == 0 and shutil.which("ovs-vswitchd") else None
+    ovs = os.geteuid() == 0 and shutil.which("ovs-vswitchd")
+    ovs_ms = trio.run(ovs_trace_ms, ips, groups, tuple(records.values()), rules) if ovs else None
     return {
         "policies": policies,
         "pods": pods,
         "nodes": NODES,
         "rules": len(compiled.rules),
+        "contiv_rules": contiv,
         "compile_s": round(statistics.median(times), 3),
         "flows_per_node": flows,
         "np_change_to_flows_p50_ms": round(percentile(change_ms, 0.5), 1),
@@ -203,9 +234,11 @@ def run(policies: int, pods: int, namespaces: int, changes: int) -> dict[str, An
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="50 policies over 200 pods and 10 changes instead of 500 / 2000 / 50")
+    parser.add_argument(
+        "--quick", action="store_true", help="50 policies over 200 pods, 10 changes, 100 Contiv rules instead of 500 / 2000 / 50 / 1000"
+    )
     args = parser.parse_args()
-    figures = run(50, 200, 20, 10) if args.quick else run(500, 2000, 20, 50)
+    figures = run(50, 200, 20, 10, 100) if args.quick else run(500, 2000, 20, 50, 1000)
     print(json.dumps(figures))
 
 

@@ -54,7 +54,8 @@ ROUTES: tuple[Route, ...] = (
         "kubernetes_trace",
         "GET",
         "/kubernetes/trace/<path:spec>",
-        "NetworkPolicy's verdict for SRC/DST[/PROTO/PORT] (IP, endpoint id or namespace/name) and the rules deciding it",
+        "The verdict of Contiv's and NetworkPolicy's rules for SRC/DST[/PROTO/PORT] (IP, endpoint id or namespace/name), the rules deciding it,"
+        " and OVS's ofproto/trace on the source's and the destination's node (`agree` false: a bug)",
         role=VIEWER,
     ),
     Route(

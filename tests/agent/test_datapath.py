@@ -153,8 +153,19 @@ def test_pods_on_three_nodes_reach_each_other_over_vxlan_and_over_a_vlan_uplink(
         assert status == 200, driver
         assert driver["vxlan"]["connected"] and driver["vxlan"]["tunnels"] == 2, driver
         assert driver["vlan"]["connected"] and driver["vlan"]["uplinks"] == ["vl0"], driver
+        # `ctl trace` asked of a third node: the source's OVS half from node 1, the destination's
+        # from node 2, the packet arriving through the tunnel (VNI) or tagged on the uplink.
+        for endpoints, bridge in ((vxlan, "contivVxlanBridge"), (vlan, "contivVlanBridge")):
+            status, traced = nodes[2].api_call("GET", f"/kubernetes/trace/{endpoints[0]['ipAddress']}/{endpoints[1]['id']}/icmp")
+            assert status == 200 and traced["verdict"] == "allow" and traced["agree"] is True, traced
+            source, destination = traced["ovs"], traced["ovs_destination"]
+            assert (source["node"], source["bridge"], source["verdict"]) == (nodes[0].name, bridge, "allow"), source
+            assert (destination["node"], destination["bridge"], destination["verdict"]) == (nodes[1].name, bridge, "allow"), destination
+            assert ("tun_id=" if bridge == "contivVxlanBridge" else "dl_vlan=100") in destination["flow"], destination
         # Another host without a token is refused; with the admin token (bearer) it is let in.
         first, second = nodes[0], nodes[1]
+        trace_half = f"/trace/source/{vxlan[0]['ipAddress']}/{vxlan[1]['ipAddress']}/1/0"
+        assert second.api_call("GET", trace_half, port=first.agent, host=first.host, token="")[0] == 401
         path = f"/debug/reclaimEndpoint/{vxlan[0]['id']}"
         assert second.api_call("DELETE", path, port=first.agent, host=first.host, token="")[0] == 401
         status, minted = second.api_call("POST", "/api/v1/auth/tokens/agent-viewer/", {"role": "viewer"})
@@ -172,6 +183,8 @@ def test_pods_on_three_nodes_reach_each_other_over_vxlan_and_over_a_vlan_uplink(
 
         wait_until(lambda: tunnels() == 1, 45, "the departed node's tunnel to be removed", first)
         assert reaches(first.pods[0], vxlan[1]["ipAddress"]), "the remaining nodes still reach each other"
+        status, traced = first.api_call("GET", f"/kubernetes/trace/{vxlan[2]['ipAddress']}/{vxlan[0]['ipAddress']}/icmp")
+        assert status == 200 and nodes[2].name in traced["ovs"].get("unanswered", ""), traced  # the departed node is named, not an error
 
 
 def test_restarting_contivd_keeps_traffic_flowing(node: Node) -> None:

@@ -15,6 +15,8 @@ import ipaddress
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import trio
+
 from openflow import InputError, PolicyRuleSpec
 
 from ..agent.inputs import rule_spec
@@ -111,16 +113,22 @@ async def trace(snapshot: StateSnapshot, query: TraceQuery, node: str, ask: Ask)
         "ends": {"src": _end_json(src), "dst": _end_json(dst)},
         **model,
     }
-    if src.node:
-        source = await ask(src.node, "source", query, src_ip, dst_ip)
-    else:
-        source = {"skipped": f"{src_ip} is no endpoint: no node's bridge sends it (it enters as REMOTE, see the model's reasons)"}
-    destination: Half | None = None
-    if dst.node and dst.node != src.node:
-        if model["verdict"] == "allow":
-            destination = await ask(dst.node, "destination", query, src_ip, dst_ip)
+    halves: dict[str, Half | None] = {"source": None, "destination": None}
+
+    async def asked(side: str, holder: str) -> None:
+        halves[side] = await ask(holder, side, query, src_ip, dst_ip)
+
+    async with trio.open_nursery() as nursery:  # the two nodes trace at the same time
+        if src.node:
+            nursery.start_soon(asked, "source", src.node)
         else:
-            destination = {"node": dst.node, "skipped": "not reached: the source's node drops the packet"}
+            halves["source"] = {"skipped": f"{src_ip} is no endpoint: no node's bridge sends it (it enters as REMOTE, see the model's reasons)"}
+        if dst.node and dst.node != src.node:
+            if model["verdict"] == "allow":
+                nursery.start_soon(asked, "destination", dst.node)
+            else:
+                halves["destination"] = {"node": dst.node, "skipped": "not reached: the source's node drops the packet"}
+    source, destination = halves["source"], halves["destination"]
     answer["ovs"] = source
     answer["ovs_destination"] = destination
     answer["agree"], answer["disagreements"] = agreement(model["verdict"], source, destination)

@@ -116,8 +116,11 @@ async def arrival_trace(
 
 
 async def _run(node: str, bridge: str, appctl: list[str], flow: str) -> OvsTrace:
-    with trio.fail_after(TRACE_SECONDS):
-        done = await trio.run_process([*appctl, "ofproto/trace", bridge, flow], capture_stdout=True, capture_stderr=True, check=False)
+    try:
+        with trio.fail_after(TRACE_SECONDS):
+            done = await trio.run_process([*appctl, "ofproto/trace", bridge, flow], capture_stdout=True, capture_stderr=True, check=False)
+    except (OSError, trio.TooSlowError) as exc:  # no ovs-appctl, or a vswitchd too busy to answer
+        raise TraceError(f"ovs-appctl ofproto/trace {bridge} {flow}: {exc or f'no answer in {TRACE_SECONDS:g} s'}") from None
     if done.returncode != 0:
         raise TraceError(f"ovs-appctl ofproto/trace {bridge} {flow}: {done.stderr.decode(errors='replace').strip()[:400]}")
     verdict, actions = datapath_verdict(done.stdout.decode(errors="replace"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from contivd.agent.trace import arrival_flow, datapath_verdict, destination_mac, trace_flow
+from contivd.agent.trace import TraceError, arrival_flow, datapath_verdict, destination_mac, ovs_trace, trace_flow
 from openflow.inputs import LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, TunnelPort, ipv4
 
 NET = NetworkRef("pods.default", "vxlan", 1, 100, ipv4("198.18.10.254", "gw"))
@@ -64,3 +64,10 @@ def test_the_destination_half_arrives_through_the_tunnel_or_tagged_on_the_uplink
     assert arrival_flow(vlan, sender, tagged, 1, 0) == (
         "icmp,in_port=6,dl_vlan=100,dl_src=02:02:0a:0a:0a:01,dl_dst=02:02:0a:0a:0a:02,nw_src=198.18.10.1,nw_dst=198.18.10.2,icmp_type=8,icmp_code=0"
     )
+
+
+async def test_an_ovs_that_cannot_be_asked_is_a_trace_error_naming_it() -> None:
+    inputs = NodeInputs("vxlan", (PORT,), (PEER,))
+    with pytest.raises(TraceError, match="ofproto/trace br0 tcp,in_port=3"):
+        await ovs_trace("n1", "br0", ["/nonexistent/ovs-appctl"], inputs, PORT.ip, PEER.ip, 6, 80)
+    assert await ovs_trace("n1", "br0", ["/nonexistent/ovs-appctl"], inputs, PEER.ip, PORT.ip, 6, 80) is None, "the source is not local"

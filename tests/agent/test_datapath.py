@@ -166,6 +166,8 @@ def test_pods_on_three_nodes_reach_each_other_over_vxlan_and_over_a_vlan_uplink(
         assert reaches(second.pods[0], vxlan[0]["ipAddress"]), "the refused reclaim changed nothing"
         # A node that leaves (its registration lease expires) loses its tunnels on the others.
         nodes[2].stop()
+        status, hits = first.api_call("GET", "/policy/hits")
+        assert status == 200 and hits["unanswered"] == [nodes[2].name], hits  # its counters are missing from the sums: named
 
         def tunnels() -> int:
             return int(first.api_call("GET", "/inspect/driver", port=first.agent)[1]["vxlan"]["tunnels"])
@@ -252,6 +254,11 @@ def test_tcp_allow_rule_opens_one_port_while_a_deny_keeps_another_closed(node: N
         )
         assert reaches(node.pods[0], target)
         assert settled(hits, "the rule counters", node) == refused, "no rule matches ICMP: no counter moves"
+        ctl = ("ip", "netns", "exec", node.ns, sys.executable, "-m", "contivd", "ctl", "--server", node.url(), "policy", "rule-ls", "web")
+        listing = sh(*ctl, "--hits").stdout
+        shown = {line.split()[0]: int(line.split()[-2]) for line in listing.splitlines() if line.split()[:1] in (["allow-8080"], ["deny-tcp"])}
+        assert shown == {"allow-8080": refused["default:web:allow-8080"], "deny-tcp": refused["default:web:deny-tcp"]}, listing
+        assert "Packets" not in sh(*ctl).stdout, "without --hits: netctl's table"
         wait_until(
             lambda: (
                 metric_value(node, "contivd_policy_rule_packets_total", {"kind": "contiv", "tenant": "default", "policy": "web", "rule": "deny-tcp"})

@@ -20,6 +20,7 @@ NETCTL_TREE = {
 CONTIVD_ONLY = {
     "auth token create", "auth token ls", "auth token revoke", "audit ls", "login",  # access control: netctl had none
     "trace",  # NetworkPolicy's verdict for a packet
+    "policy hits",  # rule hit counters summed over the nodes
 }  # fmt: skip
 
 

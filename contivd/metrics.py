@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client import Counter as EventCounter
@@ -26,9 +26,10 @@ from prometheus_client.registry import Collector
 from openflow import TABLES
 from raftstore import Store
 
-from .agent.netpolstats import metric_labels
+from .agent.netpolstats import RuleHits
 from .agent.service import Agent
 from .k8s import KubeHealth
+from .model.rulehits import add_up, contiv_labels, default_drop_of, netpol_labels
 from .state import EndpointState, StateCache, StateSnapshot
 from .state.usage import address_usage, groups_by_network
 
@@ -105,16 +106,31 @@ class StateCollector(Collector):
         if self.kube is not None:
             yield from self._kubernetes(self.kube)
 
-    def _netpol(self, agent: Agent) -> Iterator[Metric]:
-        labels = ["tenant", "policy", "rule"]
+    def _rule_hits(self, agent: Agent) -> Iterator[Metric]:
+        """Per rule on this node (Prometheus sums over nodes): Contiv's model rules (kind contiv)
+        and NetworkPolicy's (kind kubernetes: tenant = namespace, policy = the NetworkPolicy,
+        rule = `<direction>/<index>`), then each isolated pod's default drops."""
+        labels = ["kind", "tenant", "policy", "rule"]
         packets = CounterMetricFamily(
-            "contivd_policy_rule_packets", "Packets a NetworkPolicy rule matched on this node (an isolation: dropped by default)", labels=labels
+            "contivd_policy_rule_packets", "Packets a policy rule matched on this node (kind: contiv or kubernetes)", labels=labels
         )
-        octets = CounterMetricFamily("contivd_policy_rule_bytes", "Bytes a NetworkPolicy rule matched on this node", labels=labels)
-        for rule_id, hits in sorted(agent.netpol_hits.items()):
-            packets.add_metric(list(metric_labels(rule_id)), hits.packets)
-            octets.add_metric(list(metric_labels(rule_id)), hits.bytes)
-        yield from (packets, octets)
+        octets = CounterMetricFamily(
+            "contivd_policy_rule_bytes", "Bytes a policy rule matched on this node (kind: contiv or kubernetes)", labels=labels
+        )
+        contiv = add_up([_counts(agent.contiv_hits)], contiv_labels)
+        kubernetes = add_up([_counts(agent.netpol_hits)], netpol_labels)
+        for kind, table in (("contiv", contiv), ("kubernetes", kubernetes)):
+            for names, counts in table.items():
+                packets.add_metric([kind, *names], counts["packets"])
+                octets.add_metric([kind, *names], counts["bytes"])
+        drop_labels = ["tenant", "group", "direction"]
+        drop_doc = "dropped on this node because no rule allowed them: a NetworkPolicy-isolated pod (tenant = namespace, group = pod)"
+        drop_packets = CounterMetricFamily("contivd_policy_default_drop_packets", f"Packets {drop_doc}", labels=drop_labels)
+        drop_octets = CounterMetricFamily("contivd_policy_default_drop_bytes", f"Bytes {drop_doc}", labels=drop_labels)
+        for drop, counts in add_up([_counts(agent.netpol_hits)], default_drop_of).items():
+            drop_packets.add_metric([drop.tenant, drop.group, drop.direction], counts["packets"])
+            drop_octets.add_metric([drop.tenant, drop.group, drop.direction], counts["bytes"])
+        yield from (packets, octets, drop_packets, drop_octets)
 
     def _kubernetes(self, kube: KubeHealth) -> Iterator[Metric]:
         view = kube.view()
@@ -190,7 +206,7 @@ class StateCollector(Collector):
         yield from (endpoints, allocated, total)
 
     def _agent(self, agent: Agent) -> Iterator[Metric]:
-        yield from self._netpol(agent)
+        yield from self._rule_hits(agent)
         stats = agent.statistics()
         flows = GaugeMetricFamily(
             "contivd_agent_flows", "OpenFlow flows installed on the node's bridges, per bridge and table", labels=["bridge", "table"]
@@ -220,6 +236,10 @@ class StateCollector(Collector):
         syncs.add_metric(["incremental"], stats.incremental_syncs)
         syncs.add_metric(["full"], stats.full_syncs)
         yield syncs
+
+
+def _counts(hits: Mapping[str, RuleHits]) -> dict[str, dict[str, int]]:
+    return {owner: asdict(counts) for owner, counts in hits.items()}
 
 
 def _table_name(table_id: int) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -140,6 +141,28 @@ def wait_until(check: Any, timeout: float, what: str, node: Node) -> Any:
             return result
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}\n--- contivd log ---\n{node.log_text()}")
+
+
+def metric_value(node: Node, name: str, labels: dict[str, str]) -> float:
+    """One series of the node's /metrics (0 when absent); its labels in any order."""
+    status, text = node.api_call("GET", "/metrics")
+    assert status == 200, text
+    wanted = "".join(f'(?=[^}}]*{key}="{re.escape(value)}")' for key, value in labels.items())
+    found = re.search(rf"^{name}{{{wanted}[^}}]*}} (\S+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def settled(read: Any, what: str, node: Node, reads: int = 30) -> Any:
+    """`read()` once two reads a second apart agree: OVS updates flow statistics lazily, so a
+    counter read right after the traffic may still move."""
+    last = read()
+    for _ in range(reads):
+        time.sleep(1)
+        now = read()
+        if now == last:
+            return now
+        last = now
+    raise AssertionError(f"{what} did not settle: {last}\n--- contivd log ---\n{node.log_text()}")
 
 
 def attach_pod(node: Node, index: int, endpoint: dict[str, Any], bridge: str = "contivVxlanBridge") -> None:

@@ -1,6 +1,7 @@
 """Policy rule hits on this node: packets and bytes per rule id from the flow statistics of the
 rules' tables (each flow's cookie names its rule). NetworkPolicy's (np tables) for `/netpolstats`
-and /metrics, Contiv's compiled rules (the policy table) for `/rulestats`.
+and /metrics, Contiv's compiled rules (the policy table) for `/rulestats` and /metrics
+(contivd.model.rulehits sums and labels them).
 
 An allow's hits passed it; an isolation's (`<ns>/<pod>/<direction>/isolation`) were dropped by
 default. Summed over nodes they are the rule's hits (policy is judged at the source node).
@@ -20,7 +21,7 @@ from .datapath import BridgeDatapath
 
 _U64 = (1 << 64) - 1
 STATS_SECONDS = 15.0
-"""How often the agent refreshes the counters /metrics shows (a dump of two tables per bridge)."""
+"""How often the agent refreshes the counters /metrics shows (a dump of three tables per bridge)."""
 
 
 @dataclass(frozen=True)
@@ -28,15 +29,6 @@ class RuleHits:
     flows: int = 0
     packets: int = 0
     bytes: int = 0
-
-
-def metric_labels(rule_id: str) -> tuple[str, str, str]:
-    """(tenant, policy, rule) of a rule id, as /metrics labels them: the namespace, the policy and
-    `<direction>/<index>`; an isolation is policy `(isolation)`, rule `<pod>/<direction>`."""
-    namespace, name, direction, last = (rule_id.split("/") + ["", "", "", ""])[:4]
-    if last == "isolation":
-        return namespace, "(isolation)", f"{name}/{direction}"
-    return namespace, name, f"{direction}/{last}"
 
 
 async def netpol_hits(datapaths: Iterable[BridgeDatapath], snapshot: StateSnapshot) -> dict[str, RuleHits]:

@@ -33,7 +33,7 @@ from ..state import StateCache, StateSnapshot
 from . import hostnet, noderules
 from .datapath import BridgeDatapath, bridge_spec
 from .inputs import KUBE_SERVICE_PREFIX
-from .netpolstats import STATS_SECONDS, RuleHits, netpol_hits
+from .netpolstats import STATS_SECONDS, RuleHits, contiv_rule_hits, netpol_hits
 from .push import AuditJob
 from .router import BgpRouting
 from .trace import OvsTrace, arrival_trace, ovs_trace
@@ -97,7 +97,9 @@ class Agent:
         self.settings = settings
         self.datapaths: dict[Encap, BridgeDatapath] = {}
         self.ovs_appctl = ["ovs-appctl"]  # how to ask this node's ovs-vswitchd (ofproto/trace)
-        self.netpol_hits: dict[str, RuleHits] = {}  # NetworkPolicy rule hits, refreshed every STATS_SECONDS for /metrics
+        # Rule hits on this node, refreshed every STATS_SECONDS for /metrics: NetworkPolicy's (isolations included) and Contiv's compiled rules.
+        self.netpol_hits: dict[str, RuleHits] = {}
+        self.contiv_hits: dict[str, RuleHits] = {}
         self._changed = trio.Event()
         self._hurry = trio.Event()  # someone waits for the next sync (wait_programmed): no debounce
         self._full = True  # the next sync must be a full one
@@ -230,7 +232,7 @@ class Agent:
                 nursery.start_soon(self._follow_state)
                 nursery.start_soon(self._watch_switch, controller)
                 nursery.start_soon(self._resync_timer)
-                nursery.start_soon(self._refresh_netpol_hits)
+                nursery.start_soon(self._refresh_rule_hits)
                 names = ", ".join(d.bridge.name for d in self.datapaths.values())
                 log.info("agent: bridges %s (%s datapath), OpenFlow on %s:%d", names, datapath_type, host, port)
                 task_status.started()
@@ -258,18 +260,19 @@ class Agent:
             self._full = True
             self._changed.set()
 
-    async def _refresh_netpol_hits(self) -> None:
-        """Keep `netpol_hits` fresh while there are NetworkPolicy rules (a switch that cannot be
-        asked keeps the last counts)."""
+    async def _refresh_rule_hits(self) -> None:
+        """Keep `netpol_hits` and `contiv_hits` fresh while there are rules (a switch that cannot
+        be asked keeps the last counts)."""
         while True:
             await trio.sleep(STATS_SECONDS)
             snapshot = self.cache.catch_up()
-            if not snapshot.k8s_netpol and not self.netpol_hits:
-                continue
             try:
-                self.netpol_hits = await netpol_hits(self.datapaths.values(), snapshot)
+                if snapshot.k8s_netpol or self.netpol_hits:
+                    self.netpol_hits = await netpol_hits(self.datapaths.values(), snapshot)
+                if snapshot.rules or self.contiv_hits:
+                    self.contiv_hits = await contiv_rule_hits(self.datapaths.values(), snapshot)
             except OpenFlowError as exc:
-                log.info("reading NetworkPolicy flow statistics failed: %s", exc)
+                log.info("reading policy rules' flow statistics failed: %s", exc)
 
     async def _resync_timer(self) -> None:
         # The first audit at a random point of the first 1.5 intervals: nodes started together

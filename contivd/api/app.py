@@ -47,7 +47,7 @@ from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError, contiv_line
 from ..model.netpolicy import TraceQuery, parse_trace
-from ..model.policy import hits_per_rule
+from ..model.rulehits import PolicyHits, netpol_policies, policy_hits
 from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
@@ -255,23 +255,45 @@ class Handlers:
         return None if found is None else [found.to_json()]
 
     async def policy_hits(self, body: bytes) -> Any:
-        """Each node agent's `/rulestats` summed per model rule; a node that cannot answer is named
-        in `unanswered` (its packets are missing from the sums, not an error)."""
-        answers: list[dict[str, Any]] = []
-        unanswered: list[str] = []
-        for node in registered_nodes(self.ctx.store):
-            if not node.agent_url:
-                continue
+        """Each node agent's `/rulestats` and `/netpolstats` summed (contivd.model.rulehits); a
+        node that cannot answer is named in `unanswered` (its packets are missing from the sums,
+        not an error)."""
+        hits, unanswered = await self._gather_hits()
+        return {**hits.to_json(), "unanswered": unanswered}
+
+    async def policy_hits_of(self, body: bytes, scope: str) -> Any:
+        """`policy_hits` of one tenant (`<tenant>`, a Kubernetes namespace too) or one policy
+        (`<tenant>:<policy>`, a NetworkPolicy `<namespace>:<name>` too); unknown ones are 404."""
+        tenant, _, policy = scope.partition(":")
+        snapshot = await self.ctx.cache.sync()
+        netpol = netpol_policies(rule.rule_id for pod in snapshot.k8s_netpol.values() for rule in pod.rules)
+        if snapshot.object("tenant", tenant) is None and tenant not in netpol:
+            raise NotFoundError(f"tenant {tenant!r} not found: no Contiv tenant nor namespace with NetworkPolicy rules has that name")
+        if policy and snapshot.object("policy", f"{tenant}:{policy}") is None and policy not in netpol.get(tenant, set()):
+            raise NotFoundError(f"policy {tenant}:{policy} not found: no Contiv policy nor NetworkPolicy with rules has that name")
+        hits, unanswered = await self._gather_hits()
+        return {**hits.scoped(tenant, policy or None).to_json(), "unanswered": unanswered}
+
+    async def _gather_hits(self) -> tuple[PolicyHits, list[str]]:
+        """Every agent node's rule counters, asked at once, and the nodes that did not answer both."""
+        nodes = [node.name for node in registered_nodes(self.ctx.store) if node.agent_url]
+        answers: dict[str, tuple[Any, Any]] = {}
+
+        async def ask(name: str) -> None:
             try:
-                called = await self._call_agent(node.name, "GET", "/rulestats")
+                rules = await self._call_agent(name, "GET", "/rulestats")
+                netpol = await self._call_agent(name, "GET", "/netpolstats")
             except (OSError, ConnectionError, trio.TooSlowError) as exc:
-                log.info("policy hits: node %s's /rulestats did not answer: %s", node.name, exc)
-                called = None
-            if called is None or called[0] != 200:
-                unanswered.append(node.name)
-                continue
-            answers.append(json.loads(called[1]))
-        return {"rules": hits_per_rule(answers), "unanswered": unanswered}
+                log.info("policy hits: node %s's agent did not answer: %s", name, exc)
+                return
+            if rules is not None and netpol is not None and rules[0] == netpol[0] == 200:
+                answers[name] = (json.loads(rules[1]), json.loads(netpol[1]))
+
+        async with trio.open_nursery() as nursery:
+            for name in nodes:
+                nursery.start_soon(ask, name)
+        counted = [answers[name] for name in nodes if name in answers]
+        return policy_hits((c[0] for c in counted), (c[1] for c in counted)), [name for name in nodes if name not in answers]
 
     async def debug_ofnet(self, body: bytes) -> Any:
         snapshot = await self.ctx.cache.sync()

@@ -40,16 +40,26 @@ def inspect(client: Client, resource: Resource, fields: Mapping[str, Any]) -> st
     return output.as_json(client.get(object_path(resource.collection, resource.key_of(fields), inspect=True)))
 
 
-def render_list(resource: Resource, objects: list[dict[str, Any]], fmt: ListFormat) -> str:
+def render_list(resource: Resource, objects: list[dict[str, Any]], fmt: ListFormat, *, counted: bool = False) -> str:
     """An `ls` answer: raw JSON, names one a line (`-q`), or the declared tables (through
-    Go's tabwriter layout, each table after the previous one as netctl writes them)."""
+    Go's tabwriter layout, each table after the previous one as netctl writes them); `counted`
+    adds the packets and bytes columns."""
     if resource.order_by:
         objects = sorted(objects, key=lambda obj: obj.get(resource.order_by or "") or 0)
     if fmt == "json":
         return output.as_json(objects)
     if fmt == "quiet":
         return "".join(f"{obj.get(resource.key[-1], '')}\n" for obj in objects)
-    return output.tabwriter("".join(table.text(objects) for table in resource.tables))
+    tables = [table.counted() for table in resource.tables] if counted else resource.tables
+    return output.tabwriter("".join(table.text(objects) for table in tables))
+
+
+def _scoped_objects(client: Client, resource: Resource, scope: Mapping[str, Any], all_tenants: bool) -> list[dict[str, Any]]:
+    for parent in parents(resource):
+        if all(name in scope for name in parent.key):
+            client.get(object_path(parent.collection, parent.key_of(scope)))
+    kept = {k: v for k, v in scope.items() if not (all_tenants and k == "tenantName")}
+    return [obj for obj in client.get(f"/api/v1/{resource.collection}/") if all(obj.get(k) == v for k, v in kept.items())]
 
 
 def list_objects(client: Client, resource: Resource, scope: Mapping[str, Any], fmt: ListFormat, *, all_tenants: bool = False) -> str:
@@ -60,17 +70,26 @@ def list_objects(client: Client, resource: Resource, scope: Mapping[str, Any], f
     `all_tenants`), so an unknown tenant or policy is reported as the server words it
     instead of printing an empty table.
     """
-    for parent in parents(resource):
-        if all(name in scope for name in parent.key):
-            client.get(object_path(parent.collection, parent.key_of(scope)))
-    kept = {k: v for k, v in scope.items() if not (all_tenants and k == "tenantName")}
-    objects = [obj for obj in client.get(f"/api/v1/{resource.collection}/") if all(obj.get(k) == v for k, v in kept.items())]
-    text = render_list(resource, objects, fmt)
+    text = render_list(resource, _scoped_objects(client, resource, scope, all_tenants), fmt)
     if resource.beside is not None and fmt == "table":
         rows = client.get(resource.beside.path)
         if rows:
             text += "\n" + output.tabwriter(resource.beside.table.text(rows))
     return text
+
+
+def list_counted(client: Client, resource: Resource, scope: Mapping[str, Any], fmt: ListFormat) -> tuple[str, list[str]]:
+    """`list_objects` with each object's packets and bytes (`ls --hits`, resources that declare
+    `counters`), and the nodes that did not answer (their packets are missing)."""
+    counters = resource.counters
+    if counters is None:
+        raise CtlError(f"{resource.name} objects have no hit counters")
+    objects = _scoped_objects(client, resource, scope, False)
+    answer = client.get(counters.path.format(**{name: quote(str(value), safe="") for name, value in scope.items()}))
+    found = answer.get(counters.section) or {}
+    zero = {"packets": 0, "bytes": 0}
+    counted = [{**obj, **found.get(counters.key.format(**obj), zero)} for obj in objects]
+    return render_list(resource, counted, fmt, counted=True), [str(name) for name in answer.get("unanswered") or []]
 
 
 def show(client: Client, command: Show, values: Mapping[str, str], *, raw: bool) -> tuple[str, str | None]:

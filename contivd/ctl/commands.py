@@ -128,6 +128,25 @@ class Table:
         ]
         return "".join(f"{line}\n" for line in [*([self.title] if self.title else []), self.header, self.rule, *rows])
 
+    def counted(self) -> Table:
+        """The table with packets and bytes columns after the declared ones (`ls --hits`)."""
+        return Table(
+            f"{self.header}\tPackets\tBytes", f"{self.rule}\t-------\t-----", (*self.columns, Column("packets"), Column("bytes")),
+            self.title, self.where, self.tail,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Hit counters an `ls --hits` adds to each row (contivd only: netctl had none): GET `path`
+    (formatted with the scope's key fields), take `section` of the answer and give each object
+    the counts under its `key` (formatted with the object's fields); `unanswered` names the
+    nodes whose counts are missing."""
+
+    path: str
+    section: str
+    key: str
+
 
 @dataclass(frozen=True)
 class Beside:
@@ -169,6 +188,7 @@ class Resource:
     said: tuple[tuple[str, str], ...] = ()
     check: Callable[[Mapping[str, Any]], str | None] | None = None
     order_by: str | None = None
+    counters: Counters | None = None
 
     @property
     def group_name(self) -> str:
@@ -298,6 +318,7 @@ RESOURCES: tuple[Resource, ...] = (
         group="policy",
         check=checks.rule,
         order_by="priority",
+        counters=Counters("/policy/hits/{tenantName}:{policyName}", "rules", "{tenantName}:{policyName}:{ruleId}"),
     ),
     Resource(
         "netprofile", "netprofiles", ("tenantName", "profileName"), (Arg("name", "profileName"),),
@@ -422,6 +443,9 @@ SHOWS: tuple[Show, ...] = (
          "Contiv's and NetworkPolicy's verdict for a packet SRC -> DST (IP, endpoint id or namespace/name; PROTO/PORT e.g. tcp/5432),"
          " the rules deciding it and both nodes' OVS answers; exits 4 when a datapath disagrees with the model.",
          args=("src", "dst"), optional=("proto_port",), failure=views.trace_failure),
+    Show("policy", "hits", "/policy/hits/{tenant}:{policy}", views.policy_hits,
+         "Packets and bytes per rule summed over the nodes: Contiv's and NetworkPolicy's (-t: the namespace), and default drops.",
+         tenant=True, optional=("policy",)),
     Show("endpoint", "inspect", "/api/v1/inspect/endpoints/{endpoint}/", output.as_json,
          "An endpoint's state, by endpoint id, container id or name (substring).", args=("endpoint",)),
     Show("global", "info", "/api/v1/globals/", partial(views.labelled, GLOBAL_INFO), "The global settings.",

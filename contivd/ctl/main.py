@@ -110,6 +110,8 @@ def _list_flags(resource: Resource) -> list[click.Parameter]:
     ]
     if resource.all_tenants_flag:
         flags.append(click.Option(["all_tenants", "--all", "-a"], is_flag=True, help="Every tenant."))
+    if resource.counters is not None:
+        flags.append(click.Option(["hits", "--hits", "-H"], is_flag=True, help="Packets and bytes of each, summed over the nodes (contivd)."))
     return flags
 
 
@@ -128,6 +130,11 @@ def _command(name: str, help: str, params: list[click.Parameter], run: Callable[
 
 def _list(client: Client, resource: Resource, fields: dict[str, Any], extra: dict[str, Any]) -> str:
     fmt: actions.ListFormat = "json" if extra["json_output"] else "quiet" if extra["quiet"] else "table"
+    if extra.get("hits"):
+        text, unanswered = actions.list_counted(client, resource, fields, fmt)
+        if unanswered:
+            click.echo(f"Warning: not counted, these nodes did not answer: {', '.join(unanswered)}", err=True)
+        return text
     return actions.list_objects(client, resource, fields, fmt, all_tenants=bool(extra.get("all_tenants")))
 
 

@@ -170,3 +170,30 @@ def _ovs_line(side: str, half: Mapping[str, Any] | None) -> str:
     if "verdict" not in half:
         return f"  OVS{where} ({side}): {half.get('skipped') or half.get('unanswered') or half.get('error') or 'not traced'}\n"
     return f"  OVS{where} ({side}, {half.get('bridge')}): {str(half['verdict']).upper()} (datapath actions: {half.get('datapath_actions')})\n"
+
+
+def policy_hits(answer: Mapping[str, Any]) -> str:
+    """`/policy/hits`: packets and bytes per Contiv rule, per NetworkPolicy rule and per default
+    drop (a NetworkPolicy-isolated pod), summed over the nodes; the nodes that did not answer."""
+
+    def counts(hits: Mapping[str, Any]) -> list[str]:
+        return [output.cell(hits.get("packets", 0)), output.cell(hits.get("bytes", 0))]
+
+    sections = (
+        ("Contiv rules:", ("Tenant", "Policy", "Rule"), [[*key.split(":", 2), *counts(h)] for key, h in (answer.get("rules") or {}).items()]),
+        (
+            "NetworkPolicy rules:",
+            ("Namespace", "Policy", "Rule"),
+            [[*key.split("/", 2), *counts(h)] for key, h in (answer.get("netpol") or {}).items()],
+        ),
+        (
+            "Dropped by default (NetworkPolicy isolation):",
+            ("Namespace", "Pod", "Direction"),
+            [[d.get("tenant", ""), d.get("group", ""), d.get("direction", ""), *counts(d)] for d in answer.get("defaultDrops") or ()],
+        ),
+    )
+    text = "\n".join(f"{title}\n{output.table((*headers, 'Packets', 'Bytes'), rows)}" for title, headers, rows in sections if rows)
+    unanswered = answer.get("unanswered") or []
+    if unanswered:
+        text += f"{chr(10) if text else ''}Not counted (did not answer): {', '.join(unanswered)}\n"
+    return text or "No rule counters (no policy rules on the nodes that answered).\n"

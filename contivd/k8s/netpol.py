@@ -29,7 +29,7 @@ from ..model.netpolicy import Compiled, Compiler, Namespace, Pod, Policy, parse_
 from ..state import RecordError, keys
 from ..state.records import netpol_pod_from_json, netpol_pod_to_json
 from .client import KubeApi
-from .reflector import Listed, Relisting, Update, reflect_kinds
+from .reflector import Listed, Relisting, Update
 from .resolve import object_key
 from .status import KubeHealth
 from .view import NAMESPACES, NETWORK_POLICIES, PODS
@@ -98,8 +98,7 @@ class NetpolSync:
         self.reported: set[str] = set()
         self.compiler = ObjectsCompiler()
 
-    async def run(self) -> None:
-        await reflect_kinds(self.api, KINDS, self.health, self._consume)
+    KINDS = KINDS
 
     def apply(self, update: Update) -> None:
         if isinstance(update, Listed):
@@ -111,7 +110,8 @@ class NetpolSync:
         else:
             self.objects[update.kind][object_key(update.object)] = update.object
 
-    async def _consume(self, receive: trio.MemoryReceiveChannel[Update]) -> None:
+    async def consume(self, receive: trio.MemoryReceiveChannel[Update]) -> None:
+        """Compile and write on every batch of updates until cancelled (leadership lost)."""
         listed: set[str] = set()
         async for update in receive:
             while True:  # the whole waiting batch, then one compile

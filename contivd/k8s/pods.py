@@ -29,7 +29,7 @@ from ..state import EndpointState, keys
 from ..state.records import RecordError
 from .client import KubeApi, post_event_soon
 from .labels import NotApplied, Relabel, plan_relabel, pod_labels
-from .reflector import Changed, Listed, Update, reflect_kinds
+from .reflector import Changed, Listed, Update
 from .resolve import object_key
 from .status import KubeHealth
 from .view import PODS
@@ -55,11 +55,10 @@ class PodSync:
         self.reported: dict[str, NotApplied] = {}  # endpoint id -> the unapplied change reported for it
         self._lock = trio.Lock()  # one pass at a time (events and the periodic resync)
 
-    async def run(self) -> None:
-        """Watch and follow until cancelled (leadership lost)."""
-        await reflect_kinds(self.api, (PODS,), self.health, self._consume)
+    KINDS = (PODS,)
 
-    async def _consume(self, receive: trio.MemoryReceiveChannel[Update]) -> None:
+    async def consume(self, receive: trio.MemoryReceiveChannel[Update]) -> None:
+        """Follow the pods' updates until cancelled (leadership lost)."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._resync)
             async for update in receive:

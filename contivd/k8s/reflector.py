@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,27 +99,46 @@ def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: Kub
         backoff = min(backoff * 2, MAX_BACKOFF)
 
 
-async def reflect_kinds(
-    api: KubeApi, kinds: Iterable[str], health: KubeHealth, consume: Callable[[trio.MemoryReceiveChannel[Update]], Awaitable[None]]
-) -> None:
-    """Reflect each of `kinds` in a worker thread of its own into one channel `consume` reads,
-    until `consume` returns or the caller is cancelled; then the threads and their watches end."""
-    send, receive = trio.open_memory_channel[Update](64)
+Consume = Callable[[trio.MemoryReceiveChannel[Update]], Awaitable[None]]
+
+
+async def reflect_kinds(api: KubeApi, health: KubeHealth, subscribers: Sequence[tuple[Iterable[str], Consume]]) -> None:
+    """Reflect every kind a subscriber names, each once, in a worker thread of its own, and hand
+    each update to every subscriber of its kind through a channel of that subscriber's own, until
+    a subscriber returns or the caller is cancelled; then the threads and their watches end.
+
+    One watch per kind, however many duties need it: the leader's Pods feed both the NetworkPolicy
+    compiler and the label follower from one list and one watch (one copy of every pod, one load
+    on the API server). Subscribers share the objects, so none may modify them. A subscriber that
+    does not keep up holds back the others' updates of the same kinds (channels are bounded)."""
+    channels = [trio.open_memory_channel[Update](64) for _ in subscribers]
+    fan_out: dict[str, list[trio.MemorySendChannel[Update]]] = {}
+    for (kinds, _), (send, _) in zip(subscribers, channels, strict=True):
+        for kind in kinds:
+            fan_out.setdefault(kind, []).append(send)
     stopping = threading.Event()
 
-    async def run(kind: str, send: trio.MemorySendChannel[Update]) -> None:
-        def emit(update: Update) -> None:
-            trio.from_thread.run(send.send, update)
+    async def hand_on(update: Update) -> None:
+        for send in fan_out[update.kind]:
+            await send.send(update)
 
-        async with send:
-            await trio.to_thread.run_sync(reflect, api, kind, emit, health, stopping, abandon_on_cancel=True)
+    async def run(kind: str) -> None:
+        def emit(update: Update) -> None:
+            trio.from_thread.run(hand_on, update)
+
+        await trio.to_thread.run_sync(reflect, api, kind, emit, health, stopping, abandon_on_cancel=True)
+
+    async def consume_then_stop(consume: Consume, receive: trio.MemoryReceiveChannel[Update], term: trio.CancelScope) -> None:
+        async with receive:
+            await consume(receive)
+        term.cancel()
 
     try:
-        async with trio.open_nursery() as nursery, receive:
-            for kind in kinds:
-                nursery.start_soon(run, kind, send.clone())
-            send.close()
-            await consume(receive)
+        async with trio.open_nursery() as nursery:
+            for kind in fan_out:
+                nursery.start_soon(run, kind)
+            for (_, consume), (_, receive) in zip(subscribers, channels, strict=True):
+                nursery.start_soon(consume_then_stop, consume, receive, nursery.cancel_scope)
     finally:
         stopping.set()
         api.stop_watches()

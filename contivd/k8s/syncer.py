@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -32,7 +32,7 @@ from ..state.records import RecordError
 from .client import KubeApi, post_event_soon
 from .netpol import NetpolSync
 from .pods import EndpointRelabeller, PodSync
-from .reflector import Changed, Listed, Relisting, Update, reflect_kinds
+from .reflector import Changed, Consume, Listed, Relisting, Update, reflect_kinds
 from .resolve import Skipped
 from .status import KubeHealth
 from .view import ENDPOINT_SLICES, SERVICES, ClusterView
@@ -52,11 +52,10 @@ class ServiceSync:
         self.written: dict[str, KubeServiceState] = {}  # what the store holds, by `<ns>/<name>`
         self.skipped: dict[str, Skipped] = {}
 
-    async def run(self) -> None:
-        """Watch and write until cancelled (leadership lost)."""
-        await reflect_kinds(self.api, (SERVICES, ENDPOINT_SLICES), self.health, self._consume)
+    KINDS = (SERVICES, ENDPOINT_SLICES)
 
-    async def _consume(self, receive: trio.MemoryReceiveChannel[Update]) -> None:
+    async def consume(self, receive: trio.MemoryReceiveChannel[Update]) -> None:
+        """Follow the watches' updates and write until cancelled (leadership lost)."""
         listed: set[str] = set()
         async for update in receive:
             if isinstance(update, Relisting):
@@ -175,11 +174,13 @@ class KubernetesWatch:
                     await trio.sleep_forever()
             api = self.api
             assert api is not None
-            async with trio.open_nursery() as nursery:  # NetworkPolicy beside Services, for the same term
-                nursery.start_soon(ServiceSync(self.store, api, self.service_cidr, self.health).run)
-                nursery.start_soon(NetpolSync(self.store, api, self.health).run)
-                if self.netmaster is not None:
-                    nursery.start_soon(PodSync(self.store, api, self.netmaster, self.health).run)
+            services = ServiceSync(self.store, api, self.service_cidr, self.health)
+            policies = NetpolSync(self.store, api, self.health)  # NetworkPolicy beside Services, for the same term
+            duties: list[tuple[Iterable[str], Consume]] = [(services.KINDS, services.consume), (policies.KINDS, policies.consume)]
+            if self.netmaster is not None:
+                pods = PodSync(self.store, api, self.netmaster, self.health)
+                duties.append((pods.KINDS, pods.consume))
+            await reflect_kinds(api, self.health, duties)  # one watch per kind: Pods serve two duties
         finally:
             self.health.stop()
 

@@ -195,18 +195,6 @@ def rule_key_of(rule_id: str) -> str:
     return ":".join(rule_id.split(":")[-4:-1])
 
 
-def hits_per_rule(counts: Iterable[Mapping[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
-    """Nodes' `/rulestats` answers (compiled rule id → packets, bytes, ...) summed per model rule:
-    one rule compiles to several ids (directions, attachments), each counted on several nodes."""
-    totals: dict[str, dict[str, int]] = {}
-    for answer in counts:
-        for rule_id, hits in answer.items():
-            total = totals.setdefault(rule_key_of(rule_id), {"packets": 0, "bytes": 0})
-            total["packets"] += int(hits.get("packets", 0))
-            total["bytes"] += int(hits.get("bytes", 0))
-    return dict(sorted(totals.items()))
-
-
 def compile_attachment(attachment: Attachment, rules: Iterable[Mapping[str, Any]], remotes: Remotes) -> tuple[PolicyRule, ...]:
     """Every directional rule of one attachment, sorted by rule id. `rules` may hold rules of
     other policies too (e.g. all stored rules); only the attached policy's are compiled."""

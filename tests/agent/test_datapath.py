@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.nodes import Node, attach_pod, cluster_of_nodes, reaches, sh, wait_until
+from tests.nodes import Node, attach_pod, cluster_of_nodes, metric_value, reaches, settled, sh, wait_until
 from tests.support.service_pods import first_answer, start_answering
 
 pytestmark = [
@@ -177,6 +177,8 @@ def test_pods_on_three_nodes_reach_each_other_over_vxlan_and_over_a_vlan_uplink(
         assert reaches(second.pods[0], vxlan[0]["ipAddress"]), "the refused reclaim changed nothing"
         # A node that leaves (its registration lease expires) loses its tunnels on the others.
         nodes[2].stop()
+        status, hits = first.api_call("GET", "/policy/hits")
+        assert status == 200 and hits["unanswered"] == [nodes[2].name], hits  # its counters are missing from the sums: named
 
         def tunnels() -> int:
             return int(first.api_call("GET", "/inspect/driver", port=first.agent)[1]["vxlan"]["tunnels"])
@@ -244,6 +246,41 @@ def test_tcp_allow_rule_opens_one_port_while_a_deny_keeps_another_closed(node: N
         wait_until(lambda: connects(8080), 30, "TCP 8080 to be allowed", node)
         assert not connects(9090), "TCP 9090 stays denied"
         assert reaches(node.pods[0], target), "ICMP is not affected by TCP rules"
+
+        # Counters: only the rule that matched moves (summed per model rule over the nodes).
+        def hits() -> dict[str, int]:
+            status, answer = node.api_call("GET", "/policy/hits/default:web")
+            assert status == 200 and answer["unanswered"] == [], answer
+            return {rule: counts["packets"] for rule, counts in answer["rules"].items()}
+
+        before = settled(hits, "the rule counters", node)
+        assert set(before) == {"default:web:allow-8080", "default:web:deny-tcp"}, before
+        assert all(connects(8080) for _ in range(3))
+        opened = settled(hits, "the rule counters", node)
+        assert (
+            opened["default:web:allow-8080"] > before["default:web:allow-8080"] and opened["default:web:deny-tcp"] == before["default:web:deny-tcp"]
+        )
+        assert not connects(9090)
+        refused = settled(hits, "the rule counters", node)
+        assert (
+            refused["default:web:deny-tcp"] > opened["default:web:deny-tcp"] and refused["default:web:allow-8080"] == opened["default:web:allow-8080"]
+        )
+        assert reaches(node.pods[0], target)
+        assert settled(hits, "the rule counters", node) == refused, "no rule matches ICMP: no counter moves"
+        ctl = ("ip", "netns", "exec", node.ns, sys.executable, "-m", "contivd", "ctl", "--server", node.url(), "policy", "rule-ls", "web")
+        listing = sh(*ctl, "--hits").stdout
+        shown = {line.split()[0]: int(line.split()[-2]) for line in listing.splitlines() if line.split()[:1] in (["allow-8080"], ["deny-tcp"])}
+        assert shown == {"allow-8080": refused["default:web:allow-8080"], "deny-tcp": refused["default:web:deny-tcp"]}, listing
+        assert "Packets" not in sh(*ctl).stdout, "without --hits: netctl's table"
+        wait_until(
+            lambda: (
+                metric_value(node, "contivd_policy_rule_packets_total", {"kind": "contiv", "tenant": "default", "policy": "web", "rule": "deny-tcp"})
+                > 0
+            ),
+            60,
+            "the deny rule's counter in /metrics",
+            node,
+        )
     finally:
         server.kill()
         server.wait()

@@ -227,3 +227,16 @@ def test_netprofile_reaches_group_state_and_global_ranges_guard_allocated_tags(n
         {**NET, "networkName": "vl2", "encap": "vlan", "pktTag": 3000, "subnet": "198.18.31.0/24", "gateway": "198.18.31.254"},
     )
     assert duplicate.status_code == 409 and "3000" in duplicate.json()["error"]
+
+
+def test_policy_hits_scopes_and_refuses_an_unknown_tenant_or_policy(node: ContivdProcess) -> None:
+    ensure(node, "/api/v1/policys/default:hitsp/", {"tenantName": "default", "policyName": "hitsp"})
+    whole = node.get("/policy/hits").json()
+    assert set(whole) == {"rules", "compiled", "netpol", "defaultDrops", "unanswered"} and whole["unanswered"] == [], whole
+    assert node.get("/policy/hits/default").json()["defaultDrops"] == []
+    assert node.get("/policy/hits/default:hitsp").json() == {"rules": {}, "compiled": {}, "netpol": {}, "defaultDrops": [], "unanswered": []}
+    for scope, message in (("nosuch", "tenant 'nosuch' not found"), ("default:nosuch", "policy default:nosuch not found")):
+        refused = node.get(f"/policy/hits/{scope}")
+        assert refused.status_code == 404 and message in refused.json()["error"], refused.text
+        contiv = node.get(f"/policy/hits/{scope}", headers={"Accept": "*/*"})  # Contiv's contract: 500 and text (Decision 1)
+        assert contiv.status_code == 500 and contiv.headers["content-type"].startswith("text/plain") and message in contiv.text

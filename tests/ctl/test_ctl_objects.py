@@ -109,6 +109,16 @@ def test_policy_and_rules(ctl: Ctl) -> None:
     }
     ctl.refuses("policy", "rule-add", "web", "4", "-e", "app", message="Cant specify to-group for incoming rule")
     ctl.fails("policy", "rule-ls", "nosuch", message="policy not found")
+    counted = ctl("policy", "rule-ls", "web", "--hits")  # this node runs no datapath: every counter is 0
+    assert rows(counted.stdout.split("\n", 1)[1].split("\nOutgoing Rules:\n")[0])[0] == ["2", "5", "198.18.0.0/15", "0", "deny", "0", "0"]
+    assert {(r["ruleId"], r["packets"], r["bytes"]) for r in json.loads(ctl("policy", "rule-ls", "web", "-H", "-j").stdout)} == {
+        ("1", 0, 0), ("2", 0, 0), ("3", 0, 0),
+    }  # fmt: skip
+    ctl.fails("policy", "rule-ls", "nosuch", "--hits", message="policy not found")
+    assert ctl("policy", "hits").stdout == "No rule counters (no policy rules on the nodes that answered).\n"
+    assert json.loads(ctl("policy", "hits", "web", "--json").stdout)["rules"] == {}
+    ctl.fails("policy", "hits", "nosuch", message="policy default:nosuch not found")
+    ctl.fails("policy", "hits", "-t", "nosuch", message="tenant 'nosuch' not found")
     assert ctl("policy", "rule-rm", "web", "2").stdout == ""
     assert sorted(ctl("policy", "rule-ls", "web", "-q").stdout.split()) == ["1", "3"]
     assert "Rules" in json.loads(ctl("policy", "inspect", "web").stdout)["Config"]["link-sets"]

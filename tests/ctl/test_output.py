@@ -154,3 +154,29 @@ def test_rule_listing_splits_by_direction_and_sorts_by_priority() -> None:
     )
     assert render_list(rule, RULES, "quiet") == "b\nc\na\n", "every format lists rules by priority, as netctl"
     assert render_list(rule, [], "json") == "[]\n"
+
+
+def test_rule_listing_with_hits_adds_packets_and_bytes_columns() -> None:
+    rule = next(r for r in RESOURCES if r.name == "rule")
+    counted = [{**r, "packets": n, "bytes": n * 100} for n, r in enumerate(RULES)]
+    table = render_list(rule, counted, "table", counted=True)
+    assert table.splitlines()[1].endswith("Action  Packets  Bytes")
+    assert table.splitlines()[3].split() == ["c", "2", "10.0.0.0/8", "0", "deny", "2", "200"]
+    assert table.splitlines()[-1].split() == ["b", "1", "n", "tcp", "443", "deny", "1", "100"]
+    assert render_list(rule, RULES, "table", counted=False) == render_list(rule, RULES, "table"), "without --hits: netctl's table"
+
+
+def test_policy_hits_view_lists_each_kind_and_names_silent_nodes() -> None:
+    answer = {
+        "rules": {"default:lock:1": {"packets": 3, "bytes": 300}},
+        "netpol": {"prod/db-in/ingress/0": {"packets": 5, "bytes": 500}},
+        "defaultDrops": [{"tenant": "prod", "group": "db", "direction": "ingress", "packets": 2, "bytes": 120}],
+        "unanswered": ["node2"],
+    }
+    text = views.policy_hits(answer)
+    assert "Contiv rules:\nTenant   Policy  Rule  Packets  Bytes\n" in text
+    assert "default  lock    1     3        300\n" in text
+    assert "prod       db-in   ingress/0  5        500\n" in text
+    assert "Dropped by default (NetworkPolicy isolation):\n" in text and "prod       db   ingress    2        120\n" in text
+    assert text.endswith("Not counted (did not answer): node2\n")
+    assert views.policy_hits({"rules": {}, "unanswered": []}) == "No rule counters (no policy rules on the nodes that answered).\n"

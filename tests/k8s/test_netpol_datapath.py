@@ -18,18 +18,16 @@ answers with its name on TCP 8080 and UDP 5353 (tests/support/service_pods.py). 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.k8s.test_service_datapath import KubeApi
-from tests.nodes import Node, attach_pod, cluster_of_nodes, reaches, sh, wait_until
+from tests.nodes import Node, attach_pod, cluster_of_nodes, metric_value, reaches, settled, sh, wait_until
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
 from tests.support.service_pods import fetch, processes
 from tests.support.waiting import free_ports
@@ -107,25 +105,12 @@ def rule_hits(nodes: list[Node]) -> dict[str, int]:
 
 
 def settled_hits(nodes: list[Node]) -> dict[str, int]:
-    """The counters once two reads a second apart agree (OVS updates flow stats lazily)."""
-    last = rule_hits(nodes)
-    for _ in range(30):
-        time.sleep(1)
-        now = rule_hits(nodes)
-        if now == last:
-            return now
-        last = now
-    raise AssertionError(f"the counters did not settle: {last}")
+    return settled(lambda: rule_hits(nodes), "the NetworkPolicy rule counters", nodes[0])
 
 
 def metric_packets(node: Node, policy: str, rule: str) -> float:
-    """contivd_policy_rule_packets_total of one rule in the node's /metrics (0 when absent)."""
-    status, text = node.api_call("GET", "/metrics")
-    assert status == 200, text
-    wanted = "".join(f'(?=[^}}]*{name}="{re.escape(value)}")' for name, value in (("tenant", "prod"), ("policy", policy), ("rule", rule)))
-    pattern = rf"^contivd_policy_rule_packets_total{{{wanted}[^}}]*}} (\S+)$"  # labels in any order
-    found = re.search(pattern, text, re.MULTILINE)
-    return float(found.group(1)) if found else 0.0
+    """contivd_policy_rule_packets_total of one NetworkPolicy rule of namespace prod."""
+    return metric_value(node, "contivd_policy_rule_packets_total", {"kind": "kubernetes", "tenant": "prod", "policy": policy, "rule": rule})
 
 
 def answer(src: str, dst_ip: str, protocol: str = "tcp") -> str:
@@ -244,6 +229,20 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
         dropped = settled_hits(nodes)
         assert {r for r in dropped if dropped[r] != after.get(r, 0)} == {"prod/db/ingress/isolation"}, (after, dropped)
         wait_until(lambda: metric_packets(first, "db-in", "ingress/0") > 0, 60, "the allow's counter in /metrics", first)
+        status, summed = first.api_call("GET", "/policy/hits/prod")  # the same sums through the API, per namespace
+        assert status == 200 and summed["unanswered"] == [], summed
+        assert summed["netpol"]["prod/db-in/ingress/0"]["packets"] == dropped["prod/db-in/ingress/0"], summed
+        drops = {(d["tenant"], d["group"], d["direction"]): d["packets"] for d in summed["defaultDrops"]}
+        assert drops == {("prod", "db", "ingress"): dropped["prod/db/ingress/isolation"]}, summed
+        status, refused = first.api_call("GET", "/policy/hits/prod:nosuch")
+        assert status == 404 and "policy prod:nosuch not found" in refused["error"], refused
+        db_drops = {"tenant": "prod", "group": "db", "direction": "ingress"}
+        wait_until(
+            lambda: metric_value(second, "contivd_policy_default_drop_packets_total", db_drops) > 0,
+            60,
+            "db's default drop in /metrics of the source's node",
+            second,
+        )
 
         # A second policy adds UDP from namespace env=dev (union); tool may send only UDP 5353
         # into the pod subnet except a (egress, ipBlock with except).

@@ -104,6 +104,23 @@ async def test_a_group_label_change_moves_the_endpoint_and_replaces_its_labels(w
     assert watching.endpoint().endpoint_group_id == 0 and watching.epg_count("db") == 0
 
 
+async def test_pods_are_listed_and_watched_once_for_both_the_labels_and_networkpolicy(watching: Cluster, api: KubeApiServer) -> None:
+    """The label follower and the NetworkPolicy compiler share the leader's one Pod watch."""
+    api.apply(pod("shop", "web-0", {GROUP: "web"}))
+    await watching.add_pod_endpoint("c1-eth0", "shop/web-0", "web", {GROUP: "web"})
+    api.apply(pod("shop", "web-0", {GROUP: "db"}))
+    await until(lambda: watching.endpoint().service_name == "db", "the endpoint in group db")
+
+    def pod_requests(watch: bool) -> list[str]:
+        with api.changed:
+            paths = [path for method, path in api.requests if method == "GET" and path.startswith("/api/v1/pods")]
+        return [path for path in paths if ("watch=" in path) == watch]
+
+    await until(lambda: pod_requests(watch=True), "the pod watch open")
+    assert len(pod_requests(watch=False)) == 1, pod_requests(watch=False)
+    assert len(pod_requests(watch=True)) == 1, pod_requests(watch=True)
+
+
 async def test_an_unknown_group_or_another_network_is_reported_and_changes_nothing(
     watching: Cluster, api: KubeApiServer, caplog: pytest.LogCaptureFixture
 ) -> None:

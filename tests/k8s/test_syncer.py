@@ -140,5 +140,5 @@ async def test_both_kinds_relisting_reconcile_once_when_both_are_in() -> None:
     ):  # fmt: skip
         send.send_nowait(update)
     send.close()
-    await sync._consume(receive)
+    await sync.consume(receive)
     assert reconciled == [(0, 0), (1, 1)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -138,6 +139,68 @@ def test_page_traces_a_packet_between_two_picked_endpoints(node: ContivdProcess,
         page.click("#trace-form button")
         expect(page.locator("#trace .disagree")).to_contain_text("trace failed: ", timeout=15000)
         assert "protocol 'gre'" in page.inner_text("#trace"), "the API's reason is shown"
+        assert problems == [], problems
+    finally:
+        page.close()
+
+
+def test_policy_matrix_shows_each_cells_hits_default_drops_and_silent_nodes(node: ContivdProcess, browser: Any) -> None:
+    """The page renders /policy/hits as the API answers it. This node runs no datapath, so the
+    answer is replaced by one with counts (real counts: tests/agent/test_datapath.py and
+    tests/k8s/test_netpol_datapath.py read the same route after real traffic)."""
+    from playwright.sync_api import Route, expect
+
+    net = {"tenantName": "default", "networkName": "hits-net", "encap": "vxlan", "subnet": "198.18.32.0/24", "gateway": "198.18.32.254"}
+    rule = {
+        "tenantName": "default",
+        "policyName": "hits-p",
+        "ruleId": "1",
+        "direction": "in",
+        "protocol": "tcp",
+        "port": 5432,
+        "action": "deny",
+        "priority": 5,
+    }
+    for path, body in (
+        ("/api/v1/networks/default:hits-net/", net),
+        ("/api/v1/policys/default:hits-p/", {"tenantName": "default", "policyName": "hits-p"}),
+        ("/api/v1/rules/default:hits-p:1/", rule),
+        (
+            "/api/v1/endpointGroups/default:hits-db/",
+            {"tenantName": "default", "groupName": "hits-db", "networkName": "hits-net", "policies": ["hits-p"]},
+        ),
+    ):
+        assert node.post(path, body).status_code == 200, path
+    real = node.get("/policy/hits").json()
+    assert real["unanswered"] == [] and real["compiled"] == {}, "no datapath on this node: nothing counted"
+    matrix = next(m for m in node.get("/status/api/snapshot").json()["store"]["policy"] if m["group"] == "hits-db")
+    deciding = {rule_id for row in matrix["rows"] for action, rule_id in row["cells"] if action == "deny"}
+    assert len(deciding) == 1, matrix
+    counted = {
+        **real,
+        "compiled": {deciding.pop(): {"packets": 1234, "bytes": 98765}},
+        "netpol": {"prod/db-in/ingress/0": {"packets": 7, "bytes": 700}},
+        "defaultDrops": [{"tenant": "prod", "group": "db", "direction": "ingress", "packets": 3, "bytes": 180}],
+        "unanswered": ["node9"],
+    }
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+
+    def answer(route: Route) -> None:
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(counted))
+
+    page.route("**/policy/hits", answer)
+    try:
+        page.goto(node.url + "/")
+        page.wait_for_selector("body[data-ready=true]", timeout=15000)
+        cell = page.locator("#policy .matrix", has_text="hits-db").locator("td.cell.deny").first
+        expect(cell.locator("small.hits")).to_have_text("1,234", timeout=10000)
+        assert "98,765 bytes" in (cell.get_attribute("title") or "")
+        hits = page.locator("#policy-hits")
+        expect(hits).to_contain_text("not counted: node9 did not answer")
+        assert "prod/db-in/ingress/0" in hits.inner_text() and "Dropped by default" in hits.inner_text()
+        assert page.locator("#policy-hits tr", has_text="ingress").filter(has_text="180").count() == 1
         assert problems == [], problems
     finally:
         page.close()

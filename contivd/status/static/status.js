@@ -4,7 +4,7 @@
 
 const PAGE_SIZE = 50;
 const SVG_NS = "http://www.w3.org/2000/svg";
-const state = { snapshot: null, revision: -1, fetching: false, again: false, filter: "", page: 0, haystack: [], matches: [], rendered: false };
+const state = { snapshot: null, revision: -1, fetching: false, again: false, filter: "", page: 0, haystack: [], matches: [], rendered: false, hits: null, hitsAt: 0, hitsFetching: false };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -242,7 +242,7 @@ function renderPolicy(store) {
     const rows = m.rows.map((r) =>
       el("tr", {},
         el("th", { class: `src ${r.kind}` }, r.source, r.source === m.group ? el("small", {}, " (itself)") : r.kind === "network" ? el("small", {}, " (network)") : null),
-        r.cells.map(([action, rule]) => el("td", { class: `cell ${action}${rule ? "" : " default"}`, title: rule ? `${action} by ${rule}` : "no rule matches: allowed by default" }, action === "allow" ? "✓" : "✕")),
+        r.cells.map(([action, rule]) => policyCell(action, rule)),
       ),
     );
     return el("div", { class: "matrix" },
@@ -250,6 +250,63 @@ function renderPolicy(store) {
       el("table", { class: "policy" }, el("thead", {}, head), el("tbody", {}, rows)),
     );
   }));
+}
+
+// ---- policy hit counters ---------------------------------------------------------------------
+
+const HITS_MS = 5000;  // at most one /policy/hits a page this often: each asks every node's agent for its flow statistics
+
+// A matrix cell: the verdict, and the packets its deciding rule matched summed over the nodes
+// (bytes in the tooltip); the default allow has no counter of its own.
+function policyCell(action, rule) {
+  const hit = rule && state.hits ? state.hits.compiled[rule] : null;
+  const title = rule ? `${action} by ${rule}` : "no rule matches: allowed by default";
+  return el("td", { class: `cell ${action}${rule ? "" : " default"}`, title: hit ? `${title} · ${num(hit.packets)} packets, ${num(hit.bytes)} bytes` : title },
+    action === "allow" ? "✓" : "✕", hit ? el("small", { class: "hits" }, num(hit.packets)) : null);
+}
+
+function hitsTable(headers, rows) {
+  const target = el("table", { class: "grid" });
+  table(target, [...headers, "packets", "bytes"], rows.map((cells) => el("tr", {}, cells.map((c, i) => el("td", { class: i >= headers.length ? "num" : "mono" }, c)))));
+  return target;
+}
+
+// NetworkPolicy's rules and every default drop (an isolated pod's), summed over the nodes, and the
+// nodes whose counters are missing.
+function renderHits() {
+  const hits = state.hits;
+  const target = document.getElementById("policy-hits");
+  if (!hits) { target.replaceChildren(); return; }
+  const parts = [];
+  if (hits.error) parts.push(el("p", { class: "note" }, `counters unavailable: ${hits.error}`));
+  if ((hits.unanswered || []).length) parts.push(el("p", { class: "note" }, `not counted: ${hits.unanswered.join(", ")} did not answer`));
+  const netpol = Object.entries(hits.netpol || {});
+  if (netpol.length) {
+    parts.push(el("h3", {}, "NetworkPolicy rules"), hitsTable(["namespace/policy/rule"], netpol.map(([id, c]) => [id, num(c.packets), num(c.bytes)])));
+  }
+  const drops = hits.defaultDrops || [];
+  if (drops.length) {
+    parts.push(el("h3", {}, "Dropped by default ", el("small", {}, "no rule allowed it: the pod is isolated by NetworkPolicy (Contiv's groups allow by default)")),
+      hitsTable(["namespace", "pod", "direction"], drops.map((d) => [d.tenant, d.group, d.direction, num(d.packets), num(d.bytes)])));
+  }
+  target.replaceChildren(...parts);
+}
+
+async function refreshHits(force) {
+  if (state.hitsFetching || (!force && Date.now() - state.hitsAt < HITS_MS)) return;
+  state.hitsFetching = true;
+  state.hitsAt = Date.now();
+  try {
+    const answer = await fetch("/policy/hits", { cache: "no-store", headers: { accept: "application/json" } });
+    const body = await answer.json();
+    state.hits = answer.ok ? body : { ...(state.hits || {}), error: body.error || `HTTP ${answer.status}` };
+  } catch (err) {
+    state.hits = { ...(state.hits || {}), error: String(err.message || err) };
+  } finally {
+    state.hitsFetching = false;
+  }
+  if (state.snapshot) renderPolicy(state.snapshot.store);
+  renderHits();
 }
 
 // ---- trace ----------------------------------------------------------------------------------
@@ -420,6 +477,7 @@ function render(snap) {
   indexEndpoints(snap.store);
   renderEndpoints();
   renderTraceChoices(snap.store);
+  refreshHits(true);
   if (!state.rendered) {
     state.rendered = true;
     document.body.dataset.ready = "true";
@@ -457,7 +515,7 @@ function connect() {
     if (JSON.parse(e.data).revision !== state.revision) refresh();
   });
   events.addEventListener("cluster", (e) => {
-    if (state.snapshot) renderCluster(JSON.parse(e.data));
+    if (state.snapshot) { renderCluster(JSON.parse(e.data)); refreshHits(false); }
   });
 }
 

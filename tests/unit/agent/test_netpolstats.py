@@ -1,16 +1,9 @@
-"""How NetworkPolicy rule ids become /metrics labels (tenant = namespace, policy, rule), and
-what of a remote pod's rules a node keeps."""
+"""What of a remote pod's NetworkPolicy rules a node keeps (labels: tests/unit/model/test_rulehits.py)."""
 
 from __future__ import annotations
 
 from contivd.agent.inputs import without_egress
-from contivd.agent.netpolstats import metric_labels
 from openflow.inputs import NetpolPod, NetpolRule
-
-
-def test_rule_and_isolation_labels() -> None:
-    assert metric_labels("prod/db-in/ingress/0") == ("prod", "db-in", "ingress/0")
-    assert metric_labels("prod/db/egress/isolation") == ("prod", "(isolation)", "db/egress")
 
 
 def test_a_remote_pods_record_keeps_only_its_ingress() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from contivd.model import Attachment, Remotes, compile_attachment, compile_rule, directions
-from contivd.model.policy import hits_per_rule, rule_key_of
 
 from .conftest import make
 
@@ -140,14 +139,3 @@ def test_attachment_takes_only_its_policy_and_is_deterministic() -> None:
     ]
     assert result == compile_attachment(SRV, list(reversed([*mine, other])), REMOTES)
     assert SRV.key == "default:srv:default:policy"
-
-
-def test_hits_are_summed_per_model_rule_over_directions_attachments_and_nodes() -> None:
-    node1 = {
-        "default:web:lock:default:lock:1:inRx": {"packets": 3, "bytes": 300, "flows": 1},
-        "default:web:lock:default:lock:1:inTx": {"packets": 1, "bytes": 60, "flows": 1},
-        "default:db:lock:default:lock:2:outTx": {"packets": 0, "bytes": 0, "flows": 1},
-    }
-    node2 = {"default:app:lock:default:lock:1:inRx": {"packets": 2, "bytes": 200, "flows": 1}}
-    assert rule_key_of("default:web:lock:default:lock:1:inRx") == "default:lock:1"
-    assert hits_per_rule([node1, node2]) == {"default:lock:1": {"packets": 6, "bytes": 560}, "default:lock:2": {"packets": 0, "bytes": 0}}

@@ -15,9 +15,9 @@ RULE_DEFAULTS = {"direction": "in", "priority": 1, "action": "allow"}
     "flags, message",
     [
         ({}, None),
-        ({"gateway": "10.1.0.1", "gatewayv6": "2001:db8::1"}, None),
-        ({"gateway": "10.1.0.300"}, "Invalid gateway - Enter in A.B.C.D format"),
-        ({"gateway": "10.1.0.0/24"}, "Invalid gateway - Enter in A.B.C.D format"),
+        ({"gateway": "198.18.0.1", "gatewayv6": "2001:db8::1"}, None),
+        ({"gateway": "198.18.0.300"}, "Invalid gateway - Enter in A.B.C.D format"),
+        ({"gateway": "198.18.0.0/24"}, "Invalid gateway - Enter in A.B.C.D format"),
         ({"gatewayv6": "bogus"}, "Invalid IPv6 gateway "),
     ],
 )
@@ -29,15 +29,15 @@ def test_network(flags: dict[str, Any], message: str | None) -> None:
     "flags, message",
     [
         ({}, None),
-        ({"from_group": "g", "from_ip_address": "10.0.0.0/8"}, None),
+        ({"from_group": "g", "from_ip_address": "198.18.0.0/15"}, None),
         ({"to_group": "g"}, "Cant specify to-group for incoming rule"),
         ({"to_network": "n", "to_group": "g"}, "Cant specify to-group for incoming rule"),
         ({"to_network": "n"}, "Cant specify to-network for incoming rule"),
         ({"from_group": "g", "from_network": "n"}, "Can't specify both from-group argument and -from-network "),
-        ({"direction": "out", "to_group": "g", "to_ip_address": "10.0.0.1"}, None),
+        ({"direction": "out", "to_group": "g", "to_ip_address": "198.18.0.1"}, None),
         ({"direction": "out", "from_group": "g"}, "Cant specify from-group for outgoing rule"),
         ({"direction": "out", "from_network": "n"}, "Cant specify from-network for outgoing rule"),
-        ({"direction": "out", "from_ip_address": "10.0.0.0/8"}, "Cant specify from-ip-address for outgoing rule"),
+        ({"direction": "out", "from_ip_address": "198.18.0.0/15"}, "Cant specify from-ip-address for outgoing rule"),
         ({"direction": "out", "to_group": "g", "to_network": "n"}, "Can't specify both -to-group and -to-network"),
         ({"direction": "both"}, "Unknown direction"),
     ],
@@ -46,16 +46,16 @@ def test_rule(flags: dict[str, Any], message: str | None) -> None:
     assert checks.rule({**RULE_DEFAULTS, **flags}) == message
 
 
-BGP = {"router_ip": "192.0.2.10/24", "as": "65001", "neighbor_as": "65002", "neighbor": "192.0.2.1"}
+BGP = {"router_ip": "198.19.1.10/24", "as": "65001", "neighbor_as": "65002", "neighbor": "198.19.1.1"}
 
 
 @pytest.mark.parametrize(
     "flags, message",
     [
         ({}, None),
-        ({"router_ip": "192.0.2.10"}, "Wrong CIDR format. Enter in x.x.x.x/len format"),
+        ({"router_ip": "198.19.1.10"}, "Wrong CIDR format. Enter in x.x.x.x/len format"),
         ({"router_ip": None}, "Wrong CIDR format. Enter in x.x.x.x/len format"),
-        ({"neighbor": "192.0.2.1/32"}, "Wrong IP format. Enter in x.x.x.x format"),
+        ({"neighbor": "198.19.1.1/32"}, "Wrong IP format. Enter in x.x.x.x format"),
         ({"as": None}, "Missing attributes"),
         ({"neighbor_as": ""}, "Missing attributes"),
     ],

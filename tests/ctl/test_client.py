@@ -29,8 +29,8 @@ def test_json_answers_are_decoded_and_bodies_sent_as_json() -> None:
         return httpx.Response(200, json={"key": "default:n1"})
 
     with client(handler) as c:
-        assert c.post("/api/v1/networks/default:n1/", {"subnet": "10.1.1.0/24"}) == {"key": "default:n1"}
-    assert seen[0].content == b'{"subnet":"10.1.1.0/24"}' and str(seen[0].url) == "http://contivd.test:9999/api/v1/networks/default:n1/"
+        assert c.post("/api/v1/networks/default:n1/", {"subnet": "198.18.1.0/24"}) == {"key": "default:n1"}
+    assert seen[0].content == b'{"subnet":"198.18.1.0/24"}' and str(seen[0].url) == "http://contivd.test:9999/api/v1/networks/default:n1/"
     assert "authorization" not in seen[0].headers
 
 
@@ -47,8 +47,8 @@ def test_token_is_sent_as_bearer() -> None:
 
 
 def test_server_error_message_and_status() -> None:
-    error = failure(lambda r: httpx.Response(409, json={"error": "network n2 conflicts with subnet 10.1.0.0/24"}))
-    assert (error.message, error.status) == ("network n2 conflicts with subnet 10.1.0.0/24", 409)
+    error = failure(lambda r: httpx.Response(409, json={"error": "network n2 conflicts with subnet 198.18.0.0/24"}))
+    assert (error.message, error.status) == ("network n2 conflicts with subnet 198.18.0.0/24", 409)
 
 
 def test_contiv_compat_text_errors_are_shown_as_text() -> None:

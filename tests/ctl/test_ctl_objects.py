@@ -227,6 +227,7 @@ def test_global_info_set_inspect(ctl: Ctl) -> None:
     assert ctl("global", "set", "--vlan-range", "1-2000", "-a", "flood").stdout == ""
     info = ctl("global", "info").stdout
     assert "Vlan Range: 1-2000\n" in info and "ARP mode: flood\n" in info
+    # the production default (Contiv's), asserted unchanged, never used as an address
     assert "Private subnet: 172.19.0.0/16\n" in info, "flags not given are left alone"
     assert json.loads(ctl("global", "inspect").stdout)["Config"]["vlans"] == "1-2000"
     assert json.loads(ctl("global", "info", "--json").stdout)[0]["arpMode"] == "flood"

@@ -10,8 +10,8 @@ from contivd.ctl.commands import RESOURCES
 
 
 def test_table_pads_columns_like_tabwriter_and_strips_trailing_blanks() -> None:
-    text = output.table(["Tenant", "Network", "Subnet"], [["default", "n1", "10.1.1.0/24"], ["t", "longer-name", ""]])
-    assert text == ("Tenant   Network      Subnet\n------   -------      ------\ndefault  n1           10.1.1.0/24\nt        longer-name\n")
+    text = output.table(["Tenant", "Network", "Subnet"], [["default", "n1", "198.18.1.0/24"], ["t", "longer-name", ""]])
+    assert text == ("Tenant   Network      Subnet\n------   -------      ------\ndefault  n1           198.18.1.0/24\nt        longer-name\n")
 
 
 def test_table_without_rows_keeps_the_header_and_pads_short_rows() -> None:
@@ -74,19 +74,19 @@ def test_version_page() -> None:
 
 
 INFO = {
-    "local-ip": "10.0.0.2",
-    "leader-ip": "http://10.0.0.1:9999",
+    "local-ip": "198.18.0.2",
+    "leader-ip": "http://198.18.0.1:9999",
     "current-state": "follower",
     "cluster": {
-        "self_address": "10.0.0.2:9000", "role": "follower", "leader": "10.0.0.1:9000", "term": 7,
+        "self_address": "198.18.0.2:9000", "role": "follower", "leader": "198.18.0.1:9000", "term": 7,
         "commit_index": 120, "last_applied": 119, "has_quorum": True,
-        "voters": ["10.0.0.1:9000", "10.0.0.2:9000", "198.18.0.3:9000"], "connected_voters": ["10.0.0.1:9000"],
+        "voters": ["198.18.0.1:9000", "198.18.0.2:9000", "198.18.0.3:9000"], "connected_voters": ["198.18.0.1:9000"],
         "unreachable_voters": [["198.18.0.3:9000", 1795000000.0]], "commit_blockers": [],
     },
     "nodes": [
-        {"name": "a", "raft_address": "10.0.0.1:9000", "api_url": "http://10.0.0.1:9999", "vtep_ip": "10.0.0.1", "readonly": False, "version": "0.1.0"},
-        {"name": "b", "raft_address": "10.0.0.2:9000", "api_url": "http://10.0.0.2:9999", "vtep_ip": "10.0.0.2", "readonly": False, "version": "0.1.0"},
-        {"name": "r", "raft_address": None, "api_url": "http://10.0.0.9:9999", "vtep_ip": "10.0.0.9", "readonly": True, "version": "0.1.0"},
+        {"name": "a", "raft_address": "198.18.0.1:9000", "api_url": "http://198.18.0.1:9999", "vtep_ip": "198.18.0.1", "readonly": False, "version": "0.1.0"},
+        {"name": "b", "raft_address": "198.18.0.2:9000", "api_url": "http://198.18.0.2:9999", "vtep_ip": "198.18.0.2", "readonly": False, "version": "0.1.0"},
+        {"name": "r", "raft_address": None, "api_url": "http://198.18.0.9:9999", "vtep_ip": "198.18.0.9", "readonly": True, "version": "0.1.0"},
     ],
     "tls": {"caFingerprint": "AB:CD"},
 }  # fmt: skip
@@ -94,39 +94,39 @@ INFO = {
 
 def test_cluster_status_page() -> None:
     assert views.cluster_status(INFO) == (
-        "Leader: a (10.0.0.1:9000)\n"
-        "Leader API: http://10.0.0.1:9999\n"
-        "This node: 10.0.0.2:9000 (follower)\n"
+        "Leader: a (198.18.0.1:9000)\n"
+        "Leader API: http://198.18.0.1:9999\n"
+        "This node: 198.18.0.2:9000 (follower)\n"
         "Term: 7\n"
         "Commit index: 120\n"
         "Applied index: 119\n"
         "Quorum: yes\n"
-        "Members: 10.0.0.1:9000, 10.0.0.2:9000, 198.18.0.3:9000\n"
-        "Connected peers: 10.0.0.1:9000\n"
+        "Members: 198.18.0.1:9000, 198.18.0.2:9000, 198.18.0.3:9000\n"
+        "Connected peers: 198.18.0.1:9000\n"
         "TLS CA (sha256): AB:CD\n"
         "Can commit: yes\n"
         "Unreachable: 198.18.0.3:9000 (198.18.0.3:9000) since 2026-11-18 11:06:40 UTC\n"
         "\n"
         "Registered nodes:\n"
-        "Name  Raft address   API URL               VTEP IP   Role      Version\n"
-        "----  ------------   -------               -------   ----      -------\n"
-        "a     10.0.0.1:9000  http://10.0.0.1:9999  10.0.0.1  leader    0.1.0\n"
-        "b     10.0.0.2:9000  http://10.0.0.2:9999  10.0.0.2  voter     0.1.0\n"
-        "r                    http://10.0.0.9:9999  10.0.0.9  readonly  0.1.0\n"
+        "Name  Raft address     API URL                 VTEP IP     Role      Version\n"
+        "----  ------------     -------                 -------     ----      -------\n"
+        "a     198.18.0.1:9000  http://198.18.0.1:9999  198.18.0.1  leader    0.1.0\n"
+        "b     198.18.0.2:9000  http://198.18.0.2:9999  198.18.0.2  voter     0.1.0\n"
+        "r                      http://198.18.0.9:9999  198.18.0.9  readonly  0.1.0\n"
     )
 
 
 def test_cluster_status_names_the_unreachable_and_why_this_node_cannot_commit() -> None:
-    raft = {**INFO["cluster"], "unreachable_voters": [["10.0.0.1:9000", 1795000000.0], ["198.18.0.3:9000", 1795000060.0]]}
-    raft["commit_blockers"] = ["it reaches 1 of 3 voters, a majority is 2", "it has no link to the leader 10.0.0.1:9000"]
+    raft = {**INFO["cluster"], "unreachable_voters": [["198.18.0.1:9000", 1795000000.0], ["198.18.0.3:9000", 1795000060.0]]}
+    raft["commit_blockers"] = ["it reaches 1 of 3 voters, a majority is 2", "it has no link to the leader 198.18.0.1:9000"]
     text = views.cluster_status({**INFO, "cluster": raft})
-    assert "Can commit: NO: it reaches 1 of 3 voters, a majority is 2; it has no link to the leader 10.0.0.1:9000\n" in text
-    assert "Unreachable: a (10.0.0.1:9000) since 2026-11-18 11:06:40 UTC, 198.18.0.3:9000 (198.18.0.3:9000) since 2026-11-18 11:07:40 UTC\n" in text
+    assert "Can commit: NO: it reaches 1 of 3 voters, a majority is 2; it has no link to the leader 198.18.0.1:9000\n" in text
+    assert "Unreachable: a (198.18.0.1:9000) since 2026-11-18 11:06:40 UTC, 198.18.0.3:9000 (198.18.0.3:9000) since 2026-11-18 11:07:40 UTC\n" in text
 
 
 def test_cluster_status_of_a_contiv_netmaster_without_raft_section() -> None:
-    text = views.cluster_status({"local-ip": "10.0.0.5", "leader-ip": "10.0.0.5:9999", "current-state": "leader"})
-    assert text.startswith("Leader: none\nLeader API: 10.0.0.5:9999\nThis node: 10.0.0.5 (leader)\n")
+    text = views.cluster_status({"local-ip": "198.18.0.5", "leader-ip": "198.18.0.5:9999", "current-state": "leader"})
+    assert text.startswith("Leader: none\nLeader API: 198.18.0.5:9999\nThis node: 198.18.0.5 (leader)\n")
     assert text.endswith(
         "Registered nodes:\nName  Raft address  API URL  VTEP IP  Role  Version\n----  ------------  -------  -------  ----  -------\n"
     )
@@ -135,7 +135,7 @@ def test_cluster_status_of_a_contiv_netmaster_without_raft_section() -> None:
 RULES = [
     {"ruleId": "a", "direction": "in", "priority": 9, "fromEndpointGroup": "g", "action": "allow"},
     {"ruleId": "b", "direction": "out", "priority": 1, "toNetwork": "n", "protocol": "tcp", "port": 443, "action": "deny"},
-    {"ruleId": "c", "direction": "in", "priority": 2, "fromIpAddress": "10.0.0.0/8", "action": "deny"},
+    {"ruleId": "c", "direction": "in", "priority": 2, "fromIpAddress": "198.18.0.0/15", "action": "deny"},
 ]
 
 
@@ -145,7 +145,7 @@ def test_rule_listing_splits_by_direction_and_sorts_by_priority() -> None:
         "Incoming Rules:\n"
         "Rule  Priority  From EndpointGroup  From Network  From IpAddress  To IpAddress  Protocol  Port  Action\n"
         "----  --------  ------------------  ------------  ---------       ------------  --------  ----  ------\n"
-        "c     2                                           10.0.0.0/8                              0     deny\n"
+        "c     2                                           198.18.0.0/15                           0     deny\n"
         "a     9         g                                                                         0     allow\n"
         "Outgoing Rules:\n"
         "Rule  Priority  To EndpointGroup  To Network  To IpAddress  Protocol  Port  Action\n"

@@ -125,7 +125,7 @@ def test_bundles_match_osken(specs: list[FlowSpec], command: Command, xid: int, 
 def test_osken_parses_what_we_encode() -> None:
     spec = FlowSpec(
         table=2, priority=300, cookie=0xC0FFEE, in_port=4, eth_type=0x0800, ip_proto=17,
-        ipv4_dst=(0x0A010000, 16), tp_dst=(53, 53), apply=(SetField("tunnel_id", 5001), Output(9)),
+        ipv4_dst=(0xC6120000, 16), tp_dst=(53, 53), apply=(SetField("tunnel_id", 5001), Output(9)),
         goto_table=7,
     )  # fmt: skip
     (msg,) = encode_flow_mods([spec], xid=42).split()
@@ -134,7 +134,7 @@ def test_osken_parses_what_we_encode() -> None:
     assert (parsed.xid, parsed.table_id, parsed.priority, parsed.cookie) == (42, 2, 300, 0xC0FFEE)
     assert dict(parsed.match.items()) == {
         "in_port": 4, "eth_type": 0x0800, "ip_proto": 17,
-        "ipv4_dst": ("10.1.0.0", "255.255.0.0"), "udp_dst": 53,
+        "ipv4_dst": ("198.18.0.0", "255.255.0.0"), "udp_dst": 53,
     }  # fmt: skip
     assert [type(i).__name__ for i in parsed.instructions] == [
         "OFPInstructionActions",
@@ -192,7 +192,7 @@ TCP = {"eth_type": 0x0800, "ip_proto": 6}
         ({"table": 255}, r"table=255: must be an integer 0\.\.254"),
         ({"priority": 70000}, "priority=70000"),
         ({"cookie": -1}, "cookie=-1"),
-        ({**IP, "ipv4_src": (0x0A000000, 33)}, r"ipv4_src\[1\]=33: must be an integer 0\.\.32"),
+        ({**IP, "ipv4_src": (0xC6120000, 33)}, r"ipv4_src\[1\]=33: must be an integer 0\.\.32"),
         ({**TCP, "tp_dst": (80, 70000)}, r"tp_dst\[1\]=70000: must be an integer 0\.\.65535"),
         ({**TCP, "tp_src": (90, 80)}, "port range is reversed"),
         ({"ipv4_dst": (1, 32)}, "need eth_type 0x0800"),

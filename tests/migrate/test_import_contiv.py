@@ -78,7 +78,7 @@ def contiv_installation() -> dict[str, str]:
     """Three tenants; an exhausted vxlan network, a dual-stack vlan network, groups with policies,
     rules, a netprofile, an EPG pool, a service with providers, non-default global, Bgp."""
     t = ContivTreeBuilder()
-    t.glob("100-400", "5000-9000", "172.21.0.0/16")
+    t.glob("100-400", "5000-9000", "198.19.0.0/16")
     for name in ("default", "blue", "red"):
         t.tenant(name)
     t.network("default", "full", "vxlan", "198.18.5.0/29", "198.18.5.6", pkt_tag=2, ext_tag=5001)

@@ -3,8 +3,8 @@
 The states are parsed with contivd's state records and turned into flow inputs by the agent's
 adapter (contivd.agent.inputs), as the daemon does: openflow itself knows no store format.
 
-Node A (vtep 192.168.0.1) hosts web1 (EPG 5, port 3) and db1 (EPG 6, port 4, DSCP 46);
-node B (vtep 192.168.0.2) hosts web2 (EPG 5); all on network blue (VNI 100, local VLAN 1).
+Node A (vtep 198.19.254.1) hosts web1 (EPG 5, port 3) and db1 (EPG 6, port 4, DSCP 46);
+node B (vtep 198.19.254.2) hosts web2 (EPG 5); all on network blue (VNI 100, local VLAN 1).
 """
 
 from __future__ import annotations
@@ -61,14 +61,14 @@ def with_backends(spec: ServiceSpec, *ips: int) -> ServiceSpec:
 
 
 def _network(net: dict[str, Any]) -> NetworkState:
-    return NetworkState.from_json({"subnetIP": "10.1.0.0", "subnetLen": 24, **net})
+    return NetworkState.from_json({"subnetIP": "198.19.10.0", "subnetLen": 24, **net})
 
 
 BLUE = {"id": "blue.t", "pktTagType": "vxlan", "pktTag": 1, "extPktTag": 100}
 RED_VLAN = {"id": "red.t", "pktTagType": "vlan", "pktTag": 200, "extPktTag": 0}
 WEB_EPG = {"endpointGroupId": 5, "DSCP": 0, "Bandwidth": "", "Burst": 0}
 DB_EPG = {"endpointGroupId": 6, "DSCP": 46, "Bandwidth": "10Mbps", "Burst": 64}
-VTEP_A, VTEP_B = "192.168.0.1", "192.168.0.2"
+VTEP_A, VTEP_B = "198.19.254.1", "198.19.254.2"
 
 
 def ep(name: str, ip: str, epg: int, net: dict[str, Any] = BLUE) -> dict[str, Any]:
@@ -83,9 +83,9 @@ def ep(name: str, ip: str, epg: int, net: dict[str, Any] = BLUE) -> dict[str, An
     }
 
 
-WEB1 = ep("web1", "10.1.0.2", 5)
-DB1 = ep("db1", "10.1.0.3", 6)
-WEB2 = ep("web2", "10.1.0.9", 5)
+WEB1 = ep("web1", "198.19.10.2", 5)
+DB1 = ep("db1", "198.19.10.3", 6)
+WEB2 = ep("web2", "198.19.10.9", 5)
 IP = {name: ipv4(e["ipAddress"], name) for name, e in (("web1", WEB1), ("db1", DB1), ("web2", WEB2))}
 MAC = {name: mac(e["macAddress"], name) for name, e in (("web1", WEB1), ("db1", DB1), ("web2", WEB2))}
 
@@ -96,16 +96,16 @@ DENY_WEB_TO_DB_TCP_5432 = {
 }  # fmt: skip
 SERVICE_LB = {
     "id": "web:t", "servicename": "web", "tenantname": "t", "subnet": "blue", "ports": ["80:8080:TCP"],
-    "selectors": {"app": "web"}, "ipaddress": "10.1.0.250",
-    "providers": {"10.1.0.2:t": {"IPAddress": "10.1.0.2"}, "10.1.0.9:t": {"IPAddress": "10.1.0.9"}},
+    "selectors": {"app": "web"}, "ipaddress": "198.19.10.250",
+    "providers": {"198.19.10.2:t": {"IPAddress": "198.19.10.2"}, "198.19.10.9:t": {"IPAddress": "198.19.10.9"}},
 }  # fmt: skip
 
 KUBE_WEB = {
     "namespace": "shop", "name": "web", "clusterIP": "198.19.112.10", "resourceVersion": "7",
     "ports": [
         {"name": "http", "protocol": "TCP", "port": 80, "nodePort": 0,
-         "backends": [{"ip": "10.1.0.2", "port": 8080}, {"ip": "10.1.0.9", "port": 8081}]},
-        {"name": "dns", "protocol": "UDP", "port": 53, "nodePort": 0, "backends": [{"ip": "10.1.0.9", "port": 5353}]},
+         "backends": [{"ip": "198.19.10.2", "port": 8080}, {"ip": "198.19.10.9", "port": 8081}]},
+        {"name": "dns", "protocol": "UDP", "port": 53, "nodePort": 0, "backends": [{"ip": "198.19.10.9", "port": 5353}]},
     ],
 }  # fmt: skip
 

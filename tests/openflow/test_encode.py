@@ -36,14 +36,14 @@ AFFINE = (dataclasses.replace(kube_service_of(KUBE_WEB), affinity_timeout=10800)
 def _states() -> list[Desired]:
     a = node_a()
     more = (
-        rule(RuleId="x1", SrcEndpointGroup=100, DstEndpointGroup=200, SrcIpAddr="10.10.10.10/24",
-             DstIpAddr="10.1.1.1/24", IpProtocol=6, SrcPort=200, DstPort=100, TcpFlags="syn,!ack"),
+        rule(RuleId="x1", SrcEndpointGroup=100, DstEndpointGroup=200, SrcIpAddr="198.19.110.10/24",
+             DstIpAddr="198.19.11.1/24", IpProtocol=6, SrcPort=200, DstPort=100, TcpFlags="syn,!ack"),
         rule(RuleId="x2", DstEndpointGroup=9, IpProtocol=17, SrcPort=53, Action="deny"),
     )  # fmt: skip
     vlan = NodeInputs(
         "vlan",
-        (local_of(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),),
-        (remote_of(ep("b", "10.2.0.3", 0, RED_VLAN), RED_VLAN),),
+        (local_of(ep("a", "198.19.20.2", 0, RED_VLAN), RED_VLAN, None, 3),),
+        (remote_of(ep("b", "198.19.20.3", 0, RED_VLAN), RED_VLAN),),
         uplinks=(8,),
     )
     return [desired(dataclasses.replace(a, rules=a.rules + more, services=a.services + AFFINE)), desired(vlan)]

@@ -27,7 +27,7 @@ from tests.openflow.scenario import (
     with_backends,
 )
 
-VIP = ipv4("10.1.0.250", "vip")
+VIP = ipv4("198.19.10.250", "vip")
 
 
 def tcp(src: str, dst_ip: int, dst_mac: int, dport: int, sport: int = 40000, flags: int = 0x02) -> dict[str, int]:
@@ -70,7 +70,7 @@ def test_arp_for_a_known_ip_is_answered_on_the_input_port() -> None:
 
 
 def test_arp_for_an_unknown_ip_floods_locally_and_to_the_tunnel() -> None:
-    result = switch_a().send(3, **arp_request(MAC["web1"], IP["web1"], ipv4("10.1.0.77", "x")))
+    result = switch_a().send(3, **arp_request(MAC["web1"], IP["web1"], ipv4("198.19.10.77", "x")))
     assert result.ports == [4, 7]
 
 
@@ -111,7 +111,7 @@ def test_node_b_delivers_what_node_a_tunnels() -> None:
 
 
 CLUSTER_IP = ipv4("198.19.112.10", "cluster ip")
-GATEWAY_MAC = vip_mac(ipv4("10.1.0.254", "gateway"))
+GATEWAY_MAC = vip_mac(ipv4("198.19.10.254", "gateway"))
 
 
 def test_kube_service_ports_reach_each_backend_on_its_own_target_port() -> None:

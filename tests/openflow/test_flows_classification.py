@@ -24,7 +24,7 @@ def test_classifier_vxlan() -> None:
 
 
 def test_classifier_vlan_pops_the_uplink_tag() -> None:
-    inputs = NodeInputs("vlan", (local_of(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 3),), uplinks=(9, 8))
+    inputs = NodeInputs("vlan", (local_of(ep("a", "198.19.20.2", 0, RED_VLAN), RED_VLAN, None, 3),), uplinks=(9, 8))
     assert texts(classifier.flows(TABLES, inputs)) == [
         "priority=100,in_port=3 actions=write_metadata:0xc800000000/0x1ffffffffff0000,goto_table:1",
         "priority=100,in_port=8,dl_vlan=200 actions=pop_vlan,write_metadata:0x10000c800000000/0x1ffffffffff0000,goto_table:3",
@@ -33,15 +33,15 @@ def test_classifier_vlan_pops_the_uplink_tag() -> None:
 
 
 def test_bridge_ignores_ports_of_the_other_encap() -> None:
-    vlan_port = local_of(ep("a", "10.2.0.2", 0, RED_VLAN), RED_VLAN, None, 5)
+    vlan_port = local_of(ep("a", "198.19.20.2", 0, RED_VLAN), RED_VLAN, None, 5)
     assert classifier.flows(TABLES, node_a(local_ports=(vlan_port,))) == []
 
 
 def test_spoof_guard() -> None:
     inputs = node_a(local_ports=(local_of(WEB1, BLUE, WEB_EPG, 3),))
     assert texts(spoofguard.flows(TABLES, inputs)) == [
-        "table=1, priority=100,ip,in_port=3,dl_src=02:02:0a:01:00:02,nw_src=10.1.0.2 actions=goto_table:3",
-        ("table=1, priority=100,arp,in_port=3,dl_src=02:02:0a:01:00:02,arp_spa=10.1.0.2,arp_sha=02:02:0a:01:00:02 actions=goto_table:2"),
+        "table=1, priority=100,ip,in_port=3,dl_src=02:02:c6:13:0a:02,nw_src=198.19.10.2 actions=goto_table:3",
+        ("table=1, priority=100,arp,in_port=3,dl_src=02:02:c6:13:0a:02,arp_spa=198.19.10.2,arp_sha=02:02:c6:13:0a:02 actions=goto_table:2"),
     ]
 
 
@@ -50,19 +50,19 @@ def test_proxy_arp_for_local_and_remote_endpoints() -> None:
     assert texts(flows) == [
         f"table=2, priority=100,arp,metadata=0x6400000000/0xffffff00000000,arp_tpa={ip},arp_op=1 actions=" + ARP_REPLY.format(mac=mac, ip=ip)
         for ip, mac in (
-            ("10.1.0.2", "02:02:0a:01:00:02"),
-            ("10.1.0.3", "02:02:0a:01:00:03"),
-            ("10.1.0.9", "02:02:0a:01:00:09"),
+            ("198.19.10.2", "02:02:c6:13:0a:02"),
+            ("198.19.10.3", "02:02:c6:13:0a:03"),
+            ("198.19.10.9", "02:02:c6:13:0a:09"),
         )
     ]
     assert flows[2].cookie == cookie(Category.ARP, "blue.t-web2", 1)
 
 
 def test_proxy_arp_answers_for_the_gateway_of_networks_with_local_ports() -> None:
-    with_gateway = {**BLUE, "gateway": "10.1.0.254"}
+    with_gateway = {**BLUE, "gateway": "198.19.10.254"}
     inputs = node_a(local_ports=(local_of(WEB1, with_gateway, WEB_EPG, 3),))
     gateway = [f for f in arp.flows(TABLES, inputs) if f.cookie == cookie(Category.ARP, "gateway:blue.t", 1)]
     assert texts(gateway) == [
-        "table=2, priority=100,arp,metadata=0x6400000000/0xffffff00000000,arp_tpa=10.1.0.254,arp_op=1 actions="
-        + ARP_REPLY.format(mac="02:02:0a:01:00:fe", ip="10.1.0.254")
+        "table=2, priority=100,arp,metadata=0x6400000000/0xffffff00000000,arp_tpa=198.19.10.254,arp_op=1 actions="
+        + ARP_REPLY.format(mac="02:02:c6:13:0a:fe", ip="198.19.10.254")
     ]

@@ -33,12 +33,12 @@ def test_host_port_reaches_each_local_pod_marked_remote() -> None:
 def test_pods_reach_the_nodes_private_address_through_their_gateway() -> None:
     base = node_a()
     with_gateway = tuple(
-        dataclasses.replace(p, network=dataclasses.replace(p.network, gateway=int(ipaddress.IPv4Address("10.1.0.254")))) for p in base.local_ports
+        dataclasses.replace(p, network=dataclasses.replace(p.network, gateway=int(ipaddress.IPv4Address("198.19.10.254")))) for p in base.local_ports
     )
     inputs = dataclasses.replace(base, local_ports=with_gateway, host_port=HOST)
     to_node = [t for t in texts(forward.flows(TABLES, inputs)) if "output:9" in t]
     assert to_node == [
-        "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:0a:01:00:fe,nw_dst=198.18.255.254 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9"
+        "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:c6:13:0a:fe,nw_dst=198.18.255.254 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9"
     ]
     assert not [t for t in texts(forward.flows(TABLES, dataclasses.replace(base, host_port=HOST))) if "output:9" in t], "no gateway, no flow"
     assert desired(inputs).flows, "the whole bridge builds with the host port (no two owners claim one match)"
@@ -58,18 +58,18 @@ def test_the_node_enters_a_node_port_service_into_its_backends_network_unmarked(
 
 def test_with_a_nodeport_source_replies_reach_this_node_and_those_for_peers_their_tunnel() -> None:
     base = node_a()
-    gateway = int(ipaddress.IPv4Address("10.1.0.254"))
+    gateway = int(ipaddress.IPv4Address("198.19.10.254"))
     with_gateway = tuple(dataclasses.replace(p, network=dataclasses.replace(p.network, gateway=gateway)) for p in base.local_ports)
     source = dataclasses.replace(HOST, nodeport_source=int(ipaddress.IPv4Address("198.18.100.1")))
     inputs = dataclasses.replace(base, local_ports=with_gateway, host_port=source)
     peers = {str(ipaddress.IPv4Address(t.remote_ip)): t.ofport for t in inputs.tunnels}
-    routed = [t for t in texts(forward.flows(TABLES, inputs)) if "dl_dst=02:02:0a:01:00:fe" in t]
+    routed = [t for t in texts(forward.flows(TABLES, inputs)) if "dl_dst=02:02:c6:13:0a:fe" in t]
     assert sorted(routed) == sorted(
         [
-            "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:0a:01:00:fe,nw_dst=198.18.255.254 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9",
-            "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:0a:01:00:fe,nw_dst=198.18.100.1 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9",
+            "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:c6:13:0a:fe,nw_dst=198.18.255.254 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9",
+            "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:c6:13:0a:fe,nw_dst=198.18.100.1 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9",
             *(
-                f"table=8, priority=100,ip,metadata=0x6400000000/0x1ffffff00000000,dl_dst=02:02:0a:01:00:fe,nw_dst={peer} actions=set_field:0x64->tun_id,output:{ofport}"
+                f"table=8, priority=100,ip,metadata=0x6400000000/0x1ffffff00000000,dl_dst=02:02:c6:13:0a:fe,nw_dst={peer} actions=set_field:0x64->tun_id,output:{ofport}"
                 for peer, ofport in peers.items()
             ),
         ]

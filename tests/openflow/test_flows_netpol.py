@@ -14,35 +14,35 @@ from tests.openflow.fakeswitch import FakeSwitch
 from tests.openflow.scenario import IP, MAC, node_a, texts
 from tests.openflow.test_fakeswitch_e2e import tcp
 
-DB = ipv4("10.1.1.2", "db")
+DB = ipv4("198.18.11.2", "db")
 DB_RULES = (
     NetpolRule("ingress", 100, DB, None, 0, None, "drop", "prod/db/ingress/isolation"),
-    NetpolRule("ingress", 200, DB, (ipv4("10.1.1.3", "web"), 32), 6, (5432, 5432), "allow", "prod/db-from-web/ingress/0"),
+    NetpolRule("ingress", 200, DB, (ipv4("198.18.11.3", "web"), 32), 6, (5432, 5432), "allow", "prod/db-from-web/ingress/0"),
     NetpolRule("ingress", 200, DB, (ipv4("198.19.0.0", "block"), 24), 17, (8000, 8100), "allow", "prod/db-block/ingress/0"),
     NetpolRule("egress", 100, DB, None, 0, None, "drop", "prod/db/egress/isolation"),
     NetpolRule("egress", 200, DB, None, 17, (53, 53), "allow", "prod/dns/egress/0"),
-    NetpolRule("egress", 200, DB, (ipv4("10.1.2.0", "net"), 24), 0, None, "allow", "prod/any/egress/1"),
+    NetpolRule("egress", 200, DB, (ipv4("198.18.12.0", "net"), 24), 0, None, "allow", "prod/any/egress/1"),
 )
 
 
 def test_golden_flows_of_one_pod() -> None:
     inputs = dataclasses.replace(node_a(), netpol=(NetpolPod("prod/db", DB_RULES),))
     assert texts(netpol.flows(TABLES, inputs)) == [
-        "table=4, priority=310,ip,metadata=0x100000000000000/0x100000000000000,nw_dst=10.1.1.2 actions=ct(commit,table=8,zone=65520)",
-        "table=4, priority=320,ip,metadata=0x100000000000000/0x100000000000000,nw_src=10.1.1.2 actions=ct(commit,table=8,zone=65520)",
-        "table=11, priority=100,ip,nw_src=10.1.1.2 actions=drop",
-        "table=11, priority=200,udp,nw_src=10.1.1.2,tp_dst=53 actions=goto_table:12",
-        "table=11, priority=200,ip,nw_src=10.1.1.2,nw_dst=10.1.2.0/24 actions=goto_table:12",
+        "table=4, priority=310,ip,metadata=0x100000000000000/0x100000000000000,nw_dst=198.18.11.2 actions=ct(commit,table=8,zone=65520)",
+        "table=4, priority=320,ip,metadata=0x100000000000000/0x100000000000000,nw_src=198.18.11.2 actions=ct(commit,table=8,zone=65520)",
+        "table=11, priority=100,ip,nw_src=198.18.11.2 actions=drop",
+        "table=11, priority=200,udp,nw_src=198.18.11.2,tp_dst=53 actions=goto_table:12",
+        "table=11, priority=200,ip,nw_src=198.18.11.2,nw_dst=198.18.12.0/24 actions=goto_table:12",
         "table=11, priority=300,ct_state=+rel+trk,ip actions=resubmit(,7)",
         "table=11, priority=300,ct_state=+est+rpl+trk,ip actions=resubmit(,7)",
-        "table=12, priority=50,ip,nw_dst=10.1.1.2 actions=ct(commit,table=7,zone=65520)",
-        "table=12, priority=50,ip,nw_src=10.1.1.2 actions=ct(commit,table=7,zone=65520)",
-        "table=12, priority=100,ip,nw_dst=10.1.1.2 actions=drop",
-        "table=12, priority=200,tcp,nw_src=10.1.1.3,nw_dst=10.1.1.2,tp_dst=5432 actions=ct(commit,table=7,zone=65520)",
-        "table=12, priority=200,udp,nw_src=198.19.0.0/24,nw_dst=10.1.1.2,tp_dst=0x1f40/0xffc0 actions=ct(commit,table=7,zone=65520)",
-        "table=12, priority=200,udp,nw_src=198.19.0.0/24,nw_dst=10.1.1.2,tp_dst=0x1f80/0xffe0 actions=ct(commit,table=7,zone=65520)",
-        "table=12, priority=200,udp,nw_src=198.19.0.0/24,nw_dst=10.1.1.2,tp_dst=0x1fa0/0xfffc actions=ct(commit,table=7,zone=65520)",
-        "table=12, priority=200,udp,nw_src=198.19.0.0/24,nw_dst=10.1.1.2,tp_dst=8100 actions=ct(commit,table=7,zone=65520)",
+        "table=12, priority=50,ip,nw_dst=198.18.11.2 actions=ct(commit,table=7,zone=65520)",
+        "table=12, priority=50,ip,nw_src=198.18.11.2 actions=ct(commit,table=7,zone=65520)",
+        "table=12, priority=100,ip,nw_dst=198.18.11.2 actions=drop",
+        "table=12, priority=200,tcp,nw_src=198.18.11.3,nw_dst=198.18.11.2,tp_dst=5432 actions=ct(commit,table=7,zone=65520)",
+        "table=12, priority=200,udp,nw_src=198.19.0.0/24,nw_dst=198.18.11.2,tp_dst=0x1f40/0xffc0 actions=ct(commit,table=7,zone=65520)",
+        "table=12, priority=200,udp,nw_src=198.19.0.0/24,nw_dst=198.18.11.2,tp_dst=0x1f80/0xffe0 actions=ct(commit,table=7,zone=65520)",
+        "table=12, priority=200,udp,nw_src=198.19.0.0/24,nw_dst=198.18.11.2,tp_dst=0x1fa0/0xfffc actions=ct(commit,table=7,zone=65520)",
+        "table=12, priority=200,udp,nw_src=198.19.0.0/24,nw_dst=198.18.11.2,tp_dst=8100 actions=ct(commit,table=7,zone=65520)",
     ]
 
 
@@ -93,7 +93,7 @@ def test_egress_allow_needs_the_destination_ingress_too() -> None:
     out = NetpolRule("egress", 200, IP["db1"], (IP["web1"], 32), 0, None, "allow", "prod/db-out/egress/0")
     switch = _isolated_db1(out)
     result = switch.send(4, **tcp("db1", IP["web1"], MAC["web1"], 80, sport=40002))
-    assert result.ports == [] and result.hits[-1].startswith("table=12, priority=100,ip,nw_dst=10.1.0.2")
+    assert result.ports == [] and result.hits[-1].startswith("table=12, priority=100,ip,nw_dst=198.19.10.2")
     assert switch.send(4, **tcp("db1", IP["web2"], MAC["web2"], 80, sport=40003)).ports == []  # not allowed at all
 
 

@@ -23,15 +23,15 @@ def policy_texts(*rules: PolicyRuleSpec) -> list[str]:
 
 def test_ofnet_vectors_with_our_metadata_layout() -> None:
     # ofnetPolicy_test.go: src EPG 100 -> dst EPG 200, tcp 200 -> 100, allow; and the udp deny.
-    tcp = rule(SrcEndpointGroup=100, DstEndpointGroup=200, SrcIpAddr="10.10.10.10/24", DstIpAddr="10.1.1.1/24",
+    tcp = rule(SrcEndpointGroup=100, DstEndpointGroup=200, SrcIpAddr="198.19.110.10/24", DstIpAddr="198.19.11.1/24",
                IpProtocol=6, SrcPort=200, DstPort=100)  # fmt: skip
-    udp = rule(RuleId="u", SrcEndpointGroup=300, DstEndpointGroup=400, SrcIpAddr="20.20.20.20/24",
-               DstIpAddr="20.2.2.2/24", IpProtocol=17, SrcPort=400, DstPort=300, Action="deny")  # fmt: skip
+    udp = rule(RuleId="u", SrcEndpointGroup=300, DstEndpointGroup=400, SrcIpAddr="198.19.200.20/24",
+               DstIpAddr="198.19.202.2/24", IpProtocol=17, SrcPort=400, DstPort=300, Action="deny")  # fmt: skip
     assert policy_texts(tcp, udp) == [
         (
-            "table=6, priority=110,tcp,metadata=0x6400c8/0xffffffff,nw_src=10.10.10.0/24,nw_dst=10.1.1.0/24,tp_src=200,tp_dst=100 actions=goto_table:11"
+            "table=6, priority=110,tcp,metadata=0x6400c8/0xffffffff,nw_src=198.19.110.0/24,nw_dst=198.19.11.0/24,tp_src=200,tp_dst=100 actions=goto_table:11"
         ),
-        ("table=6, priority=110,udp,metadata=0x12c0190/0xffffffff,nw_src=20.20.20.0/24,nw_dst=20.2.2.0/24,tp_src=400,tp_dst=300 actions=drop"),
+        ("table=6, priority=110,udp,metadata=0x12c0190/0xffffffff,nw_src=198.19.200.0/24,nw_dst=198.19.202.0/24,tp_src=400,tp_dst=300 actions=drop"),
     ]
 
 
@@ -71,15 +71,15 @@ def test_bad_rules_are_rejected_by_name(fields: dict[str, object], message: str)
 
 
 def test_an_unparsable_rule_address_is_refused_by_the_state_record() -> None:
-    with pytest.raises(RecordError, match="policy rule r: .*'10.0.0.300'"):
-        rule(SrcIpAddr="10.0.0.300")
+    with pytest.raises(RecordError, match="policy rule r: .*'198.19.0.300'"):
+        rule(SrcIpAddr="198.19.0.300")
 
 
 def test_an_exact_and_a_prefix_source_with_one_address_both_install() -> None:
-    exact = rule(RuleId="e", SrcIpAddr="10.1.1.0")
-    prefix = rule(RuleId="p", SrcIpAddr="10.1.1.0/24")
+    exact = rule(RuleId="e", SrcIpAddr="198.19.11.0")
+    prefix = rule(RuleId="p", SrcIpAddr="198.19.11.0/24")
     assert policy_texts(exact, prefix) == [
-        "table=6, priority=110,ip,nw_src=10.1.1.0 actions=goto_table:11",
-        "table=6, priority=110,ip,nw_src=10.1.1.0/24 actions=goto_table:11",
+        "table=6, priority=110,ip,nw_src=198.19.11.0 actions=goto_table:11",
+        "table=6, priority=110,ip,nw_src=198.19.11.0/24 actions=goto_table:11",
     ]
     assert len(desired(node_a(rules=(exact, prefix))).flows) == len(desired(node_a(rules=())).flows) + 2

@@ -20,11 +20,11 @@ from tests.openflow.scenario import RED_VLAN, WEB_EPG, ep, local_of, remote_of, 
 
 UPLINK, ROUTER_PORT = 8, 9
 ROUTER_MAC, TOR_MAC = 0x02AA00000001, 0x02BB00000001
-ROUTER_IP = ipv4("198.18.1.2", "router")
-RED_GW = {**RED_VLAN, "gateway": "10.1.0.254"}
-POD = ep("pod1", "10.1.0.2", 5, RED_GW)
-OTHER_NODE_POD = ep("pod9", "10.1.0.9", 5, RED_GW)
-LEARNED = (Route(ipv4("10.2.0.7", "r"), 32, TOR_MAC), Route(ipv4("10.3.0.0", "r"), 16, TOR_MAC + 1))
+ROUTER_IP = ipv4("198.19.1.2", "router")
+RED_GW = {**RED_VLAN, "gateway": "198.19.10.254"}
+POD = ep("pod1", "198.19.10.2", 5, RED_GW)
+OTHER_NODE_POD = ep("pod9", "198.19.10.9", 5, RED_GW)
+LEARNED = (Route(ipv4("198.19.20.7", "r"), 32, TOR_MAC), Route(ipv4("198.18.0.0", "r"), 16, TOR_MAC + 1))
 
 
 def routed_node(routes: tuple[Route, ...] = LEARNED) -> NodeInputs:
@@ -42,19 +42,19 @@ def routed_node(routes: tuple[Route, ...] = LEARNED) -> NodeInputs:
 def test_router_flows_golden() -> None:
     assert texts(routing.flows(TABLES, routed_node())) == [
         "priority=100,in_port=8 actions=write_metadata:0x100000000000000/0x1ffffffffff0000,goto_table:3",
-        "priority=200,ip,in_port=8,nw_dst=198.18.1.2 actions=output:9",
+        "priority=200,ip,in_port=8,nw_dst=198.19.1.2 actions=output:9",
         "priority=200,arp,in_port=8 actions=output:9",
         "priority=200,in_port=9 actions=output:8",
-        "table=8, priority=36,ip,dl_dst=00:00:11:11:11:11,nw_dst=10.3.0.0/16 actions=set_field:02:aa:00:00:00:01->eth_src,set_field:02:bb:00:00:00:02->eth_dst,output:8",
-        "table=8, priority=52,ip,dl_dst=00:00:11:11:11:11,nw_dst=10.2.0.7 actions=set_field:02:aa:00:00:00:01->eth_src,set_field:02:bb:00:00:00:01->eth_dst,output:8",
-        "table=8, priority=101,ip,nw_dst=10.1.0.2 actions=set_field:00:00:11:11:11:11->eth_src,set_field:02:02:0a:01:00:02->eth_dst,output:3",
+        "table=8, priority=36,ip,dl_dst=00:00:11:11:11:11,nw_dst=198.18.0.0/16 actions=set_field:02:aa:00:00:00:01->eth_src,set_field:02:bb:00:00:00:02->eth_dst,output:8",
+        "table=8, priority=52,ip,dl_dst=00:00:11:11:11:11,nw_dst=198.19.20.7 actions=set_field:02:aa:00:00:00:01->eth_src,set_field:02:bb:00:00:00:01->eth_dst,output:8",
+        "table=8, priority=101,ip,nw_dst=198.19.10.2 actions=set_field:00:00:11:11:11:11->eth_src,set_field:02:02:c6:13:0a:02->eth_dst,output:3",
     ]
 
 
 def test_gateway_and_other_nodes_endpoints_answered_with_the_anycast_mac() -> None:
     inputs = routed_node()
     replies = [t for t in texts(arp.flows(TABLES, inputs)) if "set_field:00:00:11:11:11:11->eth_src" in t]
-    assert sorted(t.split(",arp_tpa=")[1].split(",")[0] for t in replies) == ["10.1.0.254", "10.1.0.9"]
+    assert sorted(t.split(",arp_tpa=")[1].split(",")[0] for t in replies) == ["198.19.10.254", "198.19.10.9"]
     bridged = dataclasses.replace(inputs, router=None)
     assert not [t for t in texts(arp.flows(TABLES, bridged)) if "00:00:11:11:11:11" in t]
 
@@ -69,7 +69,7 @@ def test_nothing_is_bridged_to_the_uplink() -> None:
 
 def test_a_prefix_listed_twice_is_refused_naming_it() -> None:
     twice = (*LEARNED, dataclasses.replace(LEARNED[0], next_hop_mac=TOR_MAC + 5))
-    with pytest.raises(PipelineError, match="route 10.2.0.7/32 is listed twice"):
+    with pytest.raises(PipelineError, match="route 198.19.20.7/32 is listed twice"):
         desired(routed_node(twice))
 
 
@@ -79,38 +79,44 @@ def _switch(inputs: NodeInputs) -> FakeSwitch:
 
 def test_pod_reaches_a_learned_route_through_the_uplink() -> None:
     switch = _switch(routed_node())
-    gateway = switch.send(3, **arp_request(0x0202_0A01_0002, ipv4("10.1.0.2", "p"), ipv4("10.1.0.254", "gw")))
+    gateway = switch.send(3, **arp_request(0x0202_C613_0A02, ipv4("198.19.10.2", "p"), ipv4("198.19.10.254", "gw")))
     assert gateway.ports == [3] and gateway.outputs[0][1]["arp_sha"] == ANYCAST_MAC
-    for dst, next_hop in (("10.2.0.7", TOR_MAC), ("10.3.9.9", TOR_MAC + 1)):
+    for dst, next_hop in (("198.19.20.7", TOR_MAC), ("198.18.9.9", TOR_MAC + 1)):
         out = switch.send(
-            3, eth_src=0x0202_0A01_0002, eth_dst=ANYCAST_MAC, eth_type=ETH_IPV4, ipv4_src=ipv4("10.1.0.2", "p"), ipv4_dst=ipv4(dst, "d"), ip_proto=1
+            3,
+            eth_src=0x0202_C613_0A02,
+            eth_dst=ANYCAST_MAC,
+            eth_type=ETH_IPV4,
+            ipv4_src=ipv4("198.19.10.2", "p"),
+            ipv4_dst=ipv4(dst, "d"),
+            ip_proto=1,
         )
         assert out.ports == [UPLINK], dst
         sent = out.outputs[0][1]
         assert (sent["eth_src"], sent["eth_dst"], "vlan_vid" in sent) == (ROUTER_MAC, next_hop, False)
     unknown = switch.send(
-        3, eth_src=0x0202_0A01_0002, eth_dst=ANYCAST_MAC, eth_type=ETH_IPV4, ipv4_src=ipv4("10.1.0.2", "p"), ipv4_dst=ipv4("10.9.0.1", "d")
+        3, eth_src=0x0202_C613_0A02, eth_dst=ANYCAST_MAC, eth_type=ETH_IPV4, ipv4_src=ipv4("198.19.10.2", "p"), ipv4_dst=ipv4("198.19.90.1", "d")
     )
     assert unknown.ports == [], "no route, dropped"
     withdrawn = _switch(routed_node(LEARNED[1:]))
     gone = withdrawn.send(
-        3, eth_src=0x0202_0A01_0002, eth_dst=ANYCAST_MAC, eth_type=ETH_IPV4, ipv4_src=ipv4("10.1.0.2", "p"), ipv4_dst=ipv4("10.2.0.7", "d")
+        3, eth_src=0x0202_C613_0A02, eth_dst=ANYCAST_MAC, eth_type=ETH_IPV4, ipv4_src=ipv4("198.19.10.2", "p"), ipv4_dst=ipv4("198.19.20.7", "d")
     )
     assert gone.ports == []
 
 
 def test_routed_traffic_from_the_uplink_reaches_the_local_pod_from_the_anycast_mac() -> None:
     switch = _switch(routed_node())
-    routed_in = dict(eth_src=TOR_MAC, eth_dst=ROUTER_MAC, eth_type=ETH_IPV4, ipv4_src=ipv4("10.2.0.7", "s"), ip_proto=1)
-    out = switch.send(UPLINK, **routed_in, ipv4_dst=ipv4("10.1.0.2", "d"))
+    routed_in = dict(eth_src=TOR_MAC, eth_dst=ROUTER_MAC, eth_type=ETH_IPV4, ipv4_src=ipv4("198.19.20.7", "s"), ip_proto=1)
+    out = switch.send(UPLINK, **routed_in, ipv4_dst=ipv4("198.19.10.2", "d"))
     assert out.ports == [3]
-    assert (out.outputs[0][1]["eth_src"], out.outputs[0][1]["eth_dst"]) == (ANYCAST_MAC, 0x0202_0A01_0002)
-    assert switch.send(UPLINK, **routed_in, ipv4_dst=ipv4("10.1.0.77", "d")).ports == [], "not a local pod: dropped (no hairpin)"
+    assert (out.outputs[0][1]["eth_src"], out.outputs[0][1]["eth_dst"]) == (ANYCAST_MAC, 0x0202_C613_0A02)
+    assert switch.send(UPLINK, **routed_in, ipv4_dst=ipv4("198.19.10.77", "d")).ports == [], "not a local pod: dropped (no hairpin)"
 
 
 def test_the_nodes_own_arp_and_bgp_pass_between_uplink_and_router_port() -> None:
     switch = _switch(routed_node())
-    tor_ip = int(ipaddress.IPv4Address("198.18.1.1"))
+    tor_ip = int(ipaddress.IPv4Address("198.19.1.1"))
     assert switch.send(UPLINK, **arp_request(TOR_MAC, tor_ip, ROUTER_IP)).ports == [ROUTER_PORT]
     bgp = dict(eth_src=TOR_MAC, eth_dst=ROUTER_MAC, eth_type=ETH_IPV4, ipv4_src=tor_ip, ipv4_dst=ROUTER_IP, ip_proto=6, tp_src=40000, tp_dst=179)
     assert switch.send(UPLINK, **bgp).ports == [ROUTER_PORT]

@@ -17,12 +17,12 @@ GROUP = group_id(Category.SERVICE, "web:t:6:80")
 def test_service_flows() -> None:
     assert texts(service.flows(TABLES, node_a())) == [
         (
-            "table=2, priority=100,arp,arp_tpa=10.1.0.250,arp_op=1 actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],"
-            "set_field:02:02:0a:01:00:fa->eth_src,set_field:2->arp_op,move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],"
-            "set_field:02:02:0a:01:00:fa->arp_sha,move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:10.1.0.250->arp_spa,IN_PORT"
+            "table=2, priority=100,arp,arp_tpa=198.19.10.250,arp_op=1 actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],"
+            "set_field:02:02:c6:13:0a:fa->eth_src,set_field:2->arp_op,move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],"
+            "set_field:02:02:c6:13:0a:fa->arp_sha,move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:198.19.10.250->arp_spa,IN_PORT"
         ),
         "table=3, priority=100,ip actions=ct(table=4,zone=65520,nat)",
-        f"table=4, priority=200,ct_state=+new+trk,tcp,nw_dst=10.1.0.250,tp_dst=80 actions=group:{GROUP}",
+        f"table=4, priority=200,ct_state=+new+trk,tcp,nw_dst=198.19.10.250,tp_dst=80 actions=group:{GROUP}",
         "table=4, priority=300,metadata=0x100000000000000/0x100000000000000 actions=goto_table:8",
     ]
 
@@ -31,8 +31,8 @@ def test_select_group_commits_dnat_to_each_provider() -> None:
     assert [group_text(g) for g in service.groups(TABLES, node_a())] == [
         (
             f"group_id={GROUP},type=select,"
-            "bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=10.1.0.2:8080)),"
-            "bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=10.1.0.9:8080))"
+            "bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=198.19.10.2:8080)),"
+            "bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=198.19.10.9:8080))"
         )
     ]
 
@@ -48,7 +48,7 @@ def test_service_without_providers_has_no_vip_flows() -> None:
 
 
 def test_provider_state_overrides_the_lb_state_providers() -> None:
-    spec = service_of(SERVICE_LB, {"id": "web:t", "Providers": ["10.1.0.9"]})
+    spec = service_of(SERVICE_LB, {"id": "web:t", "Providers": ["198.19.10.9"]})
     [group] = service.groups(TABLES, node_a(services=(spec,)))
     assert group.buckets == ((Ct(TABLES["dst_epg"].id, CT_ZONE, commit=True, nat=Nat(IP["web2"], 8080)),),)
 
@@ -64,9 +64,9 @@ def test_kube_service_ports_have_their_own_backends_and_target_ports() -> None:
         f"table=4, priority=200,ct_state=+new+trk,udp,nw_dst=198.19.112.10,tp_dst=53 actions=group:{KUBE_DNS}",
     ]
     assert [group_text(g) for g in service.service_groups(TABLES, spec)] == [
-        f"group_id={KUBE_HTTP},type=select,bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=10.1.0.2:8080)),"
-        "bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=10.1.0.9:8081))",
-        f"group_id={KUBE_DNS},type=select,bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=10.1.0.9:5353))",
+        f"group_id={KUBE_HTTP},type=select,bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=198.19.10.2:8080)),"
+        "bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=198.19.10.9:8081))",
+        f"group_id={KUBE_DNS},type=select,bucket=weight:100,actions=ct(commit,table=5,zone=65520,nat(dst=198.19.10.9:5353))",
     ]
 
 
@@ -76,12 +76,12 @@ def test_session_affinity_looks_up_learned_backends_before_the_select_group() ->
     assert texts(service.service_flows(TABLES, spec, 1))[1:] == [
         "table=4, priority=200,ct_state=+new+trk,udp,nw_dst=198.19.112.10,tp_dst=53 actions=resubmit(,9),resubmit(,10)",
         f"table=10, priority=100,udp,nw_dst=198.19.112.10,tp_dst=53 actions=group:{KUBE_DNS}",
-        "table=10, priority=200,udp,reg0=0xa010009,reg1=0x14e9,nw_dst=198.19.112.10,tp_dst=53 actions="
+        "table=10, priority=200,udp,reg0=0xc6130a09,reg1=0x14e9,nw_dst=198.19.112.10,tp_dst=53 actions="
         f"learn(table=9,idle_timeout=10800,priority=100,cookie={learned},eth_type=0x800,nw_proto=17,NXM_OF_IP_SRC[],NXM_OF_IP_DST[],"
-        "NXM_OF_UDP_DST[],load:0xa010009->NXM_NX_REG0[],load:0x14e9->NXM_NX_REG1[0..15]),ct(commit,table=5,zone=65520,nat(dst=10.1.0.9:5353))",
+        "NXM_OF_UDP_DST[],load:0xc6130a09->NXM_NX_REG0[],load:0x14e9->NXM_NX_REG1[0..15]),ct(commit,table=5,zone=65520,nat(dst=198.19.10.9:5353))",
     ]
     assert [group_text(g) for g in service.service_groups(TABLES, spec)] == [
-        f"group_id={KUBE_DNS},type=select,bucket=weight:100,actions=set_field:0xa010009->reg0,set_field:0x14e9->reg1,resubmit(,10)"
+        f"group_id={KUBE_DNS},type=select,bucket=weight:100,actions=set_field:0xc6130a09->reg0,set_field:0x14e9->reg1,resubmit(,10)"
     ]
     assert round_of(service.learned_cookie(spec)) == 0, "a restart's round sweep keeps what clients learned"
 

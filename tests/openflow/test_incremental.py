@@ -40,10 +40,10 @@ from openflow.pipeline import TABLES
 from tests.openflow.fakeswitch import FakeSwitch
 from tests.openflow.ovs_fixture import Ovs, fixture_ovs, fixture_ovs_instance  # noqa: F401  (pytest fixtures)
 
-VTEPS = (0xC0A80002, 0xC0A80003)
+VTEPS = (0xC613FE02, 0xC613FE03)
 TUNNELS = (TunnelPort(7, VTEPS[0]), TunnelPort(8, VTEPS[1]))
 UPLINKS = (8, 9)
-GATEWAY = 0x0A0100FE
+GATEWAY = 0xC6130AFE
 OVS_TIMEOUT_S = 15
 
 
@@ -64,13 +64,13 @@ def network(name: str, gateway: bool) -> NetworkRef:
 def local_port(index: int, net: str, gateway: bool, variant: int) -> LocalPort:
     """variant 0/1: EPG 5 / EPG 6 with DSCP; 2: another ofport; 3: the next port's ofport (a clash)."""
     ofport = {2: 40 + index, 3: 11 + index}.get(variant, 10 + index)
-    return LocalPort(ofport, f"p{index}", 0x0A010000 + index, 0x020200000000 + index, network(net, gateway), 5 + (variant == 1), 46 * (variant == 1))
+    return LocalPort(ofport, f"p{index}", 0xC6130A00 + index, 0x020200000000 + index, network(net, gateway), 5 + (variant == 1), 46 * (variant == 1))
 
 
 @cache
 def remote(index: int, net: str, gateway: bool, vtep: int) -> RemoteEndpoint:
     ref = network(net, gateway)
-    return RemoteEndpoint(f"r{index}", 0x0A010100 + index, 0x020300000000 + index, ref, 5, 0 if ref.encap == "vlan" else VTEPS[vtep])
+    return RemoteEndpoint(f"r{index}", 0xC6130B00 + index, 0x020300000000 + index, ref, 5, 0 if ref.encap == "vlan" else VTEPS[vtep])
 
 
 @cache
@@ -78,32 +78,32 @@ def rule(index: int, variant: int) -> PolicyRuleSpec:
     """A small space of matches, so rules collide often (same match: deny wins, then the smaller cookie);
     variants 4 and 5 match one source address exactly and as a /24 (sorting must cope)."""
     action: Literal["allow", "deny"] = "deny" if variant in (2, 3) else "allow"
-    source = {4: (0x0A010100, 32), 5: (0x0A010100, 24)}.get(variant)
+    source = {4: (0xC6130B00, 32), 5: (0xC6130B00, 24)}.get(variant)
     return PolicyRuleSpec(f"rule{index}", 1 + index % 2, action, src_epg=5 if variant in (1, 3) else 0, src_ip=source, proto=6, dst_port=80)
 
 
 @cache
 def service_spec(index: int, variant: int) -> ServiceSpec:
-    providers = ((), (0x0A010002,), (0x0A010002, 0x0A010003))[min(variant, 2)]
+    providers = ((), (0xC6130A02,), (0xC6130A02, 0xC6130A03))[min(variant, 2)]
     ports = (ServicePort(6, 80, tuple(Backend(ip, 8080) for ip in providers)),)
     if variant == 2:
         ports += (ServicePort(17, 53, tuple(Backend(ip, 53) for ip in providers)),)
     affinity = 600 if variant == 3 else 0
-    return ServiceSpec(f"s{index}", 0x0A090000 + index, ports, affinity)
+    return ServiceSpec(f"s{index}", 0xC6135A00 + index, ports, affinity)
 
 
 @cache
 def netpol_pod(index: int, variant: int) -> NetpolPod:
     """A pod's NetworkPolicy rules: ingress isolation (0), + an allow on a port range (1),
     egress isolation with an allow to a /24 (2), both directions (3)."""
-    ip = 0x0A010100 + index
+    ip = 0xC6130B00 + index
     ingress = (
         NetpolRule("ingress", 100, ip, None, 0, None, "drop", f"ns/p{index}/ingress/isolation"),
-        NetpolRule("ingress", 200, ip, (0x0A010200, 32), 6, (8000, 8100), "allow", "ns/np/ingress/0"),
+        NetpolRule("ingress", 200, ip, (0xC6130C00, 32), 6, (8000, 8100), "allow", "ns/np/ingress/0"),
     )
     egress = (
         NetpolRule("egress", 100, ip, None, 0, None, "drop", f"ns/p{index}/egress/isolation"),
-        NetpolRule("egress", 200, ip, (0x0A090000, 24), 17, None, "allow", "ns/np/egress/0"),
+        NetpolRule("egress", 200, ip, (0xC6135A00, 24), 17, None, "allow", "ns/np/egress/0"),
     )
     rules = {0: ingress[:1], 1: ingress, 2: egress, 3: ingress + egress}[variant]
     return NetpolPod(f"ns/p{index}", rules)

@@ -17,20 +17,20 @@ from tests.openflow.scenario import BLUE, DB1, DB_EPG, SERVICE_LB, WEB2, local_o
 
 def test_local_port_carries_network_epg_and_netprofile() -> None:
     port = local_of(DB1, BLUE, DB_EPG, 4)
-    assert port == LocalPort(4, "blue.t-db1", 0x0A010003, 0x02020A010003, NetworkRef("blue.t", "vxlan", 1, 100), 6, 46, 10_000, 64)
+    assert port == LocalPort(4, "blue.t-db1", 0xC6130A03, 0x0202C6130A03, NetworkRef("blue.t", "vxlan", 1, 100), 6, 46, 10_000, 64)
     assert port.network.tag == 100
 
 
 def test_remote_vxlan_endpoint_needs_a_vtep() -> None:
-    assert remote_of(WEB2, BLUE, "192.168.0.2").vtep == 0xC0A80002
+    assert remote_of(WEB2, BLUE, "198.19.254.2").vtep == 0xC613FE02
     with pytest.raises(InputError, match="endpoint blue.t-web2: a vxlan endpoint needs"):
         remote_of(WEB2, BLUE)
 
 
 def test_service_spec() -> None:
     spec = service_of(SERVICE_LB)
-    backends = (Backend(0x0A010002, 8080), Backend(0x0A010009, 8080))
-    assert (spec.vip, spec.ports, spec.affinity_timeout) == (0x0A0100FA, (ServicePort(6, 80, backends),), 0)
+    backends = (Backend(0xC6130A02, 8080), Backend(0xC6130A09, 8080))
+    assert (spec.vip, spec.ports, spec.affinity_timeout) == (0xC6130AFA, (ServicePort(6, 80, backends),), 0)
     with pytest.raises(InputError, match="service web:t: port '80:TCP'"):
         service_of({**SERVICE_LB, "ports": ["80:TCP"]})
 

@@ -194,7 +194,7 @@ static void test_serialisation(void)
 
 static void test_addr(void)
 {
-    uint32_t net = 0x0a010000; /* 10.1.0.0/16 */
+    uint32_t net = 0xc6120000; /* 198.18.0.0/16 */
     CHECK(fp_addr_host_to_ip(net, 16, 0) == net);
     CHECK(fp_addr_host_to_ip(net, 16, 65535) == net + 65535);
     CHECK(fp_addr_host_to_ip(net, 16, 65536) == FP_ERR_INDEX);
@@ -223,11 +223,11 @@ static void test_addr(void)
     free(w);
 
     uint64_t one = 0;
-    CHECK(fp_addr_reserve(&one, 1, 0x0a000001, 32, 0, 0) == 0);
+    CHECK(fp_addr_reserve(&one, 1, 0xc6120001, 32, 0, 0) == 0);
     CHECK(one == 0); /* /32: no network or broadcast */
-    CHECK(fp_addr_reserve(&one, 2, 0x0a000000, 31, 0, 0) == 0);
+    CHECK(fp_addr_reserve(&one, 2, 0xc6120000, 31, 0, 0) == 0);
     CHECK(one == 0);
-    CHECK(fp_addr_reserve(&one, 4, 0x0a000000, 30, 0, 0) == 0);
+    CHECK(fp_addr_reserve(&one, 4, 0xc6120000, 30, 0, 0) == 0);
     CHECK(one == 9);
 }
 

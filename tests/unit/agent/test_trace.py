@@ -9,14 +9,14 @@ from contivd.agent.trace import TraceError, arrival_flow, datapath_verdict, dest
 from openflow.inputs import LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, TunnelPort, ipv4
 
 NET = NetworkRef("pods.default", "vxlan", 1, 100, ipv4("198.18.10.254", "gw"))
-PORT = LocalPort(3, "a", ipv4("198.18.10.1", "a"), 0x02020A0A0A01, NET)
-PEER = RemoteEndpoint("b", ipv4("198.18.10.2", "b"), 0x02020A0A0A02, NET, vtep=ipv4("198.19.0.2", "vtep"))
+PORT = LocalPort(3, "a", ipv4("198.18.10.1", "a"), 0x0202C6120A01, NET)
+PEER = RemoteEndpoint("b", ipv4("198.18.10.2", "b"), 0x0202C6120A02, NET, vtep=ipv4("198.19.0.2", "vtep"))
 
 
 def test_trace_flow_per_protocol() -> None:
     b = ipv4("198.18.10.2", "b")
     assert trace_flow(PORT, PEER.mac, b, 6, 5432) == (
-        "tcp,in_port=3,dl_src=02:02:0a:0a:0a:01,dl_dst=02:02:0a:0a:0a:02,nw_src=198.18.10.1,nw_dst=198.18.10.2,tcp_src=40000,tcp_dst=5432,tcp_flags=0x002"
+        "tcp,in_port=3,dl_src=02:02:c6:12:0a:01,dl_dst=02:02:c6:12:0a:02,nw_src=198.18.10.1,nw_dst=198.18.10.2,tcp_src=40000,tcp_dst=5432,tcp_flags=0x002"
     )
     assert trace_flow(PORT, PEER.mac, b, 1, 0).startswith("icmp,in_port=3,") and trace_flow(PORT, PEER.mac, b, 1, 0).endswith(
         ",icmp_type=8,icmp_code=0"

@@ -15,6 +15,7 @@ SUBNET = ipaddress.IPv4Network("198.18.0.0/16")
 
 
 def test_contivs_default_subnet_and_node_address() -> None:
+    # The production default itself (Contiv's), asserted, never used as an address: the one literal outside 198.18.0.0/15.
     assert private_subnet(None) == ipaddress.IPv4Network("172.19.0.0/16")
     assert node_address(SUBNET) == ipaddress.IPv4Address("198.18.255.254")
 

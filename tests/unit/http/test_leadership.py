@@ -52,7 +52,7 @@ class Leadership:
 
 
 async def test_a_forward_in_flight_ends_with_503_when_the_member_follows_another_leader() -> None:
-    store: Any = Leadership("10.0.0.1:9002")
+    store: Any = Leadership("198.18.0.1:9002")
     started = trio.Event()
 
     async def hangs() -> None:
@@ -61,11 +61,11 @@ async def test_a_forward_in_flight_ends_with_503_when_the_member_follows_another
 
     async def change() -> None:
         await started.wait()
-        store.follow("10.0.0.2:9002")
+        store.follow("198.18.0.2:9002")
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(change)
-        with pytest.raises(UnavailableError, match=r"from 10\.0\.0\.1:9002 to 10\.0\.0\.2:9002") as caught:
+        with pytest.raises(UnavailableError, match=r"from 198\.18\.0\.1:9002 to 198\.18\.0\.2:9002") as caught:
             await unless_leader_changes(store, hangs, "forwarding")
     answer = answer_for(caught.value)
     assert (answer.status, answer.retry_after) == (503, 1)
@@ -83,7 +83,7 @@ async def test_losing_leadership_ends_a_local_write_and_names_it() -> None:
 
 
 async def test_results_and_errors_of_the_call_pass_through_unchanged() -> None:
-    store: Any = Leadership("10.0.0.1:9002")
+    store: Any = Leadership("198.18.0.1:9002")
 
     async def answers() -> int:
         return 42

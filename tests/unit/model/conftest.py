@@ -48,16 +48,16 @@ GLOBAL = {
     "networkInfraType": "default",
     "vlans": "1-4094",
     "vxlans": "1-10000",
-    "pvtSubnet": "172.19.0.0/16",
+    "pvtSubnet": "198.19.0.0/16",
 }
 
 
 @pytest.fixture
 def world() -> FakeLookup:
-    """Global config, tenant `default`, network `net1` (10.1.1.0/24, gw .254) and group `web`."""
+    """Global config, tenant `default`, network `net1` (198.18.1.0/24, gw .254) and group `web`."""
     lookup = FakeLookup()
     lookup.add("globals", **GLOBAL)
     lookup.add("tenants", tenantName="default")
-    lookup.add("networks", tenantName="default", networkName="net1", encap="vxlan", subnet="10.1.1.0/24", gateway="10.1.1.254")
+    lookup.add("networks", tenantName="default", networkName="net1", encap="vxlan", subnet="198.18.1.0/24", gateway="198.18.1.254")
     lookup.add("endpointGroups", tenantName="default", groupName="web", networkName="net1")
     return lookup

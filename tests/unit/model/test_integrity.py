@@ -24,7 +24,7 @@ def create(world: FakeLookup, collection: str, **body: Any) -> None:
     check_create(kind_for(collection), obj, world)
 
 
-NET2 = {"tenantName": "default", "networkName": "net2", "encap": "vlan", "subnet": "10.2.1.0/24"}
+NET2 = {"tenantName": "default", "networkName": "net2", "encap": "vlan", "subnet": "198.18.201.0/24"}
 
 # --- network ----------------------------------------------------------------------------------
 
@@ -33,7 +33,7 @@ def test_network_needs_a_ready_global(world: FakeLookup) -> None:
     del world.objects["global"]
     with pytest.raises(ConflictError, match=r"^Global configuration is not ready"):
         create(world, "networks", **NET2)
-    world.add("globals", name="global", vlans="1-4094", vxlans="1-10000", pvtSubnet="172.19.0.0/16")
+    world.add("globals", name="global", vlans="1-4094", vxlans="1-10000", pvtSubnet="198.19.0.0/16")
     with pytest.raises(ConflictError, match="fwdMode is not set"):
         create(world, "networks", **NET2)
 
@@ -43,17 +43,17 @@ def test_network_needs_its_tenant(world: FakeLookup) -> None:
         create(world, "networks", **{**NET2, "tenantName": "blue"})
 
 
-@pytest.mark.parametrize("subnet", ["10.1.1.128/25", "10.1.0.0/16", "10.1.1.5-10.1.1.15/24"])
+@pytest.mark.parametrize("subnet", ["198.18.1.128/25", "198.18.0.0/17", "198.18.1.5-198.18.1.15/24"])
 def test_network_subnets_may_not_overlap_within_a_tenant(world: FakeLookup, subnet: str) -> None:
-    with pytest.raises(ConflictError, match=r"^network net2 conflicts with subnet 10.1.1.0/24 of network default:net1"):
+    with pytest.raises(ConflictError, match=r"^network net2 conflicts with subnet 198.18.1.0/24 of network default:net1"):
         create(world, "networks", **{**NET2, "subnet": subnet})
 
 
 def test_network_overlap_rules(world: FakeLookup) -> None:
     world.add("tenants", tenantName="blue")
-    create(world, "networks", **{**NET2, "tenantName": "blue", "subnet": "10.1.1.0/24"})  # other tenant: fine
-    world.add("networks", tenantName="blue", networkName="r1", encap="vlan", subnet="10.9.1.1-10.9.1.100/24", ipv6Subnet="2001::/100")
-    create(world, "networks", **{**NET2, "tenantName": "blue", "subnet": "10.9.1.101-10.9.1.200/24"})
+    create(world, "networks", **{**NET2, "tenantName": "blue", "subnet": "198.18.1.0/24"})  # other tenant: fine
+    world.add("networks", tenantName="blue", networkName="r1", encap="vlan", subnet="198.18.209.1-198.18.209.100/24", ipv6Subnet="2001::/100")
+    create(world, "networks", **{**NET2, "tenantName": "blue", "subnet": "198.18.209.101-198.18.209.200/24"})
     with pytest.raises(ConflictError, match="conflicts with subnetv6 2001::/100"):
         create(world, "networks", **{**NET2, "tenantName": "blue", "ipv6Subnet": "2001::80/121"})
 
@@ -67,7 +67,7 @@ def test_network_and_group_names_clash(world: FakeLookup) -> None:
 
 def test_requested_tags_follow_the_global_ranges(world: FakeLookup) -> None:
     """TestNetworkPktRanges: with vlans 100-1000 and vxlans 1001-2000."""
-    world.add("globals", name="global", fwdMode="bridge", vlans="100-1000", vxlans="1001-2000", pvtSubnet="172.19.0.0/16")
+    world.add("globals", name="global", fwdMode="bridge", vlans="100-1000", vxlans="1001-2000", pvtSubnet="198.19.0.0/16")
     world.tags["vlan"].add(200)
     world.tags["vxlan"].add(1500)
     create(world, "networks", **{**NET2, "pktTag": 100})
@@ -115,17 +115,17 @@ def test_group_with_existing_references(world: FakeLookup) -> None:
 @pytest.mark.parametrize(
     ("pool", "error", "problem"),
     [
-        ("10.1.1.0-10.1.1.20", ValidationError, "^bad ip-pool 10.1.1.0-10.1.1.20, EPG ip-pool must be a subset"),
-        ("10.1.1.200-10.1.1.255", ValidationError, "subset of network 10.1.1.0/24 hosts 10.1.1.1-10.1.1.254"),
-        ("10.1.2.0-10.1.2.20", ValidationError, "^bad ip-pool"),
-        ("10.1.1.250-10.1.1.254", ConflictError, "^ip address 10.1.1.254 is not available: .* gateway"),
-        ("10.1.1.15-10.1.1.30", ConflictError, "^ip address 10.1.1.15 is not available: .* default:pool1"),
-        ("10.1.1.20", ConflictError, "^ip address 10.1.1.20 is not available"),
+        ("198.18.1.0-198.18.1.20", ValidationError, "^bad ip-pool 198.18.1.0-198.18.1.20, EPG ip-pool must be a subset"),
+        ("198.18.1.200-198.18.1.255", ValidationError, "subset of network 198.18.1.0/24 hosts 198.18.1.1-198.18.1.254"),
+        ("198.18.2.0-198.18.2.20", ValidationError, "^bad ip-pool"),
+        ("198.18.1.250-198.18.1.254", ConflictError, "^ip address 198.18.1.254 is not available: .* gateway"),
+        ("198.18.1.15-198.18.1.30", ConflictError, "^ip address 198.18.1.15 is not available: .* default:pool1"),
+        ("198.18.1.20", ConflictError, "^ip address 198.18.1.20 is not available"),
     ],
 )
 def test_group_ip_pools(world: FakeLookup, pool: str, error: type[Exception], problem: str) -> None:
     """TestEndpointGroupIPPoolCreateDelete: pools inside the hosts, clear of gateway and other pools."""
-    world.add("endpointGroups", tenantName="default", groupName="pool1", networkName="net1", ipPool="10.1.1.10-10.1.1.20")
+    world.add("endpointGroups", tenantName="default", groupName="pool1", networkName="net1", ipPool="198.18.1.10-198.18.1.20")
     with pytest.raises(error, match=problem) as caught:
         create(world, "endpointGroups", **EPG, ipPool=pool)
     if isinstance(caught.value, ValidationError):
@@ -133,18 +133,18 @@ def test_group_ip_pools(world: FakeLookup, pool: str, error: type[Exception], pr
 
 
 def test_group_pools_are_per_network(world: FakeLookup) -> None:
-    world.add("endpointGroups", tenantName="default", groupName="pool1", networkName="net1", ipPool="10.1.1.10-10.1.1.20")
+    world.add("endpointGroups", tenantName="default", groupName="pool1", networkName="net1", ipPool="198.18.1.10-198.18.1.20")
     world.add("networks", **NET2)
-    create(world, "endpointGroups", **EPG, ipPool="10.1.1.21-10.1.1.40")
-    create(world, "endpointGroups", **{**EPG, "networkName": "net2"}, ipPool="10.2.1.10-10.2.1.20")
+    create(world, "endpointGroups", **EPG, ipPool="198.18.1.21-198.18.1.40")
+    create(world, "endpointGroups", **{**EPG, "networkName": "net2"}, ipPool="198.18.201.10-198.18.201.20")
 
 
 def test_aci_mode_groups_need_vlan_networks(world: FakeLookup) -> None:
-    world.add("globals", name="global", fwdMode="bridge", networkInfraType="aci", vlans="1-4094", vxlans="1-10000", pvtSubnet="172.19.0.0/16")
+    world.add("globals", name="global", fwdMode="bridge", networkInfraType="aci", vlans="1-4094", vxlans="1-10000", pvtSubnet="198.19.0.0/16")
     with pytest.raises(ConflictError, match=r"^network type must be VLAN for ACI mode"):
         create(world, "endpointGroups", **EPG)
     with pytest.raises(ConflictError, match=r"^not supported in ACI fabric mode"):
-        create(world, "Bgps", hostname="node1", routerip="50.1.1.1/24")
+        create(world, "Bgps", hostname="node1", routerip="198.19.50.1/24")
 
 
 # --- rule, serviceLB, appProfile ----------------------------------------------------------------
@@ -167,22 +167,22 @@ def test_rule_references(world: FakeLookup) -> None:
 
 def test_incoming_rule_with_a_to_address_targets_an_endpoint_of_the_one_group(world: FakeLookup) -> None:
     world.add("policys", tenantName="default", policyName="p1")
-    with pytest.raises(ConflictError, match=r"^failed to configure 10.1.1.5, 0 endpoint groups linked to policy p1"):
-        create(world, "rules", **RULE, toIpAddress="10.1.1.5")
+    with pytest.raises(ConflictError, match=r"^failed to configure 198.18.1.5, 0 endpoint groups linked to policy p1"):
+        create(world, "rules", **RULE, toIpAddress="198.18.1.5")
     world.add("endpointGroups", tenantName="default", groupName="web", networkName="net1", policies=["p1"])
-    with pytest.raises(ConflictError, match=r"^failed to configure 10.1.1.5, ip address is not in epg default:web"):
-        create(world, "rules", **RULE, toIpAddress="10.1.1.5")
-    world.endpoints["endpointGroup", "default:web"] = ["10.1.1.5"]
-    create(world, "rules", **RULE, toIpAddress="10.1.1.5")
+    with pytest.raises(ConflictError, match=r"^failed to configure 198.18.1.5, ip address is not in epg default:web"):
+        create(world, "rules", **RULE, toIpAddress="198.18.1.5")
+    world.endpoints["endpointGroup", "default:web"] = ["198.18.1.5"]
+    create(world, "rules", **RULE, toIpAddress="198.18.1.5")
 
 
 def test_service_references_and_vip(world: FakeLookup) -> None:
     service = {"tenantName": "default", "serviceName": "svc", "networkName": "net1", "selectors": ["app=web"], "ports": ["80:8080:TCP"]}
     with pytest.raises(NotFoundError, match=r"^Network svcnet not found"):
         create(world, "serviceLBs", **{**service, "networkName": "svcnet"})
-    with pytest.raises(ValidationError, match=r"^ipAddress 10.1.2.3 is not a host address of network default:net1"):
-        create(world, "serviceLBs", **service, ipAddress="10.1.2.3")
-    create(world, "serviceLBs", **service, ipAddress="10.1.1.3")
+    with pytest.raises(ValidationError, match=r"^ipAddress 198.18.2.3 is not a host address of network default:net1"):
+        create(world, "serviceLBs", **service, ipAddress="198.18.2.3")
+    create(world, "serviceLBs", **service, ipAddress="198.18.1.3")
     create(world, "serviceLBs", **service)  # the VIP is allocated later
 
 
@@ -215,7 +215,7 @@ def test_identical_repost_is_a_no_op(world: FakeLookup) -> None:
             {"defaultNetwork": "net1"},
             "^Cant change tenant parameters after its created: tenant blue would change defaultNetwork",
         ),
-        ("networks", {**NET2}, {"gateway": "10.2.1.1"}, "^Cant change network parameters after its created: .* gateway"),
+        ("networks", {**NET2}, {"gateway": "198.18.201.1"}, "^Cant change network parameters after its created: .* gateway"),
         ("rules", {**RULE}, {"action": "deny"}, "^can not update a rule after its created: .* action"),
         (
             "extContractsGroups",
@@ -224,7 +224,7 @@ def test_identical_repost_is_a_no_op(world: FakeLookup) -> None:
             "^external contracts update not supported",
         ),
         ("endpointGroups", {**EPG}, {"networkName": "net2"}, r"^Cannot change network association after epg is created\."),
-        ("endpointGroups", {**EPG}, {"ipPool": "10.1.1.10-10.1.1.20"}, r"^Cannot change IP pool after epg is created\."),
+        ("endpointGroups", {**EPG}, {"ipPool": "198.18.1.10-198.18.1.20"}, r"^Cannot change IP pool after epg is created\."),
     ],
 )
 def test_refused_updates(world: FakeLookup, collection: str, old: dict[str, Any], changes: dict[str, Any], problem: str) -> None:
@@ -248,7 +248,7 @@ def test_group_updates(world: FakeLookup) -> None:
     ("changes", "problem"),
     [
         ({"fwdMode": "routing"}, "^Unable to update forwarding mode due to existing 1 vlans and 2 vxlans"),
-        ({"pvtSubnet": "172.20.0.0/16"}, "^Unable to update private subnet due to existing 1 vlans and 2 vxlans"),
+        ({"pvtSubnet": "198.18.0.0/16"}, "^Unable to update private subnet due to existing 1 vlans and 2 vxlans"),
         ({"vlans": "100-4094"}, "^cannot update the vlan range due to existing vlans 10"),
         ({"vxlans": "2-10000"}, "^cannot update the vxlan range due to existing vxlans 1"),
     ],
@@ -272,7 +272,7 @@ def test_global_updates_allowed(world: FakeLookup) -> None:
     world.tags["vlan"].clear()
     routing = {**old, "fwdMode": "routing"}
     assert check_update("global", old, routing, world) == routing
-    world.add("Bgps", hostname="node1", routerip="50.1.1.1/24")
+    world.add("Bgps", hostname="node1", routerip="198.19.50.1/24")
     with pytest.raises(ConflictError, match=r"^please delete existing Bgp configs"):
         check_update("global", routing, old, world)
 
@@ -310,18 +310,18 @@ def test_unused_objects_delete(world: FakeLookup) -> None:
     assert check_delete("endpointGroup", "default:web", world) == ()
     del world.objects["endpointGroup"]["default:web"]
     assert check_delete("network", "default:net1", world) == ()
-    create(world, "Bgps", hostname="node1", routerip="50.1.1.1/24")
+    create(world, "Bgps", hostname="node1", routerip="198.19.50.1/24")
 
 
 def test_network_delete(world: FakeLookup) -> None:
     with pytest.raises(ConflictError, match=r"^cannot delete default:net1 has 1 endpoint groups"):
         check_delete("network", "default:net1", world)
     del world.objects["endpointGroup"]["default:web"]
-    world.endpoints["network", "default:net1"] = ["10.1.1.1"]
+    world.endpoints["network", "default:net1"] = ["198.18.1.1"]
     with pytest.raises(ConflictError, match=r"^Error: Network default:net1 has active endpoints"):
         check_delete("network", "default:net1", world)
-    world.add("networks", tenantName="default", networkName="infra1", nwType="infra", encap="vlan", subnet="10.9.9.0/24")
-    world.endpoints["network", "default:infra1"] = ["10.9.9.1"]
+    world.add("networks", tenantName="default", networkName="infra1", nwType="infra", encap="vlan", subnet="198.18.99.0/24")
+    world.endpoints["network", "default:infra1"] = ["198.18.99.1"]
     assert check_delete("network", "default:infra1", world) == ()
 
 
@@ -330,7 +330,7 @@ def test_group_delete(world: FakeLookup) -> None:
     with pytest.raises(ConflictError, match=r"^Cannot delete default:web, associated to appProfile default:app"):
         check_delete("endpointGroup", "default:web", world)
     del world.objects["appProfile"]["default:app"]
-    world.endpoints["endpointGroup", "default:web"] = ["10.1.1.1", "10.1.1.2"]
+    world.endpoints["endpointGroup", "default:web"] = ["198.18.1.1", "198.18.1.2"]
     with pytest.raises(ConflictError, match=r"^Error: EPG default:web has active endpoints \(2\)"):
         check_delete("endpointGroup", "default:web", world)
 

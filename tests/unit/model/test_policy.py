@@ -11,7 +11,7 @@ from .conftest import make
 SRV = Attachment(group_key="default:srv", group_id=3, policy_key="default:policy")
 REMOTES = Remotes(
     group_ids={"default:srv": 3, "default:common": 7, "default:srv2": 9},
-    subnets={"default:private": "10.1.0.0/16", "default:dummy": "20.1.0.0/16", "default:rng": "10.5.1.5-10.5.1.15/24"},
+    subnets={"default:private": "198.18.0.0/16", "default:dummy": "198.19.0.0/17", "default:rng": "198.19.129.5-198.19.129.15/24"},
 )
 
 
@@ -66,16 +66,16 @@ def test_policy_features_incoming() -> None:
     assert compiled(
         rule("net-allow", direction="in", protocol="tcp", fromNetwork="private", action="allow", priority=10),
         rule("net-deny", direction="in", protocol="tcp", fromNetwork="dummy", action="deny", priority=100),
-        rule("ip", direction="in", protocol="tcp", port=8001, fromIpAddress="10.1.1.5", action="allow"),
+        rule("ip", direction="in", protocol="tcp", port=8001, fromIpAddress="198.18.1.5", action="allow"),
         rule("icmp-deny", direction="in", protocol="icmp", action="deny"),
-        rule("icmp-ip", direction="in", protocol="icmp", fromIpAddress="20.1.0.0/16", action="allow", priority=100),
+        rule("icmp-ip", direction="in", protocol="icmp", fromIpAddress="198.19.0.0/17", action="allow", priority=100),
     ) == [
         expect("icmp-deny:inRx", DstEndpointGroup=3, IpProtocol=1, Action="deny"),
-        expect("icmp-ip:inRx", Priority=100, DstEndpointGroup=3, SrcIpAddr="20.1.0.0/16", IpProtocol=1),
-        expect("ip:inRx", DstEndpointGroup=3, SrcIpAddr="10.1.1.5/32", IpProtocol=6, DstPort=8001),
-        expect("ip:inTx", SrcEndpointGroup=3, DstIpAddr="10.1.1.5/32", IpProtocol=6, SrcPort=8001),
-        expect("net-allow:inRx", Priority=10, DstEndpointGroup=3, SrcIpAddr="10.1.0.0/16", IpProtocol=6, TcpFlags="syn,!ack"),
-        expect("net-deny:inRx", Priority=100, DstEndpointGroup=3, SrcIpAddr="20.1.0.0/16", IpProtocol=6, TcpFlags="syn,!ack", Action="deny"),
+        expect("icmp-ip:inRx", Priority=100, DstEndpointGroup=3, SrcIpAddr="198.19.0.0/17", IpProtocol=1),
+        expect("ip:inRx", DstEndpointGroup=3, SrcIpAddr="198.18.1.5/32", IpProtocol=6, DstPort=8001),
+        expect("ip:inTx", SrcEndpointGroup=3, DstIpAddr="198.18.1.5/32", IpProtocol=6, SrcPort=8001),
+        expect("net-allow:inRx", Priority=10, DstEndpointGroup=3, SrcIpAddr="198.18.0.0/16", IpProtocol=6, TcpFlags="syn,!ack"),
+        expect("net-deny:inRx", Priority=100, DstEndpointGroup=3, SrcIpAddr="198.19.0.0/17", IpProtocol=6, TcpFlags="syn,!ack", Action="deny"),
     ]
 
 
@@ -84,21 +84,23 @@ def test_policy_features_outgoing() -> None:
     assert compiled(
         rule("grp", direction="out", protocol="tcp", port=8000, toEndpointGroup="srv2", action="allow"),
         rule("net", direction="out", protocol="tcp", toNetwork="dummy", action="deny"),
-        rule("ip", direction="out", protocol="udp", port=53, toIpAddress="20.1.1.0/24", action="allow"),
+        rule("ip", direction="out", protocol="udp", port=53, toIpAddress="198.19.1.0/24", action="allow"),
     ) == [
         expect("grp:outRx", SrcEndpointGroup=9, DstEndpointGroup=3, IpProtocol=6, SrcPort=8000),
         expect("grp:outTx", SrcEndpointGroup=3, DstEndpointGroup=9, IpProtocol=6, DstPort=8000),
-        expect("ip:outRx", DstEndpointGroup=3, SrcIpAddr="20.1.1.0/24", IpProtocol=17, SrcPort=53),
-        expect("ip:outTx", SrcEndpointGroup=3, DstIpAddr="20.1.1.0/24", IpProtocol=17, DstPort=53),
-        expect("net:outTx", SrcEndpointGroup=3, DstIpAddr="20.1.0.0/16", IpProtocol=6, TcpFlags="syn,!ack", Action="deny"),
+        expect("ip:outRx", DstEndpointGroup=3, SrcIpAddr="198.19.1.0/24", IpProtocol=17, SrcPort=53),
+        expect("ip:outTx", SrcEndpointGroup=3, DstIpAddr="198.19.1.0/24", IpProtocol=17, DstPort=53),
+        expect("net:outTx", SrcEndpointGroup=3, DstIpAddr="198.19.0.0/17", IpProtocol=6, TcpFlags="syn,!ack", Action="deny"),
     ]
 
 
 def test_incoming_rule_to_an_address() -> None:
     """The k8s network-policy form: `in` with a to-address narrows the group side to one endpoint."""
-    assert compiled(rule("k8s", direction="in", protocol="tcp", port=80, toIpAddress="10.1.1.5", fromIpAddress="10.9.0.0/16", action="allow")) == [
-        expect("k8s:inRx", DstEndpointGroup=3, SrcIpAddr="10.9.0.0/16", DstIpAddr="10.1.1.5/32", IpProtocol=6, DstPort=80),
-        expect("k8s:inTx", SrcEndpointGroup=3, SrcIpAddr="10.1.1.5/32", DstIpAddr="10.9.0.0/16", IpProtocol=6, SrcPort=80),
+    assert compiled(
+        rule("k8s", direction="in", protocol="tcp", port=80, toIpAddress="198.18.1.5", fromIpAddress="198.19.192.0/18", action="allow")
+    ) == [
+        expect("k8s:inRx", DstEndpointGroup=3, SrcIpAddr="198.19.192.0/18", DstIpAddr="198.18.1.5/32", IpProtocol=6, DstPort=80),
+        expect("k8s:inTx", SrcEndpointGroup=3, SrcIpAddr="198.18.1.5/32", DstIpAddr="198.19.192.0/18", IpProtocol=6, SrcPort=80),
     ]
 
 
@@ -111,11 +113,11 @@ def test_numeric_protocols_are_not_tcp_for_directions_and_flags() -> None:
 
 def test_addresses_are_normalised() -> None:
     assert compiled(
-        rule("host-bits", direction="in", fromIpAddress="10.1.1.5/24", action="allow"),
+        rule("host-bits", direction="in", fromIpAddress="198.18.1.5/24", action="allow"),
         rule("range", direction="in", fromNetwork="rng", action="allow"),
     ) == [
-        expect("host-bits:inRx", DstEndpointGroup=3, SrcIpAddr="10.1.1.0/24"),
-        expect("range:inRx", DstEndpointGroup=3, SrcIpAddr="10.5.1.0/24"),
+        expect("host-bits:inRx", DstEndpointGroup=3, SrcIpAddr="198.18.1.0/24"),
+        expect("range:inRx", DstEndpointGroup=3, SrcIpAddr="198.19.129.0/24"),
     ]
 
 

@@ -20,8 +20,8 @@ VALID: dict[str, dict[str, Any]] = {
         "tenantName": "default",
         "networkName": "net1",
         "encap": "vxlan",
-        "subnet": "10.1.1.0/24",
-        "gateway": "10.1.1.254",
+        "subnet": "198.18.1.0/24",
+        "gateway": "198.18.1.254",
     },
     "endpointGroups": {"tenantName": "default", "groupName": "web", "networkName": "net1"},
     "policys": {"tenantName": "default", "policyName": "p1"},
@@ -43,10 +43,10 @@ VALID: dict[str, dict[str, Any]] = {
     "appProfiles": {"tenantName": "default", "appProfileName": "app", "endpointGroups": ["web"]},
     "Bgps": {
         "hostname": "node1",
-        "routerip": "50.1.1.1/24",
+        "routerip": "198.19.50.1/24",
         "as": "65002",
         "neighbor-as": "500",
-        "neighbor": "50.1.1.2",
+        "neighbor": "198.19.50.2",
     },
     "globals": GLOBAL,
     "aciGws": {
@@ -118,18 +118,18 @@ INVALID: list[tuple[str, str, dict[str, Any]]] = [
     ],
     ("tenants", "defaultNetwork", {"defaultNetwork": "bad_name"}),
     # network (TestNetworkAddDelete)
-    ("networks", "subnet", {"subnet": "10.1.1.0/32"}),
-    ("networks", "subnet", {"subnet": "10.1.1.0/33"}),
-    ("networks", "subnet", {"subnet": "10.1.1.0"}),
-    ("networks", "subnet", {"subnet": "10.1.1.256/24"}),
-    ("networks", "subnet", {"subnet": "10.0.0.0/4"}),
-    ("networks", "subnet", {"subnet": "10.1.1.20-10.1.1.10/24"}),
-    ("networks", "subnet", {"subnet": "10.1.1.5-10.1.2.5/24"}),
+    ("networks", "subnet", {"subnet": "198.18.1.0/32"}),
+    ("networks", "subnet", {"subnet": "198.18.1.0/33"}),
+    ("networks", "subnet", {"subnet": "198.18.1.0"}),
+    ("networks", "subnet", {"subnet": "198.18.1.256/24"}),
+    ("networks", "subnet", {"subnet": "198.18.0.0/4"}),
+    ("networks", "subnet", {"subnet": "198.18.1.20-198.18.1.10/24"}),
+    ("networks", "subnet", {"subnet": "198.18.1.5-198.18.2.5/24"}),
     ("networks", "subnet", {"subnet": DROP}),
-    ("networks", "gateway", {"gateway": "10.1.2.1"}),
-    ("networks", "gateway", {"gateway": "10.1.1.0"}),
-    ("networks", "gateway", {"gateway": "10.1.1.255"}),
-    ("networks", "gateway", {"gateway": "10.1.1"}),
+    ("networks", "gateway", {"gateway": "198.18.2.1"}),
+    ("networks", "gateway", {"gateway": "198.18.1.0"}),
+    ("networks", "gateway", {"gateway": "198.18.1.255"}),
+    ("networks", "gateway", {"gateway": "198.18.1"}),
     ("networks", "encap", {"encap": "vvvv"}),
     ("networks", "encap", {"encap": DROP}),
     ("networks", "nwType", {"nwType": "foo"}),
@@ -149,10 +149,10 @@ INVALID: list[tuple[str, str, dict[str, Any]]] = [
     ("networks", "networkName", {"networkName": LONG}),
     ("networks", "cfgdTag", {"cfgdTag": "bad_tag"}),
     # endpointGroup
-    ("endpointGroups", "ipPool", {"ipPool": "10.1.1.20-10.1.1.10"}),
-    ("endpointGroups", "ipPool", {"ipPool": "10.1.1.300"}),
+    ("endpointGroups", "ipPool", {"ipPool": "198.18.1.20-198.18.1.10"}),
+    ("endpointGroups", "ipPool", {"ipPool": "198.18.1.300"}),
     ("endpointGroups", "ipPool", {"ipPool": "2001::1-2001::5"}),
-    ("endpointGroups", "ipPool", {"ipPool": "10.3.2.0/24"}),
+    ("endpointGroups", "ipPool", {"ipPool": "198.18.32.0/24"}),
     ("endpointGroups", "policies", {"policies": ["bad name"]}),
     ("endpointGroups", "policies", {"policies": "p1"}),
     ("endpointGroups", "policies", {"policies": [1]}),
@@ -171,18 +171,18 @@ INVALID: list[tuple[str, str, dict[str, Any]]] = [
     ("rules", "protocol", {"protocol": "igmp"}),
     ("rules", "protocol", {"protocol": "256"}),
     ("rules", "protocol", {"protocol": "1234"}),
-    ("rules", "fromIpAddress", {"fromIpAddress": "10.1.1.1-20"}),
-    ("rules", "fromIpAddress", {"fromIpAddress": "10.1.1.0/32"}),
+    ("rules", "fromIpAddress", {"fromIpAddress": "198.18.1.1-20"}),
+    ("rules", "fromIpAddress", {"fromIpAddress": "198.18.1.0/32"}),
     ("rules", "fromIpAddress", {"fromIpAddress": "1.2.3"}),
     ("rules", "fromEndpointGroup", {"fromEndpointGroup": "a_b"}),
     ("rules", "toNetwork", {"toNetwork": "net1"}),
     ("rules", "toEndpointGroup", {"toEndpointGroup": "web"}),
-    ("rules", "fromIpAddress", {"fromNetwork": "net1", "fromIpAddress": "10.1.1.1"}),
+    ("rules", "fromIpAddress", {"fromNetwork": "net1", "fromIpAddress": "198.18.1.1"}),
     ("rules", "fromEndpointGroup", {"fromNetwork": "net1", "fromEndpointGroup": "web"}),
     ("rules", "fromNetwork", {"direction": "out", "fromNetwork": "net1"}),
     ("rules", "fromEndpointGroup", {"direction": "out", "fromEndpointGroup": "web"}),
-    ("rules", "fromIpAddress", {"direction": "out", "fromIpAddress": "10.1.1.1"}),
-    ("rules", "toIpAddress", {"direction": "out", "toNetwork": "net1", "toIpAddress": "10.1.1.1"}),
+    ("rules", "fromIpAddress", {"direction": "out", "fromIpAddress": "198.18.1.1"}),
+    ("rules", "toIpAddress", {"direction": "out", "toNetwork": "net1", "toIpAddress": "198.18.1.1"}),
     ("rules", "toEndpointGroup", {"direction": "out", "toNetwork": "net1", "toEndpointGroup": "web"}),
     # netprofile (TestNetprofile)
     *[
@@ -207,7 +207,7 @@ INVALID: list[tuple[str, str, dict[str, Any]]] = [
     ("serviceLBs", "ports", {"ports": ["80:8080:SCTP"]}),
     ("serviceLBs", "ports", {"ports": ["x:8080:TCP"]}),
     ("serviceLBs", "ports", {"ports": ["70000:80:TCP"]}),
-    ("serviceLBs", "ipAddress", {"ipAddress": "100.100.100.1000"}),
+    ("serviceLBs", "ipAddress", {"ipAddress": "198.18.100.1000"}),
     ("serviceLBs", "ipAddress", {"ipAddress": "1.2.3"}),
     ("serviceLBs", "serviceName", {"serviceName": "svc_1"}),
     ("serviceLBs", "networkName", {"networkName": DROP}),
@@ -219,8 +219,8 @@ INVALID: list[tuple[str, str, dict[str, Any]]] = [
     ("appProfiles", "endpointGroups", {"endpointGroups": ["bad name"]}),
     # Bgp (TestBgp)
     ("Bgps", "routerip", {"routerip": DROP}),
-    ("Bgps", "routerip", {"routerip": "50.1.1.1"}),
-    ("Bgps", "routerip", {"routerip": "50.1.1.1/32"}),
+    ("Bgps", "routerip", {"routerip": "198.19.50.1"}),
+    ("Bgps", "routerip", {"routerip": "198.19.50.1/32"}),
     ("Bgps", "neighbor", {"neighbor": "1.2.3"}),
     ("Bgps", "hostname", {"hostname": "bad_host"}),
     # global (TestGlobalSetting)
@@ -228,7 +228,7 @@ INVALID: list[tuple[str, str, dict[str, Any]]] = [
     ("globals", "networkInfraType", {"networkInfraType": "xyz"}),
     *[("globals", "vlans", {"vlans": vlans}) for vlans in ["1-5000", "0-4094", "1", "1?2", "abcd", "10-5", "", "1-4095"]],
     *[("globals", "vxlans", {"vxlans": vxlans}) for vxlans in ["1-100000", "1-20000", "", "5"]],
-    ("globals", "pvtSubnet", {"pvtSubnet": "172.21.0.0/24"}),
+    ("globals", "pvtSubnet", {"pvtSubnet": "198.19.0.0/24"}),
     ("globals", "pvtSubnet", {"pvtSubnet": DROP}),
     ("globals", "fwdMode", {"fwdMode": "xyz"}),
     ("globals", "arpMode", {"arpMode": "xyz"}),
@@ -269,8 +269,8 @@ def test_body_must_be_an_object() -> None:
 
 
 def test_messages_keep_contivs_first_words_and_show_the_value() -> None:
-    with pytest.raises(ValidationError, match=r'^subnet string invalid format: "10.1.1.0/33" \(expected'):
-        submit("networks", subnet="10.1.1.0/33")
+    with pytest.raises(ValidationError, match=r'^subnet string invalid format: "198.18.1.0/33" \(expected'):
+        submit("networks", subnet="198.18.1.0/33")
     with pytest.raises(ValidationError, match=r"^pktTag Value Out of bound: 20000000"):
         submit("networks", pktTag=20000000)
     with pytest.raises(ValidationError, match=r"^networkName string too long: 65 bytes \(max 64\)"):
@@ -298,21 +298,21 @@ def test_collections() -> None:
         ],
         ("netprofiles", {"DSCP": 63, "burst": 10486}),
         ("netprofiles", {"burst": 2}),
-        ("networks", {"subnet": "10.1.1.5-10.1.1.15/27", "gateway": "10.1.1.30"}),
-        ("networks", {"subnet": "10.1.1.7/24"}),
+        ("networks", {"subnet": "198.18.1.5-198.18.1.15/27", "gateway": "198.18.1.30"}),
+        ("networks", {"subnet": "198.18.1.7/24"}),
         ("networks", {"encap": "vlan", "pktTag": 4094}),
         ("networks", {"pktTag": 16777215}),
         ("networks", {"ipv6Subnet": "2016:0617::/100", "ipv6Gateway": "2016:0617::254"}),
         ("networks", {"ipv6Subnet": "1001:1::/108"}),
         ("networks", {"gateway": DROP}),
-        ("endpointGroups", {"ipPool": "10.1.1.10"}),
-        ("endpointGroups", {"ipPool": "10.1.1.10-10.1.1.20", "policies": ["p1", "p2"], "cfgdTag": "web.tag"}),
-        ("rules", {"toIpAddress": "10.1.1.5"}),
-        ("rules", {"fromEndpointGroup": "web", "fromIpAddress": "10.1.0.0/16", "protocol": "17", "port": 53}),
+        ("endpointGroups", {"ipPool": "198.18.1.10"}),
+        ("endpointGroups", {"ipPool": "198.18.1.10-198.18.1.20", "policies": ["p1", "p2"], "cfgdTag": "web.tag"}),
+        ("rules", {"toIpAddress": "198.18.1.5"}),
+        ("rules", {"fromEndpointGroup": "web", "fromIpAddress": "198.18.0.0/17", "protocol": "17", "port": 53}),
         ("rules", {"direction": "out", "toEndpointGroup": "db", "protocol": "tcp", "port": 5432}),
         ("globals", {"vlans": "100-1000", "vxlans": "1001-2000", "fwdMode": "", "arpMode": "flood"}),
         ("aciGws", {"pathBindings": "", "nodeBindings": ""}),
-        ("serviceLBs", {"ports": ["80:8080:TCP", "643:7070:udp"], "ipAddress": "30.1.1.3"}),
+        ("serviceLBs", {"ports": ["80:8080:TCP", "643:7070:udp"], "ipAddress": "198.18.1.3"}),
     ],
     ids=case_id,
 )
@@ -339,10 +339,10 @@ def test_server_owned_members_are_accepted_and_ignored() -> None:
 
 def test_network_create_response_matches_contiv(world: FakeLookup) -> None:
     """The exchange of §1.1: POST networks/default:net1 → the object with its Tenant link."""
-    body = {"tenantName": "default", "networkName": "net1", "encap": "vxlan", "subnet": "10.1.1.0/24", "gateway": "10.1.1.254"}
+    body = {"tenantName": "default", "networkName": "net1", "encap": "vxlan", "subnet": "198.18.1.0/24", "gateway": "198.18.1.254"}
     expected = json.loads(
-        '{"key":"default:net1","encap":"vxlan","gateway":"10.1.1.254","networkName":"net1","nwType":"data",'
-        '"subnet":"10.1.1.0/24","tenantName":"default","link-sets":{},'
+        '{"key":"default:net1","encap":"vxlan","gateway":"198.18.1.254","networkName":"net1","nwType":"data",'
+        '"subnet":"198.18.1.0/24","tenantName":"default","link-sets":{},'
         '"links":{"Tenant":{"type":"tenant","key":"default"}}}'
     )
     fresh = FakeLookup()

@@ -161,7 +161,7 @@ def test_rule_listing_with_hits_adds_packets_and_bytes_columns() -> None:
     counted = [{**r, "packets": n, "bytes": n * 100} for n, r in enumerate(RULES)]
     table = render_list(rule, counted, "table", counted=True)
     assert table.splitlines()[1].endswith("Action  Packets  Bytes")
-    assert table.splitlines()[3].split() == ["c", "2", "10.0.0.0/8", "0", "deny", "2", "200"]
+    assert table.splitlines()[3].split() == ["c", "2", "198.18.0.0/15", "0", "deny", "2", "200"]
     assert table.splitlines()[-1].split() == ["b", "1", "n", "tcp", "443", "deny", "1", "100"]
     assert render_list(rule, RULES, "table", counted=False) == render_list(rule, RULES, "table"), "without --hits: netctl's table"
 

@@ -53,7 +53,7 @@ def test_the_destination_half_arrives_through_the_tunnel_or_tagged_on_the_uplink
     source = RemoteEndpoint("a", PORT.ip, PORT.mac, NET, vtep=ipv4("198.19.0.1", "vtep"))
     vxlan = NodeInputs("vxlan", (here,), (source,), tunnels=(TunnelPort(9, source.vtep),))
     assert arrival_flow(vxlan, source, here, 6, 5432) == (
-        "tcp,in_port=9,tun_id=0x64,tun_src=198.19.0.1,dl_src=02:02:0a:0a:0a:01,dl_dst=02:02:0a:0a:0a:02,"
+        "tcp,in_port=9,tun_id=0x64,tun_src=198.19.0.1,dl_src=02:02:c6:12:0a:01,dl_dst=02:02:c6:12:0a:02,"
         "nw_src=198.18.10.1,nw_dst=198.18.10.2,tcp_src=40000,tcp_dst=5432,tcp_flags=0x002"
     )
     assert arrival_flow(NodeInputs("vxlan", (here,), (source,)), source, here, 6, 5432) is None, "no tunnel to its VTEP yet"
@@ -62,7 +62,7 @@ def test_the_destination_half_arrives_through_the_tunnel_or_tagged_on_the_uplink
     sender = RemoteEndpoint("a", PORT.ip, PORT.mac, vlan_net)
     vlan = NodeInputs("vlan", (tagged,), (sender,), uplinks=(7, 6))
     assert arrival_flow(vlan, sender, tagged, 1, 0) == (
-        "icmp,in_port=6,dl_vlan=100,dl_src=02:02:0a:0a:0a:01,dl_dst=02:02:0a:0a:0a:02,nw_src=198.18.10.1,nw_dst=198.18.10.2,icmp_type=8,icmp_code=0"
+        "icmp,in_port=6,dl_vlan=100,dl_src=02:02:c6:12:0a:01,dl_dst=02:02:c6:12:0a:02,nw_src=198.18.10.1,nw_dst=198.18.10.2,icmp_type=8,icmp_code=0"
     )
 
 

@@ -7,7 +7,10 @@ uplink; docs/pipeline.md's classifier).
 Pure parts: the flow text of each half (`trace_flow`, `arrival_flow`) and the verdict read from
 OVS's answer (`datapath_verdict`); the I/O is one `ovs-appctl ofproto/trace` run. Conntrack
 is traced as a new connection (OVS's default for each `ct` recirculation), so the answer is
-that of a connection's first packet, which is what policy judges. Not responsible for the
+that of a connection's first packet, which is what policy judges. A packet to a Service's VIP
+ends at the service's select group: OVS hashes in the datapath (`hash(sym_l4(0)),recirc`) and
+its trace cannot say which bucket that picks, so the verdict is `load-balanced` and the API
+traces each backend as the DNATed packet reaches it. Not responsible for the
 model's side (contivd.model.policytrace) nor for asking other nodes (the API does).
 """
 
@@ -36,7 +39,7 @@ class TraceError(RuntimeError):
 class OvsTrace:
     node: str
     bridge: str
-    verdict: str  # "allow" (some output) or "drop"
+    verdict: str  # "allow" (some output), "drop", or "load-balanced" (handed to a select group's datapath hash)
     datapath_actions: str
     flow: str
 
@@ -85,6 +88,8 @@ def datapath_verdict(output: str) -> tuple[str, str]:
     found = _ACTIONS.findall(output)
     actions = found[-1].strip() if found else ""
     leaves = any(word in actions for word in ("output", "set(tunnel", "tnl_push")) or re.search(r"(^|,)\d+($|,)", actions) is not None
+    if not leaves and re.search(r"(^|,)hash\([^)]*\)\)?,recirc\(", actions):
+        return "load-balanced", actions  # a select group: the datapath's hash picks the bucket, the trace stops there
     return ("allow" if leaves else "drop"), actions
 
 

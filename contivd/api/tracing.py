@@ -11,18 +11,21 @@ reported as one (`agree` false, the reasons in `disagreements`).
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import trio
 
-from openflow import InputError, PolicyRuleSpec
+from openflow import InputError, PolicyRuleSpec, ServiceSpec
+from openflow.inputs import Backend
 
-from ..agent.inputs import rule_spec
+from ..agent.inputs import kube_service_spec, rule_spec, service_spec
 from ..model import NotFoundError
 from ..model.netpolicy import Compiled, TraceQuery
 from ..model.policytrace import TraceEnd, explain, explanation_json
+from ..model.servicetrace import Translation, translate
 from ..state import EndpointState, StateSnapshot
 
 Half = dict[str, Any]  # an agent's /trace answer (OvsTrace's fields), or `skipped` / `unanswered` / `error`
@@ -98,21 +101,51 @@ def _end_json(end: TraceEnd) -> dict[str, Any]:
     return {"endpoint": end.endpoint or None, "pod": end.pod or None, "node": end.node or None, "group": end.group, "external": not end.endpoint}
 
 
+def services(snapshot: StateSnapshot) -> list[ServiceSpec]:
+    """The services as the agents program them (a Contiv serviceLB with an address, a Kubernetes
+    Service with a ClusterIP; one they cannot program is left out, as they leave it out)."""
+    specs = []
+    for name, lb in snapshot.services.items():
+        try:
+            if lb.ip_address:
+                specs.append(service_spec(lb, snapshot.providers.get(name)))
+        except InputError:
+            continue
+    for kube in snapshot.k8s_services.values():
+        try:
+            specs.append(kube_service_spec(kube))
+        except InputError:
+            continue
+    return specs
+
+
 async def trace(snapshot: StateSnapshot, query: TraceQuery, node: str, ask: Ask) -> dict[str, Any]:
-    """The whole answer of the trace route, asked on node `node`."""
+    """The whole answer of the trace route, asked on node `node`. A DST that is a Service's
+    address is judged, and traced, against each backend its VIP is DNATed to (`service`)."""
     src, dst = trace_end(snapshot, query.src), trace_end(snapshot, query.dst)
-    netpol = Compiled(tuple(r for pod in snapshot.k8s_netpol.values() for r in pod.rules))
-    model = explanation_json(explain(contiv_rules(snapshot), netpol, src, dst, query.proto, query.port))
-    src_ip, dst_ip = str(ipaddress.IPv4Address(src.address)), str(ipaddress.IPv4Address(dst.address))
-    answer: dict[str, Any] = {
-        "src": src_ip,
-        "dst": dst_ip,
+    head: dict[str, Any] = {
+        "src": _ip(src.address),
+        "dst": _ip(dst.address),
         "proto": query.proto,
         "port": query.port,
         "answered_by": node,
         "ends": {"src": _end_json(src), "dst": _end_json(dst)},
-        **model,
     }
+    translation = None if dst.endpoint else translate(services(snapshot), dst.address, query.proto, query.port)
+    if translation is None:
+        return {**head, **await _pair(snapshot, src, dst, query, ask)}
+    return {**head, **await _through_service(snapshot, src, query, translation, ask)}
+
+
+def _ip(address: int) -> str:
+    return str(ipaddress.IPv4Address(address))
+
+
+async def _pair(snapshot: StateSnapshot, src: TraceEnd, dst: TraceEnd, query: TraceQuery, ask: Ask) -> dict[str, Any]:
+    """The model's verdict on src → dst and OVS's halves on the ends' nodes, compared."""
+    netpol = Compiled(tuple(r for pod in snapshot.k8s_netpol.values() for r in pod.rules))
+    model = explanation_json(explain(contiv_rules(snapshot), netpol, src, dst, query.proto, query.port))
+    src_ip, dst_ip = _ip(src.address), _ip(dst.address)
     halves: dict[str, Half | None] = {"source": None, "destination": None}
 
     async def asked(side: str, holder: str) -> None:
@@ -129,10 +162,58 @@ async def trace(snapshot: StateSnapshot, query: TraceQuery, node: str, ask: Ask)
             else:
                 halves["destination"] = {"node": dst.node, "skipped": "not reached: the source's node drops the packet"}
     source, destination = halves["source"], halves["destination"]
-    answer["ovs"] = source
-    answer["ovs_destination"] = destination
-    answer["agree"], answer["disagreements"] = agreement(model["verdict"], source, destination)
-    return answer
+    agree, disagreements = agreement(model["verdict"], source, destination)
+    return {**model, "ovs": source, "ovs_destination": destination, "agree": agree, "disagreements": disagreements}
+
+
+async def _through_service(snapshot: StateSnapshot, src: TraceEnd, query: TraceQuery, translation: Translation, ask: Ask) -> dict[str, Any]:
+    """A packet to a VIP: the source's OVS traced to the VIP (through conntrack to the service's
+    select group, where the datapath's hash picks the backend), and each backend as the DNATed
+    packet reaches it (its address and target port), judged and traced like any pair."""
+    vip = _ip(translation.vip)
+    answers: list[dict[str, Any]] = [{} for _ in translation.backends]
+    vip_half: list[Half | None] = [None]
+
+    async def backend(index: int, to: Backend) -> None:
+        end = trace_end(snapshot, _ip(to.ip))
+        pair = await _pair(snapshot, src, end, dataclasses.replace(query, port=to.port), ask)
+        answers[index] = {"backend": f"{_ip(to.ip)}:{to.port}", "end": _end_json(end), **pair}
+
+    async def source() -> None:
+        vip_half[0] = await ask(src.node, "source", query, _ip(src.address), vip)
+
+    async with trio.open_nursery() as nursery:
+        if src.node:
+            nursery.start_soon(source)
+        for index, to in enumerate(translation.backends):
+            nursery.start_soon(backend, index, to)
+    half = vip_half[0] if src.node else {"skipped": f"{_ip(src.address)} is no endpoint: no node's bridge sends it"}
+    verdicts = {a["verdict"] for a in answers}
+    verdict = "drop" if not answers else (verdicts.pop() if len(verdicts) == 1 else "depends on the backend")
+    same = answers and all((a["verdict"], a["deciding"]) == (answers[0]["verdict"], answers[0]["deciding"]) for a in answers)
+    model = {key: answers[0][key] for key in ("deciding", "rules", "contiv", "egress", "ingress")} if same else {}
+    reasons = [translation.why, *(f"backend {a['backend']}: {a['verdict']} by {a['deciding'] or 'no rule'}" for a in answers)]
+    expected = "load-balanced" if answers else "drop"
+    wrong = []
+    if half is not None and "verdict" in half and half["verdict"] != expected:
+        wrong.append(f"the source's node {half.get('node')}: OVS says {half['verdict']} for the VIP, the model {expected}")
+    wrong += [f"backend {a['backend']}: {why}" for a in answers for why in a["disagreements"]]
+    compared = (half is not None and "verdict" in half) or any(a["agree"] is not None for a in answers)
+    return {
+        "verdict": verdict,
+        "deciding": None,
+        "rules": [],
+        "contiv": None,
+        "egress": None,
+        "ingress": None,
+        **model,
+        "reasons": reasons,
+        "service": {"id": translation.service, "vip": vip, "backends": answers},
+        "ovs": half,
+        "ovs_destination": None,
+        "agree": (not wrong) if compared else None,
+        "disagreements": wrong,
+    }
 
 
 def half_from_agent(node: str, called: tuple[int, bytes] | None, parsed: Mapping[str, Any] | None) -> Half:

@@ -138,7 +138,8 @@ def cluster_status(info: Mapping[str, Any]) -> str:
 def trace(answer: Mapping[str, Any]) -> str:
     """`/kubernetes/trace`: the model's verdict and what each policy table did (Contiv's `policy`,
     then NetworkPolicy's `np_egress` and `np_ingress`), then OVS's own answer on the source's
-    node and on the destination's, a disagreement flagged loudly."""
+    node and on the destination's, a disagreement flagged loudly; a Service's address, each
+    backend it is DNATed to with its own verdict and OVS answers."""
     proto = {6: "tcp", 17: "udp", 1: "icmp", 132: "sctp", 0: "any"}.get(answer.get("proto", 0), str(answer.get("proto")))
     port = f"/{answer['port']}" if answer.get("port") else ""
     text = f"{answer.get('src')} -> {answer.get('dst')} {proto}{port}: {str(answer.get('verdict', '?')).upper()}\n"
@@ -146,6 +147,12 @@ def trace(answer: Mapping[str, Any]) -> str:
     text += "".join(f"  {name}: {_trace_end(ends[name])}\n" for name in ("src", "dst") if name in ends)
     text += "".join(f"  {reason}\n" for reason in answer.get("reasons") or ())
     text += _ovs_line("source", answer.get("ovs")) + _ovs_line("destination", answer.get("ovs_destination"))
+    for backend in (answer.get("service") or {}).get("backends") or ():
+        text += f"  backend {backend.get('backend')} ({_trace_end(backend.get('end') or {})}): {str(backend.get('verdict')).upper()}\n"
+        text += "".join(f"    {reason}\n" for reason in backend.get("reasons") or ())
+        text += "".join(
+            "  " + _ovs_line(side, backend.get(key)) for side, key in (("source", "ovs"), ("destination", "ovs_destination")) if backend.get(key)
+        )
     if answer.get("agree") is False:
         text += "".join(f"  !!! DISAGREEMENT: {what}: a bug !!!\n" for what in answer.get("disagreements") or ["the datapath and the model differ"])
     return text

@@ -1,15 +1,19 @@
-"""The trace route's pure parts (contivd/api/tracing.py): the ends resolved from a snapshot, and
-whether the datapaths' answers agree with the model."""
+"""The trace route's pure parts (contivd/api/tracing.py): the ends resolved from a snapshot,
+whether the datapaths' answers agree with the model, and a Service address traced per backend
+(the nodes' halves answered by a stand-in `ask`: the real agents are in tests/k8s)."""
 
 from __future__ import annotations
 
 from ipaddress import IPv4Address
 
 import pytest
+import trio
 
-from contivd.api.tracing import agreement, trace_end
+from contivd.api.tracing import Half, agreement, trace, trace_end
 from contivd.model import NotFoundError
+from contivd.model.netpolicy import TraceQuery
 from contivd.state import EndpointState, StateSnapshot
+from contivd.state.records import KubeBackend, KubeServicePort, KubeServiceState
 
 
 def snapshot() -> StateSnapshot:
@@ -61,3 +65,36 @@ def test_ends_by_address_endpoint_id_pod_and_name() -> None:
 def test_agreement(model: str, source: dict[str, str], destination: dict[str, str] | None, agree: bool | None) -> None:
     verdict, wrong = agreement(model, source, destination)
     assert verdict is agree and (len(wrong) > 0) == (agree is False)
+
+
+def with_service(backends: tuple[KubeBackend, ...]) -> StateSnapshot:
+    snap = snapshot()
+    port = KubeServicePort("http", "TCP", 80, 0, backends)
+    snap.k8s_services["shop/web"] = KubeServiceState("shop", "web", "198.18.96.10", (port,), 0, "1")
+    return snap
+
+
+def test_a_service_address_is_judged_and_traced_per_backend() -> None:
+    asked: list[tuple[str, str, str, int]] = []
+
+    async def ask(node: str, side: str, query: TraceQuery, src: str, dst: str) -> Half:
+        asked.append((node, side, dst, query.port))
+        verdict = "load-balanced" if dst == "198.18.96.10" else "allow"
+        return {"node": node, "verdict": verdict}
+
+    snap = with_service((KubeBackend("198.18.10.2", 8080),))
+    answer = trio.run(trace, snap, TraceQuery("198.18.10.1", "198.18.96.10", 6, 80), "n1", ask)
+    assert answer["verdict"] == "allow" and answer["agree"] is True, answer
+    assert answer["service"]["id"] == "k8s:shop/web" and [b["backend"] for b in answer["service"]["backends"]] == ["198.18.10.2:8080"]
+    assert sorted(asked) == [("n1", "source", "198.18.10.2", 8080), ("n1", "source", "198.18.96.10", 80), ("n2", "destination", "198.18.10.2", 8080)]
+    assert answer["reasons"][0].startswith("service k8s:shop/web (198.18.96.10) tcp/80: DNATed"), answer
+
+
+def test_a_service_without_backends_drops_and_an_ovs_that_delivers_disagrees() -> None:
+    async def ask(node: str, side: str, query: TraceQuery, src: str, dst: str) -> Half:
+        return {"node": node, "verdict": "allow"}
+
+    answer = trio.run(trace, with_service(()), TraceQuery("198.18.10.1", "198.18.96.10", 6, 80), "n1", ask)
+    assert answer["verdict"] == "drop" and answer["service"]["backends"] == [], answer
+    assert "has no backend for tcp/80" in answer["reasons"][0]
+    assert answer["agree"] is False and answer["disagreements"] == ["the source's node n1: OVS says allow for the VIP, the model drop"]

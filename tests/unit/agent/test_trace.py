@@ -41,6 +41,7 @@ def test_destination_mac_is_the_endpoints_or_the_gateways() -> None:
         ),
         ("Datapath actions: ct(zone=65520,nat),recirc(0x1)\n...\nDatapath actions: drop\n", "drop"),
         ("Datapath actions: ct(zone=65520,nat),recirc(0x2)\n", "drop"),
+        ("Datapath actions: ct(zone=65520,nat),recirc(0x1)\n...\nDatapath actions: hash(sym_l4(0)),recirc(0x2)\n", "load-balanced"),
         ("no answer", "drop"),
     ],
 )

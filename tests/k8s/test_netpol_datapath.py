@@ -3,7 +3,8 @@
 API server; pods on both nodes send real TCP, UDP and ICMP, and what passes is what the truth table
 (tests/unit/model/test_netpolicy.py) says for a representative subset: podSelector with a named
 port, namespaceSelector, ipBlock with except, egress, protocols, default deny, a union of two
-policies, replies of allowed connections across nodes, and Contiv's EPG rules applying first.
+policies, replies of allowed connections across nodes, Contiv's EPG rules applying first, and a
+ClusterIP whose backend NetworkPolicy isolates (traced through the VIP's DNAT).
 
 Every case is also traced (`/kubernetes/trace`, asked of the node that is NOT the source's, so
 the source's OVS half comes through the authenticated agent call): the trace's verdict is what
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.k8s.test_service_datapath import KubeApi
+from tests.k8s.test_service_datapath import SERVICE_CIDR, KubeApi
 from tests.nodes import Node, attach_pod, cluster_of_nodes, metric_value, reaches, settled, sh, wait_until
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
 from tests.support.service_pods import fetch, processes
@@ -78,6 +79,26 @@ DB_UDP_FROM_DEV = policy(
         "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"env": "dev"}}}], "ports": [{"protocol": "UDP", "port": 5353}]}],
     },
 )
+
+
+DB_VIP = "198.18.96.20"
+DB_SERVICE = {
+    "kind": "Service",
+    "apiVersion": "v1",
+    "metadata": {"namespace": "prod", "name": "db"},
+    "spec": {"type": "ClusterIP", "clusterIP": DB_VIP, "ports": [{"name": "pg", "protocol": "TCP", "port": 80, "targetPort": "pg"}]},
+}
+
+
+def db_slice(address: str) -> dict[str, Any]:
+    return {
+        "kind": "EndpointSlice",
+        "apiVersion": "discovery.k8s.io/v1",
+        "metadata": {"namespace": "prod", "name": "db-1", "labels": {"kubernetes.io/service-name": "db"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+        "ports": [{"name": "pg", "protocol": "TCP", "port": 8080}],
+    }
 
 
 def tool_out(except_ip: str) -> dict[str, Any]:
@@ -147,10 +168,10 @@ class Cases:
         return got == dst
 
     def trace(self, src: str, dst: str, protocol: str) -> dict[str, Any]:
-        """The trace of src → dst, asked of the node that does not hold src."""
-        what = {"tcp": "tcp/8080", "udp": "udp/5353", "icmp": "icmp"}[protocol]
+        """The trace of src → dst (a pod's name or an address), asked of the node that does not hold src."""
+        what = {"tcp": "tcp/8080", "udp": "udp/5353", "icmp": "icmp"}.get(protocol, protocol)
         asked = next(n for n in self.nodes if n is not self.node_of[src])
-        status, traced = asked.api_call("GET", f"/kubernetes/trace/{self.ip[src]}/{self.ip[dst]}/{what}")
+        status, traced = asked.api_call("GET", f"/kubernetes/trace/{self.ip[src]}/{self.ip.get(dst, dst)}/{what}")
         assert status == 200, traced
         return dict(traced)
 
@@ -171,7 +192,7 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
     (api_port,) = free_ports(1)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kubeconfig_text(f"http://198.19.0.1:{api_port}", TOKEN))
-    with cluster_of_nodes(tmp_path, 2, "--kubeconfig", str(kubeconfig)) as nodes, processes() as running:
+    with cluster_of_nodes(tmp_path, 2, "--kubeconfig", str(kubeconfig), "--service-cidr", SERVICE_CIDR) as nodes, processes() as running:
         first, second = nodes
         running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port), "--host", first.host)
         kube = KubeApi(first, api_port)
@@ -219,6 +240,23 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
         cases.check("a", "b", "icmp", False, "prod/db/ingress/isolation")  # nor ICMP
         cases.check("a", "c", "icmp", True, None)  # pods no policy selects are not isolated
         cases.check("d", "c", "tcp", True, None)
+
+        # db behind a ClusterIP: the trace follows the VIP's DNAT to its backend and judges it there.
+        for name in ("a", "c"):
+            sh("ip", "netns", "exec", ns_of[name], "ip", "route", "add", "default", "via", GATEWAY)
+        kube.apply(DB_SERVICE)
+        kube.apply(db_slice(ip["b"]))
+        wait_until(lambda: fetch(a, DB_VIP, 80, 1) == ["b"], POLICY_SECONDS, "the client to reach db through its ClusterIP", first)
+        assert fetch(c, DB_VIP, 80, 1) == ["-"], "db's ingress isolation drops c's connection to its ClusterIP too"
+        for src, verdict, deciding in (("a", "allow", "prod/db-in/ingress/0"), ("c", "drop", "prod/db/ingress/isolation")):
+            traced = cases.trace(src, DB_VIP, "tcp/80")
+            assert traced["verdict"] == verdict and traced["agree"] is True, traced
+            assert traced["service"]["id"] == "k8s:prod/db" and traced["ovs"]["verdict"] == "load-balanced", traced
+            (backend,) = traced["service"]["backends"]
+            assert backend["backend"] == f"{ip['b']}:8080" and backend["deciding"] == deciding == traced["deciding"], traced
+            assert backend["ovs"]["verdict"] == verdict and backend["ovs"]["node"] == cases.node_of[src].name, traced
+        traced = cases.trace("a", DB_VIP, "tcp/443")  # a port the Service does not have: not DNATed, dropped
+        assert traced["verdict"] == "drop" and traced["agree"] is True and traced["ovs"]["verdict"] == "drop", traced
 
         # Counters: the allow that matched counts, and nothing else; a drop counts on the isolation.
         before = settled_hits(nodes)

@@ -1,8 +1,8 @@
 """One packet through this node's bridge as OVS itself would forward it (`ofproto/trace`), for
 `ctl trace` to show beside the model's verdict: the source's half (the packet as a local pod
 sends it) or the destination's half (the same packet as it arrives from the source's node:
-through the VXLAN tunnel from the source's VTEP with the network's VNI, or tagged on the VLAN
-uplink; docs/pipeline.md's classifier).
+through the VXLAN tunnel from the source's VTEP with the network's VNI, tagged on the VLAN
+uplink, or in routing mode untagged from the ToR; docs/pipeline.md's classifier).
 
 Pure parts: the flow text of each half (`trace_flow`, `arrival_flow`) and the verdict read from
 OVS's answer (`datapath_verdict`); the I/O is one `ovs-appctl ofproto/trace` run. Conntrack
@@ -52,11 +52,18 @@ def trace_flow(port: LocalPort, dst_mac: int, dst_ip: int, proto: int, dport: in
 
 def arrival_flow(inputs: NodeInputs, src: RemoteEndpoint, port: LocalPort, proto: int, dport: int) -> str | None:
     """The ofproto/trace flow of `src`'s packet to the local `port` as it arrives from `src`'s node
-    (the source node's forward table addressed it to the port's MAC: dst_epg rewrote it); None
-    when this bridge has no way in from there (no tunnel to its VTEP yet, no uplink)."""
+    (the source node's forward table addressed it to the port's MAC: dst_epg rewrote it; in routing
+    mode the ToR routes it in, untagged, to the router port's MAC, whatever the networks); None
+    when this bridge has no way in from there (no tunnel to its VTEP yet, no uplink).
+    The VNI or VLAN is the destination's network's: the source's bridge forwards to a remote
+    endpoint only on that endpoint's own network (openflow.flows.forward), so nothing else
+    arrives from a tunnel or a tagged uplink."""
     macs = f"dl_src={format_mac(src.mac)},dl_dst={format_mac(port.mac)}"
     network = port.network
-    if inputs.encap == "vxlan":
+    routed = _routed_in(inputs, src.ip, src.mac)
+    if routed is not None:  # routing mode: every packet from another node is routed in, untagged, from the ToR
+        head = routed
+    elif inputs.encap == "vxlan":
         tunnel = inputs.fabric.tunnel_to(src.vtep)
         if tunnel is None:
             return None
@@ -93,10 +100,50 @@ def datapath_verdict(output: str) -> tuple[str, str]:
     return ("allow" if leaves else "drop"), actions
 
 
+def external_arrival_flow(inputs: NodeInputs, src_ip: int, port: LocalPort, proto: int, dport: int) -> str | None:
+    """The ofproto/trace flow of a packet from `src_ip`, an address of no endpoint, to the local
+    `port`, entering where docs/pipeline.md's classifier takes such packets in: the node's own
+    addresses from its stack through the host port; others routed from the ToR (routing mode),
+    tagged on the VLAN uplink from a host on the VLAN (its MAC made up as 02:02:<ip>), else
+    through the host port (the node forwards them); None: no way in."""
+    routed = _routed_in(inputs, src_ip, vip_mac(src_ip))
+    host = inputs.host_port
+    if host is not None and src_ip in (host.address, host.nodeport_source):  # the node itself
+        head = f"in_port={host.ofport},dl_src={format_mac(host.mac)},dl_dst={format_mac(port.mac)}"
+    elif routed is not None:
+        head = routed
+    elif inputs.encap == "vlan" and inputs.uplinks:
+        head = f"in_port={min(inputs.uplinks)},dl_vlan={port.network.vlan},dl_src={format_mac(vip_mac(src_ip))},dl_dst={format_mac(port.mac)}"
+    elif host is not None:
+        head = f"in_port={host.ofport},dl_src={format_mac(host.mac)},dl_dst={format_mac(port.mac)}"
+    else:
+        return None
+    return _packet(head, src_ip, port.ip, proto, dport)
+
+
+def _routed_in(inputs: NodeInputs, src_ip: int, src_mac: int) -> str | None:
+    """Routing mode: the head of a packet the ToR routes in from `src_ip` (untagged on the router's
+    uplink, to the router port's MAC); None when the bridge does not route."""
+    router = inputs.router if inputs.fabric.routed else None
+    if router is None:
+        return None
+    return f"in_port={router.uplink},dl_src={format_mac(_next_hop_mac(inputs, src_ip, src_mac))},dl_dst={format_mac(router.mac)}"
+
+
+def _next_hop_mac(inputs: NodeInputs, address: int, otherwise: int) -> int:
+    """The MAC of the router this node routes `address` through (its longest learned route):
+    routed packets from `address` arrive from it too; `otherwise` when no route covers it."""
+    routes = [r for r in inputs.routes if address & r.mask == r.prefix & r.mask]
+    return max(routes, key=lambda r: r.length).next_hop_mac if routes else otherwise
+
+
 def destination_mac(inputs: NodeInputs, port: LocalPort, dst_ip: int) -> int:
-    """The MAC a pod sends to: the endpoint's own on its network, else its gateway's."""
-    known = next((e.mac for e in inputs.known() if e.ip == dst_ip and e.network == port.network), None)
-    return known if known is not None else vip_mac(port.network.gateway)
+    """The MAC a pod sends to: the endpoint's own on its network (in routing mode only a local
+    one: other nodes' are answered with the anycast MAC), else its gateway's (openflow.flows.arp)."""
+    fabric = inputs.fabric
+    ends = inputs.ports() if fabric.routed else inputs.known()
+    known = next((e.mac for e in ends if e.ip == dst_ip and e.network == port.network), None)
+    return known if known is not None else fabric.gateway_mac(port.network)
 
 
 async def ovs_trace(
@@ -112,11 +159,15 @@ async def ovs_trace(
 async def arrival_trace(
     node: str, bridge: str, appctl: list[str], inputs: NodeInputs, src_ip: int, dst_ip: int, proto: int, dport: int
 ) -> OvsTrace | None:
-    """The destination's half on this node's bridge, or None when the destination is not a local
-    port of it or the source is not an endpoint of another node that this bridge knows."""
+    """The destination's half on this node's bridge: the packet from an endpoint of another node
+    as it arrives from there, from an address of no endpoint as it enters from outside
+    (`external_arrival_flow`); None when the destination is not a local port of this bridge,
+    the source is a local port, or the bridge has no way in from the source."""
     port = next((p for p in inputs.ports() if p.ip == dst_ip), None)
     src = next((r for r in inputs.remotes() if r.ip == src_ip), None)
-    flow = None if port is None or src is None else arrival_flow(inputs, src, port, proto, dport)
+    if port is None or any(p.ip == src_ip for p in inputs.ports()):
+        return None
+    flow = external_arrival_flow(inputs, src_ip, port, proto, dport) if src is None else arrival_flow(inputs, src, port, proto, dport)
     return None if flow is None else await _run(node, bridge, appctl, flow)
 
 

@@ -219,7 +219,9 @@ class Handlers:
         """One packet's fate (the first of a connection): the model's verdict over Contiv's and
         Kubernetes' policy, and OVS's own (ofproto/trace) on the source's node and, across nodes,
         the destination's, whichever node is asked (contivd/api/tracing.py); `agree` false is a bug."""
-        return await tracing.trace(await self.ctx.cache.sync(), parse_trace(spec), self.ctx.node_name, self._trace_half)
+        snapshot = await self.ctx.cache.sync()
+        routing = self.ctx.agent.settings.routing if self.ctx.agent is not None else snapshot.forwarding_mode() == "routing"
+        return await tracing.trace(snapshot, parse_trace(spec), self.ctx.node_name, self._trace_half, routing=routing)
 
     async def _trace_half(self, node: str, side: str, query: TraceQuery, src: str, dst: str) -> tracing.Half:
         """One half of a trace from `node`'s agent: this node's directly, another's by the signed agent call."""

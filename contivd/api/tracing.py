@@ -119,9 +119,17 @@ def services(snapshot: StateSnapshot) -> list[ServiceSpec]:
     return specs
 
 
-async def trace(snapshot: StateSnapshot, query: TraceQuery, node: str, ask: Ask) -> dict[str, Any]:
-    """The whole answer of the trace route, asked on node `node`. A DST that is a Service's
-    address is judged, and traced, against each backend its VIP is DNATed to (`service`)."""
+def bridged(snapshot: StateSnapshot, src: TraceEnd, routing: bool) -> bool:
+    """Whether the source's bridge only bridges (no route between networks): always but in
+    routing mode (`--fwd-mode routing`), which routes on VLAN networks only."""
+    network = snapshot.networks.get(src.network)
+    return not (routing and network is not None and network.pkt_tag_type == "vlan")
+
+
+async def trace(snapshot: StateSnapshot, query: TraceQuery, node: str, ask: Ask, *, routing: bool = False) -> dict[str, Any]:
+    """The whole answer of the trace route, asked on node `node` (`routing`: the nodes run
+    `--fwd-mode routing`). A DST that is a Service's address is judged, and traced, against
+    each backend its VIP is DNATed to (`service`)."""
     src, dst = trace_end(snapshot, query.src), trace_end(snapshot, query.dst)
     head: dict[str, Any] = {
         "src": _ip(src.address),
@@ -133,18 +141,19 @@ async def trace(snapshot: StateSnapshot, query: TraceQuery, node: str, ask: Ask)
     }
     translation = None if dst.endpoint else translate(services(snapshot), dst.address, query.proto, query.port)
     if translation is None:
-        return {**head, **await _pair(snapshot, src, dst, query, ask)}
-    return {**head, **await _through_service(snapshot, src, query, translation, ask)}
+        return {**head, **await _pair(snapshot, src, dst, query, ask, routing)}
+    return {**head, **await _through_service(snapshot, src, query, translation, ask, routing)}
 
 
 def _ip(address: int) -> str:
     return str(ipaddress.IPv4Address(address))
 
 
-async def _pair(snapshot: StateSnapshot, src: TraceEnd, dst: TraceEnd, query: TraceQuery, ask: Ask) -> dict[str, Any]:
+async def _pair(snapshot: StateSnapshot, src: TraceEnd, dst: TraceEnd, query: TraceQuery, ask: Ask, routing: bool) -> dict[str, Any]:
     """The model's verdict on src → dst and OVS's halves on the ends' nodes, compared."""
     netpol = Compiled(tuple(r for pod in snapshot.k8s_netpol.values() for r in pod.rules))
-    model = explanation_json(explain(contiv_rules(snapshot), netpol, src, dst, query.proto, query.port))
+    rules = contiv_rules(snapshot)
+    model = explanation_json(explain(rules, netpol, src, dst, query.proto, query.port, bridged=bridged(snapshot, src, routing)))
     src_ip, dst_ip = _ip(src.address), _ip(dst.address)
     halves: dict[str, Half | None] = {"source": None, "destination": None}
 
@@ -166,7 +175,9 @@ async def _pair(snapshot: StateSnapshot, src: TraceEnd, dst: TraceEnd, query: Tr
     return {**model, "ovs": source, "ovs_destination": destination, "agree": agree, "disagreements": disagreements}
 
 
-async def _through_service(snapshot: StateSnapshot, src: TraceEnd, query: TraceQuery, translation: Translation, ask: Ask) -> dict[str, Any]:
+async def _through_service(
+    snapshot: StateSnapshot, src: TraceEnd, query: TraceQuery, translation: Translation, ask: Ask, routing: bool
+) -> dict[str, Any]:
     """A packet to a VIP: the source's OVS traced to the VIP (through conntrack to the service's
     select group, where the datapath's hash picks the backend), and each backend as the DNATed
     packet reaches it (its address and target port), judged and traced like any pair."""
@@ -176,7 +187,7 @@ async def _through_service(snapshot: StateSnapshot, src: TraceEnd, query: TraceQ
 
     async def backend(index: int, to: Backend) -> None:
         end = trace_end(snapshot, _ip(to.ip))
-        pair = await _pair(snapshot, src, end, dataclasses.replace(query, port=to.port), ask)
+        pair = await _pair(snapshot, src, end, dataclasses.replace(query, port=to.port), ask, routing)
         answers[index] = {"backend": f"{_ip(to.ip)}:{to.port}", "end": _end_json(end), **pair}
 
     async def source() -> None:

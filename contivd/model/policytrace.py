@@ -67,10 +67,14 @@ class Explanation:
     rules: tuple[TookPart, ...]  # pipeline order: the deciding rule of each table the packet reached
     reasons: tuple[str, ...]  # one line per table: what happened there
     netpol: Decision | None  # NetworkPolicy's own answer (None: not reached)
+    forwarded: bool = True  # False: policy allows, the forward table drops it (no rule decides)
 
     @property
     def deciding(self) -> TookPart | None:
-        """The one rule to name: the drop, else the last allow (the most specific to the packet)."""
+        """The one rule to name: the drop, else the last allow (the most specific to the packet);
+        none when the forward table, not a rule, drops it."""
+        if not self.forwarded:
+            return None
         drops = [r for r in self.rules if r.drops]
         return drops[0] if drops else (self.rules[-1] if self.rules else None)
 
@@ -122,7 +126,30 @@ def _line(table: str, part: TookPart | None, absent: str) -> str:
     return f"{table}: {absent}" if part is None else f"{table}: {part.action} by {part.rule} ({part.kind}, priority {part.priority})"
 
 
-def explain(contiv: Iterable[PolicyRuleSpec], netpol: Compiled, src: TraceEnd, dst: TraceEnd, proto: int, dport: int = 0) -> Explanation:
+def unrouted(src: TraceEnd, dst: TraceEnd) -> str | None:
+    """Why a bridging node's forward table drops src → dst whatever policy says (None: it does
+    not): an endpoint of another network is reached through the gateway's MAC, and in bridge
+    mode no forward flow routes that (only Contiv's routing mode routes between networks)."""
+    if not (src.endpoint and dst.endpoint) or src.network == dst.network:
+        return None
+    return (
+        f"forward: drop: {dst.endpoint} is on network {dst.network}, the source on {src.network}; in bridge mode nothing "
+        "routes between networks (the packet to the gateway's MAC matches no forward flow)"
+    )
+
+
+def explain(
+    contiv: Iterable[PolicyRuleSpec], netpol: Compiled, src: TraceEnd, dst: TraceEnd, proto: int, dport: int = 0, *, bridged: bool = False
+) -> Explanation:
+    """What the pipeline's policy tables do to the first packet of a connection src → dst and,
+    `bridged` (the nodes bridge: Contiv's bridge mode), whether the forward table then drops it
+    for being addressed to another network (`unrouted`)."""
+    judged = _judged(contiv, netpol, src, dst, proto, dport)
+    why = unrouted(src, dst) if bridged and judged.allowed else None
+    return judged if why is None else Explanation(False, judged.rules, (*judged.reasons, why), judged.netpol, forwarded=False)
+
+
+def _judged(contiv: Iterable[PolicyRuleSpec], netpol: Compiled, src: TraceEnd, dst: TraceEnd, proto: int, dport: int) -> Explanation:
     """What the pipeline's policy tables do to the first packet of a connection src → dst."""
     if not src.endpoint:
         why = "not judged: the source is no endpoint, so the packet enters as REMOTE and skips policy (judged at a sending node only)"

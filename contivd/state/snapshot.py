@@ -203,6 +203,12 @@ class StateSnapshot:
     def network(self, tenant: str, name: str) -> NetworkState | None:
         return self.networks.get(keys.net_id(tenant, name))
 
+    def forwarding_mode(self) -> str:
+        """The global object's fwdMode (`bridge` or `routing`; `bridge` while there is none)."""
+        config = self.other.get(keys.GLOBAL_CONFIG)
+        value = config.get("fwd-mode") if isinstance(config, Mapping) else None
+        return str(value) if value else "bridge"
+
     def private_subnet(self) -> str | None:
         """The global object's pvtSubnet (host access); None while there is no global config."""
         config = self.other.get(keys.GLOBAL_CONFIG)

@@ -162,6 +162,14 @@ def test_pods_on_three_nodes_reach_each_other_over_vxlan_and_over_a_vlan_uplink(
             assert (source["node"], source["bridge"], source["verdict"]) == (nodes[0].name, bridge, "allow"), source
             assert (destination["node"], destination["bridge"], destination["verdict"]) == (nodes[1].name, bridge, "allow"), destination
             assert ("tun_id=" if bridge == "contivVxlanBridge" else "dl_vlan=100") in destination["flow"], destination
+        # Between two networks (VXLAN pod on node 1 to VLAN pod on node 2, through the gateway):
+        # bridge mode routes nothing, so the packet dies in node 1's forward table, as traced.
+        sh("ip", "netns", "exec", nodes[0].pods[0], "ip", "route", "add", "default", "via", "198.18.0.254")
+        assert not reaches(nodes[0].pods[0], vlan[1]["ipAddress"]), "bridge mode routes between networks"
+        status, traced = nodes[2].api_call("GET", f"/kubernetes/trace/{vxlan[0]['ipAddress']}/{vlan[1]['ipAddress']}/icmp")
+        assert status == 200 and traced["verdict"] == "drop" and traced["agree"] is True and traced["deciding"] is None, traced
+        assert traced["reasons"][-1].startswith("forward: drop: ") and "in bridge mode nothing routes between networks" in traced["reasons"][-1]
+        assert (traced["ovs"]["node"], traced["ovs"]["verdict"]) == (nodes[0].name, "drop") and traced["ovs_destination"] is not None, traced
         # Another host without a token is refused; with the admin token (bearer) it is let in.
         first, second = nodes[0], nodes[1]
         trace_half = f"/trace/source/{vxlan[0]['ipAddress']}/{vxlan[1]['ipAddress']}/1/0"

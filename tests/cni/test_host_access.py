@@ -1,7 +1,8 @@
 """Host access on a real node: a contivd node in its namespace with its managed OVS, pods added
 through the `contiv` plugin. A pod on a network without a gateway gets `host1` (private
 address from the global pvtSubnet, default route through the node) and reaches the node over
-it and a service VIP over its data interface; the node reaches its pods; DEL removes both
+it and a service VIP over its data interface; the node reaches its pods (and `ctl trace` of
+that traces its arrival through the host port, agreeing); DEL removes both
 ends; a pvtSubnet that overlaps the pod's network is refused with nothing left behind. With
 forwarding on (as on every Kubernetes node) contivd's iptables chains keep the node from
 carrying pod → node → other pod, and masquerade pods' private traffic to the outside."""
@@ -123,6 +124,15 @@ def test_pod_without_gateway_reaches_node_and_vip_and_del_removes_both_ends(node
         servers.append(start_answering(client.name, 8080, "client"))
         assert reaches(node.ns, data)
         assert first_answer(node.ns, data, 8080) == "client"
+        # `ctl trace` from the node's own (private) address, an address of no endpoint: the pod's
+        # node traces its arrival through the host port, and it is delivered as the model says
+        vsctl = ("ovs-vsctl", f"--db=unix:{node.data / 'ovs' / 'db.sock'}")
+        host_port = in_node(node, *vsctl, "get", "interface", "cvhost-vxlan", "ofport").stdout.strip()
+        for what in ("icmp", "tcp/8080"):
+            status, traced = node.api_call("GET", f"/kubernetes/trace/{NODE_PRIVATE}/{data}/{what}")
+            assert status == 200 and traced["verdict"] == "allow" and traced["agree"] is True, traced
+            arrival = traced["ovs_destination"]
+            assert arrival["verdict"] == "allow" and f",in_port={host_port}," in arrival["flow"] and "skipped" in traced["ovs"], traced
         # the service VIP through the data interface
         servers.append(start_answering(backend.name, 8080, "backend"))
         vip = node.api_call("GET", "/api/v1/inspect/serviceLBs/default:web/")[1]["Oper"]["serviceVip"]

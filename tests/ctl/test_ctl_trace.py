@@ -62,3 +62,29 @@ def test_a_disagreement_is_printed_loudly_and_fails_the_command() -> None:
     assert "  OVS on n2 (destination): node n2's agent did not answer: timed out\n" in text, "a node that cannot answer is named"
     assert "!!! DISAGREEMENT: the source's node n1: OVS says drop, the model allow: a bug !!!" in text
     assert trace_failure(answer) is not None and trace_failure({**answer, "agree": True}) is None
+
+
+def test_a_service_address_prints_each_backend_with_its_verdict_and_ovs_halves() -> None:
+    backend = {
+        "backend": "198.18.10.2:8080",
+        "end": {"endpoint": "pods.default-2", "pod": "prod/db", "node": "n2", "group": 3},
+        "verdict": "drop",
+        "reasons": ["np_ingress: drop by prod/db/ingress/isolation (kubernetes, priority 100)"],
+        "ovs": {"node": "n1", "bridge": "contivVxlanBridge", "verdict": "drop", "datapath_actions": "drop"},
+        "ovs_destination": {"node": "n2", "skipped": "not reached: the source's node drops the packet"},
+    }
+    answer = {
+        "src": "198.18.10.1",
+        "dst": "198.18.96.20",
+        "proto": 6,
+        "port": 80,
+        "verdict": "drop",
+        "reasons": ["service k8s:prod/db (198.18.96.20) tcp/80: DNATed by its select group to one of 1 backend"],
+        "service": {"id": "k8s:prod/db", "vip": "198.18.96.20", "backends": [backend]},
+        "ovs": {"node": "n1", "bridge": "contivVxlanBridge", "verdict": "load-balanced", "datapath_actions": "hash(sym_l4(0)),recirc(0x2)"},
+        "agree": True,
+    }
+    text = trace(answer)
+    assert "  OVS on n1 (source, contivVxlanBridge): LOAD-BALANCED (datapath actions: hash(sym_l4(0)),recirc(0x2))\n" in text
+    assert "  backend 198.18.10.2:8080 (endpoint pods.default-2, pod prod/db, group 3, on node n2): DROP\n" in text
+    assert "    np_ingress: drop by prod/db/ingress/isolation" in text and "    OVS on n2 (destination): not reached" in text, text

@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from contivd.agent.trace import TraceError, arrival_flow, datapath_verdict, destination_mac, ovs_trace, trace_flow
-from openflow.inputs import LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, TunnelPort, ipv4
+from contivd.agent.trace import (
+    TraceError,
+    arrival_flow,
+    arrival_trace,
+    datapath_verdict,
+    destination_mac,
+    external_arrival_flow,
+    ovs_trace,
+    trace_flow,
+)
+from openflow.inputs import ANYCAST_MAC, HostPort, LocalPort, NetworkRef, NodeInputs, RemoteEndpoint, Route, Router, TunnelPort, ipv4
 
 NET = NetworkRef("pods.default", "vxlan", 1, 100, ipv4("198.18.10.254", "gw"))
 PORT = LocalPort(3, "a", ipv4("198.18.10.1", "a"), 0x0202C6120A01, NET)
@@ -72,3 +81,43 @@ async def test_an_ovs_that_cannot_be_asked_is_a_trace_error_naming_it() -> None:
     with pytest.raises(TraceError, match="ofproto/trace br0 tcp,in_port=3"):
         await ovs_trace("n1", "br0", ["/nonexistent/ovs-appctl"], inputs, PORT.ip, PEER.ip, 6, 80)
     assert await ovs_trace("n1", "br0", ["/nonexistent/ovs-appctl"], inputs, PEER.ip, PORT.ip, 6, 80) is None, "the source is not local"
+
+
+def test_routing_mode_sends_to_the_anycast_mac_and_arrives_untagged_from_the_tor() -> None:
+    vlan_net = NetworkRef("pods.default", "vlan", 100, 0, ipv4("198.18.10.254", "gw"))
+    here = LocalPort(5, "b", PEER.ip, PEER.mac, vlan_net)
+    source = RemoteEndpoint("a", PORT.ip, PORT.mac, vlan_net)
+    router = Router(ofport=2, mac=0x0A0000000002, address=ipv4("198.18.1.2", "router"), uplink=1)
+    tor = Route(ipv4("198.18.10.0", "net"), 24, 0x0A00000000FE)
+    inputs = NodeInputs("vlan", (here,), (source,), router=router, routes=(tor,))
+    assert destination_mac(inputs, here, source.ip) == ANYCAST_MAC, "another node's endpoint is routed"
+    assert arrival_flow(inputs, source, here, 1, 0) == (
+        "icmp,in_port=1,dl_src=0a:00:00:00:00:fe,dl_dst=0a:00:00:00:00:02,nw_src=198.18.10.1,nw_dst=198.18.10.2,icmp_type=8,icmp_code=0"
+    )
+
+
+def test_an_external_source_enters_through_the_host_port_the_uplink_or_the_tor() -> None:
+    host = HostPort(ofport=4, mac=0x0A00000000AA, address=ipv4("198.18.255.254", "node"))
+    outside = ipv4("198.19.7.7", "outside")
+    vxlan = NodeInputs("vxlan", (PORT,), host_port=host)
+    assert external_arrival_flow(vxlan, host.address, PORT, 6, 80) == (
+        "tcp,in_port=4,dl_src=0a:00:00:00:00:aa,dl_dst=02:02:c6:12:0a:01,nw_src=198.18.255.254,nw_dst=198.18.10.1,tcp_src=40000,tcp_dst=80,tcp_flags=0x002"
+    )
+    assert external_arrival_flow(vxlan, outside, PORT, 1, 0) is not None and "in_port=4," in str(external_arrival_flow(vxlan, outside, PORT, 1, 0))
+    assert external_arrival_flow(NodeInputs("vxlan", (PORT,)), outside, PORT, 1, 0) is None, "no host port: no way in"
+    vlan_net = NetworkRef("pods.default", "vlan", 100, 0, 0)
+    tagged = LocalPort(5, "b", PEER.ip, PEER.mac, vlan_net)
+    vlan = NodeInputs("vlan", (tagged,), uplinks=(7, 6), host_port=host)
+    assert external_arrival_flow(vlan, outside, tagged, 1, 0) == (
+        "icmp,in_port=6,dl_vlan=100,dl_src=02:02:c6:13:07:07,dl_dst=02:02:c6:12:0a:02,nw_src=198.19.7.7,nw_dst=198.18.10.2,icmp_type=8,icmp_code=0"
+    )
+    assert "in_port=4," in str(external_arrival_flow(vlan, host.address, tagged, 1, 0)), "the node itself: its host port"
+    router = Router(ofport=2, mac=0x0A0000000002, address=ipv4("198.18.1.2", "router"), uplink=1)
+    routed = NodeInputs("vlan", (tagged,), router=router)
+    assert str(external_arrival_flow(routed, outside, tagged, 1, 0)).startswith("icmp,in_port=1,dl_src=02:02:c6:13:07:07,dl_dst=0a:00:00:00:00:02,")
+
+
+async def test_the_arrival_half_is_for_a_local_destination_from_elsewhere() -> None:
+    inputs = NodeInputs("vxlan", (PORT,), (PEER,))
+    for src, dst in ((PEER.ip, PEER.ip), (PORT.ip, PORT.ip), (ipv4("198.19.7.7", "x"), PORT.ip)):  # not local; from itself; no way in
+        assert await arrival_trace("n1", "br0", ["/nonexistent/ovs-appctl"], inputs, src, dst, 1, 0) is None

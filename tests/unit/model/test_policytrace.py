@@ -113,6 +113,17 @@ def test_the_destination_group_is_known_on_the_sources_network_only() -> None:
     assert explain(rules, Compiled(()), CLIENT, elsewhere, TCP, 80).allowed, "routed to another network: DST_EPG 0"
 
 
+def test_bridge_mode_drops_what_policy_lets_through_to_another_network() -> None:
+    elsewhere = TraceEnd(SERVER.address, SERVER.endpoint, DB, "other.default", "node2")
+    answer = explanation_json(explain(contiv(ALLOW_WEB_5432), Compiled(()), CLIENT, elsewhere, TCP, 5432, bridged=True))
+    assert answer["verdict"] == "drop" and answer["deciding"] is None and answer["reasons"][-1].startswith("forward: drop: ep-198.18.0.11")
+    assert [r["action"] for r in answer["rules"]] == [], "DST_EPG 0: the group's allow does not match"
+    assert explain([], Compiled(()), CLIENT, SERVER, TCP, 80, bridged=True).allowed, "one network: bridged"
+    assert explain([], Compiled(()), CLIENT, OUTSIDE, TCP, 80, bridged=True).allowed, "an external address is no other network"
+    denied = explanation_json(explain(contiv(DENY_WEB_TCP), Compiled(()), CLIENT, SERVER, TCP, 80, bridged=True))
+    assert denied["deciding"] == "default:db:default:p:default:p:1:inRx", "policy's own drop still names its rule"
+
+
 def test_port_less_tcp_rules_match_the_opening_syn_and_addresses_match_by_prefix() -> None:
     (syn_only,) = contiv({"ruleId": "3", "priority": 1, "direction": "in", "protocol": "tcp", "fromIpAddress": "198.18.0.0/24", "action": "deny"})
     assert syn_only.tcp_flags is not None  # `syn,!ack`: the traced packet is a SYN

@@ -1,7 +1,8 @@
 """Routing mode end to end: three contivd nodes (each its own single-node cluster, in its own
 namespace, `--fwd-mode routing`) peer with one FRR router namespace running zebra + bgpd, which
 installs the /32s it learns into its kernel and forwards between the nodes' uplinks. A pod on
-node 1 pings and reaches TCP on pods of the other nodes through the router; a stopped node's
+node 1 pings and reaches TCP on pods of the other nodes (other networks) through the router,
+and `ctl trace` of it agrees on both ends' switches; a stopped node's
 routes are withdrawn and traffic between the others goes on; a deleted endpoint's route goes
 from the router and from the other nodes' switches and its traffic stops; a deleted Bgp object takes
 the node's routes and its router IP away."""
@@ -160,6 +161,20 @@ def test_pods_on_different_nodes_reach_each_other_through_the_router(routed: tup
     assert reaches(three.node.pods[0], two.pod_ip)
     assert route_flow(one.node, two.pod_ip) and route_flow(one.node, three.pod_ip)
     assert tcp_answer(one.node.pods[0], two.node.pods[0], two.pod_ip) == "routed"
+    # `ctl trace` of that packet between two networks, on each end's node (each node is its own
+    # cluster, so the other end is an outside address there): node1's OVS sends it to the ToR
+    # (the pod addressed its gateway, the anycast MAC), node2's delivers it as routed in, untagged.
+    path = f"/kubernetes/trace/{one.pod_ip}/{two.pod_ip}/tcp/{TCP_PORT}"
+    status, traced = one.node.api_call("GET", path)
+    assert status == 200 and traced["verdict"] == "allow" and traced["agree"] is True, traced
+    assert traced["ovs"]["verdict"] == "allow" and ",dl_dst=00:00:11:11:11:11," in traced["ovs"]["flow"], traced
+    status, traced = two.node.api_call("GET", path)
+    assert status == 200 and traced["verdict"] == "allow" and traced["agree"] is True, traced
+    uplink = sh(
+        "ip", "netns", "exec", two.node.ns, "ovs-vsctl", f"--db=unix:{two.node.data / 'ovs' / 'db.sock'}", "get", "interface", "uplink0", "ofport"
+    )
+    arrival = traced["ovs_destination"]
+    assert arrival["verdict"] == "allow" and f",in_port={uplink.stdout.strip()}," in arrival["flow"] and "dl_vlan" not in arrival["flow"], traced
 
     # A node stopped: its session closes, its routes are withdrawn, the others go on.
     three.node.stop()

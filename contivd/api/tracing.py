@@ -6,7 +6,8 @@ The ends are resolved from this node's snapshot (`trace_end`); each half is aske
 that holds the pod through `ask` (the API's authenticated agent call, or this node's agent
 directly), so a node that cannot answer is named in its half (`unanswered`), never an error of
 the whole trace. `agreement` is pure: a datapath that disagrees with the model is a bug, and is
-reported as one (`agree` false, the reasons in `disagreements`).
+reported as one (`agree` false, the reasons in `disagreements`). A pod's packet to a Service
+address is answered per backend the VIP is DNATed to (`service`, contivd.model.servicetrace).
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ async def trace(snapshot: StateSnapshot, query: TraceQuery, node: str, ask: Ask,
         "answered_by": node,
         "ends": {"src": _end_json(src), "dst": _end_json(dst)},
     }
-    translation = None if dst.endpoint else translate(services(snapshot), dst.address, query.proto, query.port)
+    # Only a pod's packet is load-balanced: an outside source enters as REMOTE, which skips the VIP flows.
+    translation = translate(services(snapshot), dst.address, query.proto, query.port) if src.endpoint and not dst.endpoint else None
     if translation is None:
         return {**head, **await _pair(snapshot, src, dst, query, ask, routing)}
     return {**head, **await _through_service(snapshot, src, query, translation, ask, routing)}
@@ -203,7 +205,7 @@ async def _through_service(
     verdict = "drop" if not answers else (verdicts.pop() if len(verdicts) == 1 else "depends on the backend")
     same = answers and all((a["verdict"], a["deciding"]) == (answers[0]["verdict"], answers[0]["deciding"]) for a in answers)
     model = {key: answers[0][key] for key in ("deciding", "rules", "contiv", "egress", "ingress")} if same else {}
-    reasons = [translation.why, *(f"backend {a['backend']}: {a['verdict']} by {a['deciding'] or 'no rule'}" for a in answers)]
+    reasons = [translation.why, *(f"backend {a['backend']}: {a['verdict']}" + (f" by {a['deciding']}" if a["deciding"] else "") for a in answers)]
     expected = "load-balanced" if answers else "drop"
     wrong = []
     if half is not None and "verdict" in half and half["verdict"] != expected:

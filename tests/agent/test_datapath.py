@@ -319,6 +319,14 @@ def test_service_vip_spreads_connections_over_two_providers(node: Node) -> None:
         assert answers == {"p1", "p2"}, f"connections to the VIP reached {answers}"
         status, stats = node.api_call("GET", "/svcstats", port=node.agent)
         assert status == 200 and stats["web:default"]["packets"] >= 10, stats  # one SYN per new connection
+        # `ctl trace` to the VIP: the serviceLB's two providers, each judged and traced (allowed),
+        # the client's OVS handing the packet to the service's select group
+        client, providers = endpoints[2]["ipAddress"], sorted(f"{e['ipAddress']}:8080" for e in endpoints[:2])
+        status, traced = node.api_call("GET", f"/kubernetes/trace/{client}/{vip}/tcp/80")
+        assert status == 200 and traced["verdict"] == "allow" and traced["agree"] is True, traced
+        assert traced["service"]["id"] == "web:default" and traced["ovs"]["verdict"] == "load-balanced", traced
+        assert sorted(b["backend"] for b in traced["service"]["backends"]) == providers, traced
+        assert all(b["ovs"]["verdict"] == "allow" for b in traced["service"]["backends"]), traced
     finally:
         for server in servers:
             server.kill()

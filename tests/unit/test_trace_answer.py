@@ -98,3 +98,11 @@ def test_a_service_without_backends_drops_and_an_ovs_that_delivers_disagrees() -
     assert answer["verdict"] == "drop" and answer["service"]["backends"] == [], answer
     assert "has no backend for tcp/80" in answer["reasons"][0]
     assert answer["agree"] is False and answer["disagreements"] == ["the source's node n1: OVS says allow for the VIP, the model drop"]
+
+
+def test_an_outside_source_to_a_vip_is_not_load_balanced() -> None:
+    async def ask(node: str, side: str, query: TraceQuery, src: str, dst: str) -> Half:
+        raise AssertionError("no node sends it, and the VIP is no pod")
+
+    answer = trio.run(trace, with_service((KubeBackend("198.18.10.2", 8080),)), TraceQuery("198.19.0.9", "198.18.96.10", 6, 80), "n1", ask)
+    assert "service" not in answer and answer["verdict"] == "allow" and "REMOTE" in answer["reasons"][0], answer

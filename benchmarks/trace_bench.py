@@ -8,6 +8,9 @@ by a fabric namespace, as in tests/nodes.py).
   token, one connection kept alive.
 * ``trace_local_p50_ms`` / ``_p99_ms``: both pods on node 1, asked of node 1 (its own agent,
   one ofproto/trace).
+* ``trace_service_p50_ms`` / ``_p99_ms``: the source pod to a Contiv serviceLB VIP (TCP 80)
+  whose providers are the two other pods (node 1 and node 2), asked of node 3: the VIP half and
+  each backend's halves (four ofproto/traces on two nodes, at the same time).
 Each is taken over ``--requests`` requests (``--quick``: 20) after 3 warm-up requests; the
 policy attached to the destination's group has ``--rules`` Contiv rules (default 200) so the
 model and the policy table are not empty. The issue's target is < 500 ms for one answer.
@@ -32,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tests.nodes import Node, attach_pod, cluster_of_nodes, reaches, sh, wait_until  # noqa: E402
 
 SUBNET, GATEWAY = "198.18.44.0/24", "198.18.44.254"
+SERVICE_SUBNET, SERVICE_GATEWAY = "198.18.45.0/24", "198.18.45.254"
 # Run inside the asking node's namespace: N timed GETs on one kept-alive HTTPS connection.
 TIMER = (
     "import httpx,json,ssl,sys,time; url,token,ca,n=sys.argv[1],sys.argv[2],sys.argv[3],int(sys.argv[4]);"
@@ -103,6 +107,8 @@ def run(requests: int, rules: int) -> dict[str, Any]:
         wait_until(lambda: reaches(first.pods[0], ip["far"]) and reaches(first.pods[0], ip["near"]), 60, "the pods to reach each other", first)
         cross = timed(third, f"/kubernetes/trace/{ip['src']}/{ip['far']}/icmp", requests)
         local = timed(first, f"/kubernetes/trace/{ip['src']}/{ip['near']}/icmp", requests)
+        vip = service_of(first, ("near", "far"))
+        service = timed(third, f"/kubernetes/trace/{ip['src']}/{vip}/tcp/80", requests)
     return {
         "requests": requests,
         "contiv_rules": rules,
@@ -110,7 +116,28 @@ def run(requests: int, rules: int) -> dict[str, Any]:
         "trace_cross_p99_ms": round(percentile(cross, 0.99), 1),
         "trace_local_p50_ms": round(statistics.median(local), 1),
         "trace_local_p99_ms": round(percentile(local, 0.99), 1),
+        "trace_service_p50_ms": round(statistics.median(service), 1),
+        "trace_service_p99_ms": round(percentile(service, 0.99), 1),
     }
+
+
+def service_of(node: Node, providers: tuple[str, ...]) -> str:
+    """A Contiv serviceLB (TCP 80 -> 1080) on its own network whose providers are the
+    endpoints `providers`; its VIP once allocated."""
+    network = {"tenantName": "default", "networkName": "tbsvc", "encap": "vxlan", "subnet": SERVICE_SUBNET, "gateway": SERVICE_GATEWAY}
+    post(node, "/api/v1/networks/default:tbsvc/", network)
+    lb = {"tenantName": "default", "serviceName": "tbweb", "networkName": "tbsvc", "selectors": ["app=tbweb"], "ports": ["80:1080:TCP"]}
+    post(node, "/api/v1/serviceLBs/default:tbweb/", lb)
+    for name in providers:
+        update = {"Tenant": "default", "Network": "tb", "EndpointID": name, "Event": "start", "Labels": {"app": "tbweb"}}
+        post(node, "/plugin/updateEndpoint", update)
+
+    def providers_known() -> bool:
+        oper = node.api_call("GET", "/api/v1/inspect/serviceLBs/default:tbweb/")[1].get("Oper") or {}
+        return bool(oper.get("serviceVip")) and len(oper.get("providers") or {}) == len(providers)
+
+    wait_until(providers_known, 60, "the serviceLB's providers", node)
+    return str(node.api_call("GET", "/api/v1/inspect/serviceLBs/default:tbweb/")[1]["Oper"]["serviceVip"])
 
 
 def main() -> None:

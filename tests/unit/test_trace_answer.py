@@ -4,6 +4,7 @@ whether the datapaths' answers agree with the model, and a Service address trace
 
 from __future__ import annotations
 
+import dataclasses
 from ipaddress import IPv4Address
 
 import pytest
@@ -106,3 +107,16 @@ def test_an_outside_source_to_a_vip_is_not_load_balanced() -> None:
 
     answer = trio.run(trace, with_service((KubeBackend("198.18.10.2", 8080),)), TraceQuery("198.19.0.9", "198.18.96.10", 6, 80), "n1", ask)
     assert "service" not in answer and answer["verdict"] == "allow" and "REMOTE" in answer["reasons"][0], answer
+
+
+def test_a_backend_on_another_network_is_dropped_in_bridge_mode() -> None:
+    async def ask(node: str, side: str, query: TraceQuery, src: str, dst: str) -> Half:
+        return {"node": node, "verdict": "load-balanced" if dst == "198.18.96.10" else "drop"}
+
+    snap = with_service((KubeBackend("198.18.20.3", 8080),))
+    other = snap.endpoints["pods.default-2"]
+    snap.endpoints["svc.default-3"] = dataclasses.replace(other, id="svc.default-3", net_id="svc.default", ip_address="198.18.20.3")
+    answer = trio.run(trace, snap, TraceQuery("198.18.10.1", "198.18.96.10", 6, 80), "n1", ask)
+    (backend,) = answer["service"]["backends"]
+    assert answer["verdict"] == backend["verdict"] == "drop" and answer["agree"] is True, answer
+    assert backend["reasons"][-1].startswith("forward: drop: svc.default-3 is on network svc.default"), backend

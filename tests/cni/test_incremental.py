@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cni.harness import Pod, api_gets, create_network, netconf, run_plugin
+from tests.cni.harness import Outcome, Pod, api_gets, create_network, netconf, run_plugin
 from tests.nodes import Node, cluster_of_nodes, wait_until
 
 pytestmark = [
@@ -74,6 +75,19 @@ def write_through_elections(node: Node, method: str, path: str, body: Any = None
     return answered
 
 
+def cni_through_elections(call: Callable[[], Outcome], node: Node) -> Outcome:
+    """A CNI call as a runtime that honours "try again later" (code 11: the cluster is electing a
+    leader, e.g. a leader stepping down on a loaded machine) makes it: repeated until answered
+    otherwise. Retrying is safe: the plugin's ADD and DEL are idempotent per container."""
+
+    def attempt() -> Outcome | None:
+        out = call()
+        return None if out.status != 0 and isinstance(out.output, dict) and out.output.get("code") == 11 else out
+
+    answered: Outcome = wait_until(attempt, 60, "a CNI call answered by a leader", node)
+    return answered
+
+
 def _rule(rule_id: int, rng: random.Random) -> dict[str, Any]:
     return {
         "tenantName": "default",
@@ -114,12 +128,14 @@ def test_random_pod_and_policy_changes_on_three_nodes_leave_no_drift(tmp_path: P
                 if roll < 0.45 and len(live) < 24 or not live and roll < 0.8:
                     pod, node = Pod().create(), rng.choice(nodes)
                     created.append(pod)
-                    out = pod.add(node, network="pods", group=rng.choice(["web", "db", ""]))
+                    group = rng.choice(["web", "db", ""])
+                    out = cni_through_elections(lambda: pod.add(node, network="pods", group=group), node)
                     assert out.status == 0, out.output
                     live.append((pod, node))
                 elif roll < 0.8:
                     pod, node = live.pop(rng.randrange(len(live)))
-                    assert pod.delete(node).status == 0
+                    out = cni_through_elections(lambda: pod.delete(node), node)
+                    assert out.status == 0, out.output
                     pod.remove()
                 else:
                     rule_id = rng.randint(1, 8)

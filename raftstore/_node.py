@@ -69,6 +69,7 @@ TICK_SECONDS = 0.05  # longest wait between ticks
 # every TICK_SECONDS instead until it does again, so heartbeats (every 0.1 s), answers to
 # votes and check-quorum never wait for the loop (elections time out after 0.4-1.4 s).
 STALL_SECONDS = 2 * TICK_SECONDS
+SETTLE_SECONDS = 0.002  # longest a tick waits for the leader's journal sync under way
 PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
 APPEND_ENTRIES_BYTES = 64 * 1024 * 1024  # bytes of entries per AppendEntries at most
 _RECORD_OVERHEAD = 24  # a journal record: size, index, term, command, size
@@ -124,12 +125,13 @@ class _JournalFlusher:
 
     Journal writes happen under the node's tick lock only. `flush()` (under it) returns once
     every write made before the call is on disk. `start()` (under it, the leader right
-    after appending an entry) lets a helper thread begin that fdatasync at once, in parallel
-    with encoding, sealing and sending the entry to the followers; `settled()` says whether
-    every write is on disk without waiting (starting the helper if it is not), and the helper
-    calls `synced()` after each fdatasync, so whoever ticks can wait for that instead of
-    blocking (an event loop must not). A failed fdatasync marks nothing durable: flush()
-    raises and the next one tries again.
+    after sending a new entry to the followers) lets a helper thread begin that fdatasync at
+    once, in parallel with the followers' round trip (started after the sends, not before:
+    a helper woken earlier takes the GIL from the sender at its first socket write);
+    `settled()` says whether every write is on disk without waiting (starting the helper if
+    it is not), and then the helper calls `synced()` when its fdatasync is done, so whoever
+    ticks can wait for that instead of blocking (an event loop must not). A failed fdatasync
+    marks nothing durable: flush() raises and the next one tries again.
 
     fdatasync, not PySyncObj's mmap.flush(): the same pages reach the disk, but it releases
     the GIL while it waits, and it does not walk the whole (growing) mapping.
@@ -144,6 +146,7 @@ class _JournalFlusher:
         self._wanted = 0  # generation the helper is syncing; > _synced while it works
         self._error: Exception | None = None
         self._helper: threading.Thread | None = None
+        self._awaited = False  # settled() said no: call _on_synced after the next sync
 
     def wrote(self) -> None:
         self._written += 1
@@ -157,12 +160,16 @@ class _JournalFlusher:
                     self._helper.start()
                 self._cond.notify_all()
 
-    def settled(self) -> bool:
-        """Whether every write is on disk (or a failed sync waits to be raised by flush());
-        if not, the helper is syncing them and calls `synced` when done."""
+    def settled(self, wait: float = 0.0) -> bool:
+        """Whether every write is on disk (or a failed sync waits to be raised by flush()),
+        waiting up to `wait` seconds for the helper; if not, the helper goes on syncing them
+        and calls `synced` when done."""
         self.start()
         with self._cond:
-            return self._synced >= self._written or self._error is not None
+            self._cond.wait_for(lambda: self._synced >= self._written or self._error is not None, wait)
+            done = self._synced >= self._written or self._error is not None
+            self._awaited = not done
+            return done
 
     def wait_idle(self) -> None:
         """Until no helper fdatasync runs (before the journal file may be reopened)."""
@@ -195,12 +202,14 @@ class _JournalFlusher:
                 with self._cond:
                     self._error, self._wanted = exc, self._synced
                     self._cond.notify_all()
+                    awaited, self._awaited = self._awaited, False
+            else:
+                with self._cond:
+                    self._synced = max(self._synced, target)
+                    self._cond.notify_all()
+                    awaited, self._awaited = self._awaited, False
+            if awaited:  # only then: a sync done before anyone asked wakes nobody
                 self._on_synced()
-                continue
-            with self._cond:
-                self._synced = max(self._synced, target)
-                self._cond.notify_all()
-            self._on_synced()
 
 
 @dataclass(frozen=True)
@@ -209,7 +218,8 @@ class _Durable:
     transport's before-send hook, and what close() must release."""
 
     flush: Callable[[], None]
-    settled: Callable[[], bool]
+    settled: Callable[[float], bool]
+    sync_soon: Callable[[], None]
     before_send: Callable[[dict[str, Any]], None]
     probe: Callable[[], None]
     close: Callable[[], None]
@@ -295,8 +305,6 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsyn
             if failed_at != LAST_RECORD_OFFSET_OFFSET:  # the record itself did not reach the file (not only the header's end offset)
                 journal.forget_entries_from(entries)
             raise
-        if fsync and compat.is_leader(syncobj):
-            flusher.start()
 
     def delete_entries_to(entry_to: int) -> None:
         # Compaction: the snapshot (written by PySyncObj's forked child without fsync) must
@@ -339,8 +347,8 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsyn
 
     journal.install(write=write, add=add, delete_entries_to=delete_entries_to, store_meta=store_meta)
     if not fsync:
-        return _Durable(lambda: None, lambda: True, lambda message: None, probe, close)
-    return _Durable(flusher.flush, flusher.settled, before_send, probe, close)
+        return _Durable(lambda: None, lambda wait: True, lambda: None, lambda message: None, probe, close)
+    return _Durable(flusher.flush, flusher.settled, flusher.start, before_send, probe, close)
 
 
 def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
@@ -483,12 +491,14 @@ class RaftNode:
         if dump is not None:
             _align_journal_with_snapshot(self._syncobj, dump)
         self._flush: Callable[[], None] = lambda: None
-        self._settled: Callable[[], bool] = lambda: True
+        self._settled: Callable[[float], bool] = lambda wait: True
+        self._sync_soon: Callable[[], None] = lambda: None
         self._probe_disk: Callable[[], None] = lambda: None
         self._release: Callable[[], None] = lambda: None
         if journal is not None:
             durable = _make_durable(self._syncobj, dump, self.disk, config.fsync, self._poller)
-            self._flush, self._settled, self._probe_disk, self._release = durable.flush, durable.settled, durable.probe, durable.close
+            self._flush, self._settled, self._sync_soon = durable.flush, durable.settled, durable.sync_soon
+            self._probe_disk, self._release = durable.probe, durable.close
             assert self._transport is not None
             self._transport.before_send = durable.before_send
         self._propagation = _CommitPropagation(self._syncobj)
@@ -530,14 +540,20 @@ class RaftNode:
         self._probe_disk()  # first: a follower's ticks fail while appends do, and must still notice space return
         self._poller.poll(0.0)  # messages in: answers move match indexes, a follower appends and answers
         # PySyncObj's tick counts the leader's own copy of every entry it holds towards a
-        # commit, so it runs only once they are all on disk. Until then the helper is syncing
-        # them (settled() saw to it) and wakes the poller when done; nothing blocks here.
-        # Appends between ticks are bounded (a leader's proposals by the store's in-flight
-        # window; a follower flushes before answering), so the helper catches up.
-        if self._settled():
-            self._flush()  # raises a failed helper sync; else nothing is left to write
-            self._syncobj.doTick(0.0)
+        # commit, so it runs only once they are all on disk. A sync under way is waited for
+        # SETTLE_SECONDS at most (it is usually about done when the followers' answers come;
+        # waking again for it costs more); after that the helper goes on and wakes the poller
+        # when done, so a slow disk never holds the caller longer. Appends between ticks are
+        # bounded (a leader's proposals by the store's in-flight window; a follower flushes
+        # before answering), so the helper catches up.
+        if self._settled(SETTLE_SECONDS):
+            self._commit_pass()
+            self._sync_soon()  # what the tick appended (forwarded commands), sent already
         self._propagation.propagate_if_due()
+
+    def _commit_pass(self) -> None:
+        self._flush()  # raises a failed helper sync; else nothing is left to write
+        self._syncobj.doTick(0.0)
 
     def _guarded(self, step: Callable[[], None]) -> bool:
         """Run a tick step as PySyncObj's own tick loop would: log a failure and go on (False)."""
@@ -599,7 +615,15 @@ class RaftNode:
     def _take_submitted(self) -> None:
         """Append (lead) or forward (follow) what replicated calls queued, as a tick would."""
 
-        self._guarded(lambda: compat.append_submitted(self._syncobj))
+        def take() -> None:
+            compat.append_submitted(self._syncobj)
+            if self._syncobj.otherNodes:
+                self._sync_soon()  # the entry went out to the followers: sync the leader's copy meanwhile
+            elif self._settled(0.0):  # alone and nothing to sync (no fsync): commit it now
+                self._commit_pass()
+            # else alone: the helper syncs the entry and wakes the poller for the tick that commits it
+
+        self._guarded(take)
 
     def read(self, fn: Callable[[StateMachine], T]) -> T:
         """Run `fn` against local state under the apply lock. Keep `fn` short."""

@@ -226,8 +226,9 @@ class JournalFile:
         return int(_private(self._resizable, "_ResizableFile__f").fileno())
 
     def mapped_size(self) -> int:
-        """Bytes of the journal file PySyncObj has mapped; writes past it must grow the file."""
-        return int(_private(self._resizable, "_ResizableFile__mm").size())
+        """Bytes of the journal file PySyncObj has mapped; writes past it must grow the file.
+        The mapping's length, not mmap.size() (an fstat of the file, several per write)."""
+        return len(_private(self._resizable, "_ResizableFile__mm"))
 
     def grow_mapping(self, size: int) -> None:
         """Map `size` bytes of the journal file (already allocated to that size by the caller)."""

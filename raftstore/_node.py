@@ -41,7 +41,7 @@ from ._errors import StoreConfigError
 from ._fsm import StateMachine
 from ._journal_check import JOURNAL, SNAPSHOT, JournalChecksums, JournalDamagedError, check_raft_dir
 from ._poller import EpollPoller
-from ._transport import FramedTransport
+from ._transport import FramedTransport, MessageHandler
 
 log = logging.getLogger("raftstore")
 
@@ -428,6 +428,37 @@ class _CommitPropagation:
                 self.pending = False
 
 
+def _keep_next_index_on_success(syncobj: SyncObj, transport: Any) -> None:
+    """A successful answer to an older AppendEntries must not move the leader's next index back.
+
+    PySyncObj sets a follower's next index to the one in its answer whenever the match index
+    grows. With more than one AppendEntries in flight (the next entry goes out before the
+    slower follower's answer to the previous one arrives; group commit keeps two entries in
+    flight; the commit-index propagation), an answer to an earlier message moves it back
+    below entries already sent, and the next AppendEntries sends them again, and so on:
+    traced here, a follower spent about a quarter of its CPU decoding (and the leader encoding,
+    sealing and compressing, on the write's critical path) entries it already had. Raft's next
+    index is a hint (the log check on prevLogIdx is the safety): on success keep the larger
+    one, as pipelined Raft implementations (etcd's) do. A rejection (`reset`) still sets it, so
+    a follower that lost messages (a dropped connection, a restart) is caught up as before.
+    """
+    next_index = compat.next_indexes(syncobj)
+
+    def wrap(handle: MessageHandler) -> MessageHandler:
+        def keep_on_success(node: Any, message: dict[str, Any]) -> None:
+            if message.get("type") != "next_node_idx" or message.get("reset") or not message.get("success"):
+                handle(node, message)
+                return
+            sent = next_index.get(node)
+            handle(node, message)
+            if sent is not None and next_index.get(node, sent) < sent:
+                next_index[node] = sent
+
+        return keep_on_success
+
+    transport.wrap_message_handler(wrap)
+
+
 class RaftNode:
     """One Raft member. Thread-safe: every call may come from any thread.
 
@@ -488,6 +519,7 @@ class RaftNode:
             self._poller.close()
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
         install_append_guard(self._syncobj, self._transport)  # the transport make_transport made
+        _keep_next_index_on_success(self._syncobj, self._transport)
         if dump is not None:
             _align_journal_with_snapshot(self._syncobj, dump)
         self._flush: Callable[[], None] = lambda: None

@@ -86,7 +86,7 @@ PATCHED_METHODS: dict[type, tuple[str, ...]] = {
 }
 # Instance attributes read or replaced, by owner; each must be assigned by the class's __init__.
 INSTANCE_ATTRIBUTES: dict[type, tuple[str, ...]] = {
-    SyncObj: ("_SyncObj__raftLog", "_SyncObj__properies"),
+    SyncObj: ("_SyncObj__raftLog", "_SyncObj__properies", "_SyncObj__raftNextIndex"),
     FileJournal: ("_FileJournal__journalFile", "_FileJournal__metaStorer", "_FileJournal__journal"),
     ResizableFile: ("_ResizableFile__f", "_ResizableFile__mm", "_ResizableFile__fileName"),
 }
@@ -130,6 +130,12 @@ def is_leader(syncobj: SyncObj) -> bool:
 def last_known_leader(syncobj: SyncObj) -> Any:
     """The leader node PySyncObj last heard of (a Node, an address, or None)."""
     return syncobj._getLeader()
+
+
+def next_indexes(syncobj: SyncObj) -> dict[Any, int]:
+    """The leader's next index per follower (the live dict, changed in place)."""
+    indexes: dict[Any, int] = _private(syncobj, "_SyncObj__raftNextIndex")
+    return indexes
 
 
 def append_submitted(syncobj: SyncObj) -> None:

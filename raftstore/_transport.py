@@ -36,6 +36,7 @@ from ._wire import CURRENT_VERSION, Channel, Sealer, WireError
 
 log = logging.getLogger("raftstore.transport")
 
+MessageHandler = Callable[[Node, dict[str, Any]], None]
 _RECV_BYTES = 256 * 1024
 _READ = POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR
 _SOCKET_BUFFER_BYTES = 4 * 1024 * 1024
@@ -148,6 +149,10 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             log.exception("cannot encode a raft message for %s", node)
             return False
         return not connection.closed
+
+    def wrap_message_handler(self, wrap: Callable[[MessageHandler], MessageHandler]) -> None:
+        """Put `wrap(handler)` in place of the handler PySyncObj (or an earlier wrapper) set."""
+        self.setOnMessageReceivedCallback(wrap(self._onMessageReceivedCallback))
 
     def destroy(self) -> None:
         self.setOnMessageReceivedCallback(None)

@@ -71,7 +71,7 @@ def install_append_guard(syncobj: SyncObj, transport: Any) -> None:
     """Route every message `transport` delivers to `syncobj` through `trim_append_entries`.
 
     `transport` is the SyncObj's own (PySyncObj registered its handler there at construction);
-    the tick thread is the only caller of both the handler and the answer it sends.
+    both the handler and the answer it sends run under the node's tick lock.
     """
     handle = compat.private_method(syncobj, "onMessageReceived")
     send_next_index = compat.private_method(syncobj, "sendNextNodeIdx")

@@ -33,7 +33,7 @@ T = TypeVar("T")
 
 def _raw(key: str, entry: Any) -> tuple[Any, ...]:
     """Copy an entry's fields under the apply lock; decoding happens after releasing it, so a
-    large listing does not stall the Raft tick thread."""
+    large listing does not stall Raft ticks."""
     return (key, entry.value, entry.create_revision, entry.mod_revision, entry.version, entry.lease)
 
 

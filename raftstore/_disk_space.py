@@ -7,7 +7,7 @@ RESERVE_BYTES of the journal allocated ahead of its end (posix_fallocate, which 
 with ENOSPC) before the mapping grows, so an append always lands in allocated space. When the
 reservation or the meta file cannot be written, `DiskSpace` records the problem: the store
 refuses new proposals at once with DataDirFullError (a 503 naming ENOSPC in contivd) instead
-of letting them time out, and the tick thread probes every PROBE_SECONDS until the reservation
+of letting them time out, and the ticks probe every PROBE_SECONDS until the reservation
 succeeds and MIN_FREE_BYTES are free again; then writes resume without a restart.
 """
 
@@ -47,7 +47,7 @@ def describe(path: str, exc: OSError) -> str:
 
 
 class DiskSpace:
-    """Whether this member can write its data dir; thread-safe (tick thread writes, trio reads)."""
+    """Whether this member can write its data dir; thread-safe (ticks write, trio reads)."""
 
     def __init__(self, data_dir: str):
         self.data_dir = data_dir

@@ -216,7 +216,7 @@ def _read_checksums(path: Path) -> Checksums | None:
 
 
 class JournalChecksums:
-    """Writes `raft.journal.sums`: a CRC-32 per journal record, by log index (tick thread only).
+    """Writes `raft.journal.sums`: a CRC-32 per journal record, by log index (under the node's tick lock only).
 
     A slot is written *before* its record, so after a crash a record either is absent or
     matches its slot; slots past the journal's end (entries a conflicting leader replaced) are

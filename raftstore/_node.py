@@ -1,9 +1,14 @@
 """The only module that drives PySyncObj: journal, snapshots, transport, secret, ticking.
 
-RaftNode owns one SyncObj and the thread that ticks it. It knows nothing about trio: it calls
-plain callbacks from the tick thread, and the async Store turns those into trio wake-ups.
-Callbacks must never block the tick thread. Where it changes PySyncObj's behaviour it goes
-through `_pysyncobj_compat`, the one module that names PySyncObj's private internals.
+RaftNode owns one SyncObj, the lock every use of it holds, and a thread. It knows nothing
+about trio: results and events reach plain callbacks, on whichever thread ticked. Who ticks
+(see `RaftNode`): a proposal is appended and sent by the code that submits it; while this
+member leads and an event loop has attached (`attach_loop`), that loop waits on the raft
+sockets and ticks, so the answers that commit a write are read, and its result delivered, on
+the loop's own thread; otherwise, and as a backstop whenever the loop has not ticked for
+STALL_SECONDS, the node's thread ticks. Callbacks must never block. Where it changes
+PySyncObj's behaviour it goes through `_pysyncobj_compat`, the one module that names
+PySyncObj's private internals.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
 from pysyncobj.journal import LAST_RECORD_OFFSET_OFFSET
 from pysyncobj.pickle import dumps as pickle_dumps
 from pysyncobj.pickle import load as pickle_load
+from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.syncobj import SyncObjException
 
 from . import _pysyncobj_compat as compat
@@ -34,7 +40,8 @@ from ._disk_space import RESERVE_BYTES, DataDirFullError, DiskSpace
 from ._errors import StoreConfigError
 from ._fsm import StateMachine
 from ._journal_check import JOURNAL, SNAPSHOT, JournalChecksums, JournalDamagedError, check_raft_dir
-from ._transport import FramedTransport
+from ._poller import EpollPoller
+from ._transport import FramedTransport, MessageHandler
 
 log = logging.getLogger("raftstore")
 
@@ -56,7 +63,13 @@ RETRYABLE = frozenset(
 )
 FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if k.isupper()}
 
-TICK_SECONDS = 0.05
+TICK_SECONDS = 0.05  # longest wait between ticks
+# An attached loop that leads ticks at least every TICK_SECONDS; when it has not ticked for
+# this long (a long synchronous step on the loop, a blocked disk), the node's thread ticks
+# every TICK_SECONDS instead until it does again, so heartbeats (every 0.1 s), answers to
+# votes and check-quorum never wait for the loop (elections time out after 0.4-1.4 s).
+STALL_SECONDS = 2 * TICK_SECONDS
+SETTLE_SECONDS = 0.002  # longest a tick waits for the leader's journal sync under way
 PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
 APPEND_ENTRIES_BYTES = 64 * 1024 * 1024  # bytes of entries per AppendEntries at most
 _RECORD_OVERHEAD = 24  # a journal record: size, index, term, command, size
@@ -94,6 +107,11 @@ class _ReplicatedStateMachine(compat.ConsumerBase):
         self._on_applied()
 
 
+def _drain(eventfd: int) -> None:
+    with contextlib.suppress(BlockingIOError):
+        os.eventfd_read(eventfd)
+
+
 def fsync_path(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -105,25 +123,30 @@ def fsync_path(path: str) -> None:
 class _JournalFlusher:
     """Gets the journal's appended bytes to the disk; on the leader, starting early.
 
-    Journal writes happen on the tick thread only. `flush()` (tick thread, or close() once
-    the tick thread stopped) returns once every write made before the call is on disk.
-    `start()` (tick thread, the leader right after appending an entry) lets a helper thread
-    begin that fdatasync at once, in parallel with encoding, sealing and sending the entry
-    to the followers; the next flush() then only waits for it to finish. A failed fdatasync
+    Journal writes happen under the node's tick lock only. `flush()` (under it) returns once
+    every write made before the call is on disk. `start()` (under it, the leader right
+    after sending a new entry to the followers) lets a helper thread begin that fdatasync at
+    once, in parallel with the followers' round trip (started after the sends, not before:
+    a helper woken earlier takes the GIL from the sender at its first socket write);
+    `settled()` says whether every write is on disk without waiting (starting the helper if
+    it is not), and then the helper calls `synced()` when its fdatasync is done, so whoever
+    ticks can wait for that instead of blocking (an event loop must not). A failed fdatasync
     marks nothing durable: flush() raises and the next one tries again.
 
     fdatasync, not PySyncObj's mmap.flush(): the same pages reach the disk, but it releases
     the GIL while it waits, and it does not walk the whole (growing) mapping.
     """
 
-    def __init__(self, fileno: Callable[[], int]):
+    def __init__(self, fileno: Callable[[], int], synced: Callable[[], None]):
         self._fileno = fileno
+        self._on_synced = synced
         self._cond = threading.Condition()
         self._written = 0  # generation: journal writes so far
         self._synced = 0  # every write up to this generation is on disk
         self._wanted = 0  # generation the helper is syncing; > _synced while it works
         self._error: Exception | None = None
         self._helper: threading.Thread | None = None
+        self._awaited = False  # settled() said no: call _on_synced after the next sync
 
     def wrote(self) -> None:
         self._written += 1
@@ -136,6 +159,17 @@ class _JournalFlusher:
                     self._helper = threading.Thread(target=self._run, name="raftstore-fsync", daemon=True)
                     self._helper.start()
                 self._cond.notify_all()
+
+    def settled(self, wait: float = 0.0) -> bool:
+        """Whether every write is on disk (or a failed sync waits to be raised by flush()),
+        waiting up to `wait` seconds for the helper; if not, the helper goes on syncing them
+        and calls `synced` when done."""
+        self.start()
+        with self._cond:
+            self._cond.wait_for(lambda: self._synced >= self._written or self._error is not None, wait)
+            done = self._synced >= self._written or self._error is not None
+            self._awaited = not done
+            return done
 
     def wait_idle(self) -> None:
         """Until no helper fdatasync runs (before the journal file may be reopened)."""
@@ -168,24 +202,30 @@ class _JournalFlusher:
                 with self._cond:
                     self._error, self._wanted = exc, self._synced
                     self._cond.notify_all()
-                continue
-            with self._cond:
-                self._synced = max(self._synced, target)
-                self._cond.notify_all()
+                    awaited, self._awaited = self._awaited, False
+            else:
+                with self._cond:
+                    self._synced = max(self._synced, target)
+                    self._cond.notify_all()
+                    awaited, self._awaited = self._awaited, False
+            if awaited:  # only then: a sync done before anyone asked wakes nobody
+                self._on_synced()
 
 
 @dataclass(frozen=True)
 class _Durable:
-    """What _make_durable hands back: the tick loop's flush and disk probe, the transport's
-    before-send hook, and what close() must release."""
+    """What _make_durable hands back: the ticks' flush, settled check and disk probe, the
+    transport's before-send hook, and what close() must release."""
 
     flush: Callable[[], None]
+    settled: Callable[[float], bool]
+    sync_soon: Callable[[], None]
     before_send: Callable[[dict[str, Any]], None]
     probe: Callable[[], None]
     close: Callable[[], None]
 
 
-def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsync: bool) -> _Durable:
+def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsync: bool, poller: EpollPoller) -> _Durable:
     """Group commit: the journal reaches the disk before PySyncObj acknowledges anything
     (with `fsync`; without it, the write path, disk-full handling and checksums stay, only the
     journal flushes go).
@@ -201,7 +241,9 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsyn
     (JournalChecksums; the start-up check verifies them).
     """
     journal = compat.JournalFile.of(syncobj)
-    flusher = _JournalFlusher(journal.fileno)
+    synced_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # readable in `poller` once the helper synced
+    poller.subscribe(synced_fd, lambda descr, event: _drain(descr), POLL_EVENT_TYPE.READ)
+    flusher = _JournalFlusher(journal.fileno, lambda: os.eventfd_write(synced_fd, 1))
     sums = JournalChecksums(journal.path + ".sums")
     sums.rebuild([tuple(journal.journal[i]) for i in range(len(journal.journal))])
     (written_end,) = struct.unpack("<I", os.pread(journal.fileno(), 4, LAST_RECORD_OFFSET_OFFSET))  # where records end now
@@ -263,8 +305,6 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsyn
             if failed_at != LAST_RECORD_OFFSET_OFFSET:  # the record itself did not reach the file (not only the header's end offset)
                 journal.forget_entries_from(entries)
             raise
-        if fsync and compat.is_leader(syncobj) and (syncobj.otherNodes or syncobj.readonlyNodes):  # alone, nothing overlaps the flush
-            flusher.start()
 
     def delete_entries_to(entry_to: int) -> None:
         # Compaction: the snapshot (written by PySyncObj's forked child without fsync) must
@@ -296,14 +336,19 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsyn
         os.replace(path + ".tmp", path)
         fsync_path(os.path.dirname(path) or ".")
 
+    def close() -> None:
+        poller.unsubscribe(synced_fd)
+        os.close(synced_fd)
+        sums.close()
+
     def probe() -> None:
         if space.probe_due() and reserve(written_end) and space.has_free_space():
             space.cleared()
 
     journal.install(write=write, add=add, delete_entries_to=delete_entries_to, store_meta=store_meta)
     if not fsync:
-        return _Durable(lambda: None, lambda message: None, probe, sums.close)
-    return _Durable(flusher.flush, before_send, probe, sums.close)
+        return _Durable(lambda: None, lambda wait: True, lambda: None, lambda message: None, probe, close)
+    return _Durable(flusher.flush, flusher.settled, flusher.start, before_send, probe, close)
 
 
 def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
@@ -340,7 +385,7 @@ class _CommitPropagation:
     commit index. Under load the next entry carries it anyway, so that second message per
     write only costs the leader and both followers a pickle/encrypt/decrypt round on the
     critical path. Here the apply step marks the propagation pending instead; any
-    AppendEntries sent clears it, and the tick loop sends one after PROPAGATION_DELAY if
+    AppendEntries sent clears it, and a tick sends one after PROPAGATION_DELAY if
     none went out (followers' reads and watches lag by at most that). PySyncObj's apply step
     only *returns* "send now"; the replacement returns False, so the batching flag (which
     PySyncObj also reads to wake the tick thread for every submitted command) stays as is.
@@ -383,8 +428,44 @@ class _CommitPropagation:
                 self.pending = False
 
 
+def _keep_next_index_on_success(syncobj: SyncObj, transport: Any) -> None:
+    """A successful answer to an older AppendEntries must not move the leader's next index back.
+
+    PySyncObj sets a follower's next index to the one in its answer whenever the match index
+    grows. With more than one AppendEntries in flight (the next entry goes out before the
+    slower follower's answer to the previous one arrives; group commit keeps two entries in
+    flight; the commit-index propagation), an answer to an earlier message moves it back
+    below entries already sent, and the next AppendEntries sends them again, and so on:
+    traced here, a follower spent about a quarter of its CPU decoding (and the leader encoding,
+    sealing and compressing, on the write's critical path) entries it already had. Raft's next
+    index is a hint (the log check on prevLogIdx is the safety): on success keep the larger
+    one, as pipelined Raft implementations (etcd's) do. A rejection (`reset`) still sets it, so
+    a follower that lost messages (a dropped connection, a restart) is caught up as before.
+    """
+    next_index = compat.next_indexes(syncobj)
+
+    def wrap(handle: MessageHandler) -> MessageHandler:
+        def keep_on_success(node: Any, message: dict[str, Any]) -> None:
+            if message.get("type") != "next_node_idx" or message.get("reset") or not message.get("success"):
+                handle(node, message)
+                return
+            sent = next_index.get(node)
+            handle(node, message)
+            if sent is not None and next_index.get(node, sent) < sent:
+                next_index[node] = sent
+
+        return keep_on_success
+
+    transport.wrap_message_handler(wrap)
+
+
 class RaftNode:
-    """One Raft member. Thread-safe: submit() and read() may be called from any thread."""
+    """One Raft member. Thread-safe: every call may come from any thread.
+
+    Every use of the SyncObj holds `_lock`. Ticking (see the module docstring): `tick()` by
+    an attached loop while this member leads, else the node's thread; `submit()` appends and
+    sends a proposal itself, so no proposal waits for a tick.
+    """
 
     def __init__(self, config: StoreConfig, on_applied: Callable[[], None], on_leadership: Callable[[], None]):
         self.config = config
@@ -426,74 +507,155 @@ class RaftNode:
         )
         sealer = AeadSealer(config.secret) if config.secret else None
         self._transport: FramedTransport | None = None
+        self._poller = EpollPoller()
 
         def make_transport(syncobj: SyncObj, self_node: Any, other_nodes: Any) -> FramedTransport:
-            self._transport = FramedTransport(syncobj, self_node, other_nodes, sealer=sealer, newest_version=config.wire_format)
+            self._transport = FramedTransport(syncobj, self_node, other_nodes, poller=self._poller, sealer=sealer, newest_version=config.wire_format)
             return self._transport
 
         try:
             self._syncobj = SyncObj(config.listen, list(config.peers), conf, consumers=[self._replicated], transportClass=make_transport)
         except SyncObjException as exc:
+            self._poller.close()
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
         install_append_guard(self._syncobj, self._transport)  # the transport make_transport made
+        _keep_next_index_on_success(self._syncobj, self._transport)
         if dump is not None:
             _align_journal_with_snapshot(self._syncobj, dump)
         self._flush: Callable[[], None] = lambda: None
+        self._settled: Callable[[float], bool] = lambda wait: True
+        self._sync_soon: Callable[[], None] = lambda: None
         self._probe_disk: Callable[[], None] = lambda: None
         self._release: Callable[[], None] = lambda: None
         if journal is not None:
-            durable = _make_durable(self._syncobj, dump, self.disk, config.fsync)
-            self._flush, self._probe_disk, self._release = durable.flush, durable.probe, durable.close
+            durable = _make_durable(self._syncobj, dump, self.disk, config.fsync, self._poller)
+            self._flush, self._settled, self._sync_soon = durable.flush, durable.settled, durable.sync_soon
+            self._probe_disk, self._release = durable.probe, durable.close
             assert self._transport is not None
             self._transport.before_send = durable.before_send
         self._propagation = _CommitPropagation(self._syncobj)
+        self._lock = threading.RLock()  # every use of the SyncObj; reentrant for callbacks that propose
+        self._leadership: tuple[bool, str | None] | None = None
+        self._loop_attached = False
+        self._last_tick = time.monotonic()
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._tick_loop, name="raftstore-tick", daemon=True)
+        self._thread = threading.Thread(target=self._thread_loop, name="raftstore-tick", daemon=True)
         self._thread.start()
 
-    # ---- running -------------------------------------------------------------------------
+    # ---- ticking -------------------------------------------------------------------------
 
-    def _tick_loop(self) -> None:
-        last: tuple[bool, str | None] | None = None
+    def fileno(self) -> int:
+        """A descriptor readable while a raft socket has an event: what a driving loop waits on."""
+        return self._poller.fileno()
+
+    def attach_loop(self, attached: bool = True) -> None:
+        """An event loop will wait on `fileno()` and call `tick()` while this member leads
+        (False: it stopped; the node's thread ticks on its own again)."""
+        self._loop_attached = attached
+
+    def loop_drives(self) -> bool:
+        """Whether the attached loop, not the node's thread, should tick now."""
+        return self._loop_attached and self.is_leader()
+
+    def tick(self) -> float:
+        """Handle what the sockets brought, commit, apply, run timers; returns the seconds the
+        caller may wait on `fileno()` before ticking again. Blocks while a flush it needs runs."""
+        with self._lock:
+            self._tick_locked()
+        return self._propagation.wait_time(TICK_SECONDS)
+
+    def _tick_locked(self) -> bool:
+        self._last_tick = time.monotonic()
+        return self._guarded(self._tick_steps)
+
+    def _tick_steps(self) -> None:
+        self._probe_disk()  # first: a follower's ticks fail while appends do, and must still notice space return
+        self._poller.poll(0.0)  # messages in: answers move match indexes, a follower appends and answers
+        # PySyncObj's tick counts the leader's own copy of every entry it holds towards a
+        # commit, so it runs only once they are all on disk. A sync under way is waited for
+        # SETTLE_SECONDS at most (it is usually about done when the followers' answers come;
+        # waking again for it costs more); after that the helper goes on and wakes the poller
+        # when done, so a slow disk never holds the caller longer. Appends between ticks are
+        # bounded (a leader's proposals by the store's in-flight window; a follower flushes
+        # before answering), so the helper catches up.
+        if self._settled(SETTLE_SECONDS):
+            self._commit_pass()
+            self._sync_soon()  # what the tick appended (forwarded commands), sent already
+        self._propagation.propagate_if_due()
+
+    def _commit_pass(self) -> None:
+        self._flush()  # raises a failed helper sync; else nothing is left to write
+        self._syncobj.doTick(0.0)
+
+    def _guarded(self, step: Callable[[], None]) -> bool:
+        """Run a tick step as PySyncObj's own tick loop would: log a failure and go on (False)."""
+        ok = False
+        try:
+            step()
+            ok = True
+        except DataDirFullError:  # logged once by DiskSpace; the next ticks go on, probing
+            pass
+        except Exception:
+            log.exception("raft tick failed")
+        leadership = (self.is_leader(), self.leader())
+        if leadership != self._leadership:
+            self._leadership = leadership
+            self._on_leadership()
+        return ok
+
+    def _thread_loop(self) -> None:
         while not self._stopping.is_set():
-            try:
-                # A zero-wait pass after every wake-up lets a leader commit what the previous
-                # pass appended without waiting out the poll (a single voter has no peer
-                # whose answer would wake it).
-                self._probe_disk()  # first: a follower's ticks fail while appends do, and must still notice space return
-                self._flush()
-                self._syncobj.doTick(0.0)
-                self._flush()
-                self._syncobj.doTick(self._propagation.wait_time(TICK_SECONDS))
-                self._propagation.propagate_if_due()
-            except DataDirFullError:  # logged once by DiskSpace; the next ticks go on, probing
+            if self.loop_drives():  # the loop ticks; step in only when it stalls
                 self._stopping.wait(TICK_SECONDS)
-            except Exception:  # PySyncObj's own tick loop does the same: log and go on
-                log.exception("raft tick failed")
+                if time.monotonic() - self._last_tick < STALL_SECONDS:
+                    continue
+            else:
+                self._poller.wait(self._propagation.wait_time(TICK_SECONDS))
+            if self._stopping.is_set():
+                return
+            with self._lock:
+                ok = self._tick_locked()
+            if not ok:
                 self._stopping.wait(TICK_SECONDS)
-            leadership = (self.is_leader(), self.leader())
-            if leadership != last:
-                last = leadership
-                self._on_leadership()
 
     def close(self) -> None:
-        """Stop ticking, close sockets and flush files. Blocks briefly; call from a worker thread."""
+        """Stop ticking, close sockets and flush files. Blocks briefly; call from a worker
+        thread, after the attached loop stopped ticking."""
         if self._stopping.is_set():
             return
         self._stopping.set()
         self._thread.join()
-        try:
-            self._flush()  # also waits out a helper fdatasync, so the journal is not closed under it
-        except Exception:
-            log.exception("final journal flush failed")
-        self._syncobj.destroy()
-        self._release()
+        with self._lock:
+            try:
+                self._flush()  # also waits out a helper fdatasync, so the journal is not closed under it
+            except Exception:
+                log.exception("final journal flush failed")
+            self._syncobj.destroy()
+            self._release()
+            self._poller.close()
 
     # ---- commands and reads --------------------------------------------------------------
 
     def submit(self, text: str, callback: Callback) -> None:
-        """Propose an encoded command; `callback(result, fail_reason)` runs on the tick thread."""
-        self._replicated.apply(text, callback=callback)  # queues it and wakes the tick thread
+        """Propose an encoded command: appended and sent (a follower: forwarded) before this
+        returns. `callback(result, fail_reason)` runs on the thread of the tick that applies it
+        (alone: possibly this call)."""
+        with self._lock:
+            self._replicated.apply(text, callback=callback)  # queues it
+            self._take_submitted()
+
+    def _take_submitted(self) -> None:
+        """Append (lead) or forward (follow) what replicated calls queued, as a tick would."""
+
+        def take() -> None:
+            compat.append_submitted(self._syncobj)
+            if self._syncobj.otherNodes:
+                self._sync_soon()  # the entry went out to the followers: sync the leader's copy meanwhile
+            elif self._settled(0.0):  # alone and nothing to sync (no fsync): commit it now
+                self._commit_pass()
+            # else alone: the helper syncs the entry and wakes the poller for the tick that commits it
+
+        self._guarded(take)
 
     def read(self, fn: Callable[[StateMachine], T]) -> T:
         """Run `fn` against local state under the apply lock. Keep `fn` short."""
@@ -510,13 +672,18 @@ class RaftNode:
         self._syncobj.forceLogCompaction()
 
     def transfer_leadership(self, address: str | None, callback: Callback) -> None:
-        self._syncobj.transferLeadership(address, callback=callback)
+        with self._lock:
+            self._syncobj.transferLeadership(address, callback=callback)
 
     def add_member(self, address: str, callback: Callback) -> None:
-        self._syncobj.addNodeToCluster(address, callback=callback)
+        with self._lock:
+            self._syncobj.addNodeToCluster(address, callback=callback)
+            self._take_submitted()
 
     def remove_member(self, address: str, callback: Callback) -> None:
-        self._syncobj.removeNodeFromCluster(address, callback=callback)
+        with self._lock:
+            self._syncobj.removeNodeFromCluster(address, callback=callback)
+            self._take_submitted()
 
     # ---- observability -------------------------------------------------------------------
 
@@ -528,7 +695,8 @@ class RaftNode:
         return None if leader is None else str(getattr(leader, "id", leader))
 
     def raw_status(self) -> dict[str, Any]:
-        """PySyncObj's status dict; it iterates tick-thread dicts, so retry a racing read."""
+        """PySyncObj's status dict; it iterates dicts a tick on another thread may change, so
+        retry a racing read (no lock: a follower's thread holds it through its flushes)."""
         for _ in range(5):
             try:
                 return dict(self._syncobj.getStatus())

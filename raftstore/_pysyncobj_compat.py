@@ -1,8 +1,9 @@
 """Every reach into PySyncObj's private internals, checked once against the pinned release.
 
 raftstore changes PySyncObj's behaviour in a few places it offers no hook for (durable
-journal writes, commit propagation, snapshot loading, a follower's log truncation); its message path goes through
-PySyncObj's own Transport extension point (`_transport.py`), which needs only the poller.
+journal writes, commit propagation, snapshot loading, a follower's log truncation, proposals
+appended where they are made); its message path goes through PySyncObj's own Transport
+extension point (`_transport.py`), which needs none of them.
 Those patches depend on private, name-mangled attributes that any PySyncObj
 release may rename. This module is the only one in raftstore allowed to name them: at import
 it checks the installed version against PINNED_VERSION and that every attribute it patches
@@ -76,6 +77,7 @@ PATCHED_METHODS: dict[type, tuple[str, ...]] = {
         "_SyncObj__sendNextNodeIdx",
         "_isLeader",
         "_getLeader",
+        "_checkCommandsToApply",
     ),
     SyncObjConsumer: ("_deserialize",),
     FileJournal: ("add", "deleteEntriesTo", "flush"),
@@ -84,7 +86,7 @@ PATCHED_METHODS: dict[type, tuple[str, ...]] = {
 }
 # Instance attributes read or replaced, by owner; each must be assigned by the class's __init__.
 INSTANCE_ATTRIBUTES: dict[type, tuple[str, ...]] = {
-    SyncObj: ("_SyncObj__raftLog", "_SyncObj__properies", "_poller"),
+    SyncObj: ("_SyncObj__raftLog", "_SyncObj__properies", "_SyncObj__raftNextIndex"),
     FileJournal: ("_FileJournal__journalFile", "_FileJournal__metaStorer", "_FileJournal__journal"),
     ResizableFile: ("_ResizableFile__f", "_ResizableFile__mm", "_ResizableFile__fileName"),
 }
@@ -130,9 +132,16 @@ def last_known_leader(syncobj: SyncObj) -> Any:
     return syncobj._getLeader()
 
 
-def poller(syncobj: SyncObj) -> Any:
-    """The poller the SyncObj's tick waits on; a transport's sockets must be in it to wake the tick."""
-    return _private(syncobj, "_poller")
+def next_indexes(syncobj: SyncObj) -> dict[Any, int]:
+    """The leader's next index per follower (the live dict, changed in place)."""
+    indexes: dict[Any, int] = _private(syncobj, "_SyncObj__raftNextIndex")
+    return indexes
+
+
+def append_submitted(syncobj: SyncObj) -> None:
+    """Take the commands queued by replicated calls now, as the tick would: a leader appends
+    them and sends AppendEntries (batching is off), a follower forwards them to the leader."""
+    syncobj._checkCommandsToApply()
 
 
 def journal(syncobj: SyncObj) -> Any:
@@ -223,8 +232,9 @@ class JournalFile:
         return int(_private(self._resizable, "_ResizableFile__f").fileno())
 
     def mapped_size(self) -> int:
-        """Bytes of the journal file PySyncObj has mapped; writes past it must grow the file."""
-        return int(_private(self._resizable, "_ResizableFile__mm").size())
+        """Bytes of the journal file PySyncObj has mapped; writes past it must grow the file.
+        The mapping's length, not mmap.size() (an fstat of the file, several per write)."""
+        return len(_private(self._resizable, "_ResizableFile__mm"))
 
     def grow_mapping(self, size: int) -> None:
         """Map `size` bytes of the journal file (already allocated to that size by the caller)."""

@@ -1,7 +1,11 @@
 """The async face of the store for trio code.
 
-Store runs inside the caller's trio loop. Proposals go to the RaftNode; its tick thread hands
-results back with `TrioToken.run_sync_soon`, so nothing here blocks the loop or polls. Watches
+Store runs inside the caller's trio loop. A proposal is appended and sent to the followers by
+the task that makes it (`RaftNode.submit`); while this member leads, `_tick_loop` waits on the
+raft sockets and ticks the node here, so the answers that commit a write are read and its
+result delivered on this thread, with no wake-up of another thread per write. Results of ticks
+run by the node's own thread (a follower, or the backstop while this loop stalls) come back
+with `TrioToken.run_sync_soon`. Watches
 are revision cursors over the state machine's history, woken by one coalesced notification
 per batch of applied commands, so a slow watcher costs no memory and cannot stall Raft.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 import builtins
 import logging
 import math
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -38,7 +43,7 @@ MAX_BATCH_BYTES = 1 << 20  # one oversized command still goes alone
 
 
 class _Waiter:
-    """A one-shot result slot filled from the tick thread via the trio token."""
+    """A one-shot result slot, filled by the tick that applies its entry."""
 
     def __init__(self) -> None:
         self.done = trio.Event()
@@ -79,6 +84,7 @@ class Store(StateMachineStore):
         super().__init__(time.time)
         self.config = config
         self._token = token
+        self._loop_thread = threading.get_ident()  # constructed on the trio thread
         self._leadership_changed = trio.Event()
         self._leader_since = math.inf
         # Cancel scopes bound to a leadership view (leading?, leader): cancelled by the first
@@ -98,15 +104,37 @@ class Store(StateMachineStore):
         self._last_entry_commands = 1
         self._started = time.time()  # "unreachable since" for a voter never reached
 
-    # ---- wiring from the tick thread ---------------------------------------------------------
+    # ---- wiring from ticks -------------------------------------------------------------------
 
     def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run `fn` on the trio thread: now if this tick runs there, else through the token."""
+        if threading.get_ident() == self._loop_thread:
+            fn(*args)
+            return
         try:
             self._token.run_sync_soon(fn, *args)
         except trio.RunFinishedError:
             pass  # the loop is gone; nobody is waiting any more
 
-    def _on_applied(self) -> None:  # tick thread
+    async def _tick_loop(self) -> None:
+        """While this member leads, tick the node on this loop whenever a raft socket has an
+        event or a timer is due (the node's thread ticks otherwise, and whenever this loop
+        has not ticked for STALL_SECONDS)."""
+        node = self.node
+        node.attach_loop()
+        try:
+            while True:
+                changed = self._leadership_changed
+                if not node.loop_drives():
+                    await changed.wait()
+                    continue
+                wait = node.tick()
+                with trio.move_on_after(wait):
+                    await trio.lowlevel.wait_readable(node.fileno())
+        finally:
+            node.attach_loop(False)
+
+    def _on_applied(self) -> None:  # any tick
         # Waking the trio loop costs a socket write and a thread switch per applied entry;
         # only watches wait for it. A watch counts itself before its first read, so an entry
         # applied before that is in what it reads, and one applied after it is announced.
@@ -114,7 +142,7 @@ class Store(StateMachineStore):
             self._change_pending = True
             self._call_soon(self._fire_changed)
 
-    def _on_leadership(self) -> None:  # tick thread
+    def _on_leadership(self) -> None:  # any tick
         self._call_soon(self._fire_leadership)
 
     def _fire_leadership(self) -> None:
@@ -417,6 +445,7 @@ async def open_store(config: StoreConfig) -> AsyncIterator[Store]:
     store._node = await trio.to_thread.run_sync(RaftNode, config, store._on_applied, store._on_leadership)
     try:
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(store._tick_loop)
             nursery.start_soon(store._proposer_loop)
             nursery.start_soon(store._barrier_loop)
             nursery.start_soon(store._lease_expiry_loop)

@@ -1,9 +1,10 @@
 """raftstore's message path: a PySyncObj `Transport` speaking the `_wire` format over TCP.
 
 It replaces PySyncObj's TCPTransport/TcpConnection (pickle, zlib on every message, the
-Fernet-or-nothing encryptor) and runs entirely on PySyncObj's tick thread: its sockets sit
-in the SyncObj's poller, so a peer's frame wakes the same thread that handles it, and a
-message is encoded, sealed and written by the thread that produced it, with no queue or
+Fernet-or-nothing encryptor) and runs wherever the node ticks, always under the node's tick
+lock (`_node.py`): its sockets sit in the node's `EpollPoller`, so a peer's frame wakes
+whoever drives the node (the trio loop while it leads, else the node's thread), and a
+message is encoded, sealed and written by the code that produced it, with no queue or
 thread between. It owns connections, handshakes and reconnects; what messages mean is
 PySyncObj's business, and the bytes format is `_wire`'s.
 
@@ -30,11 +31,12 @@ from pysyncobj.node import Node, TCPNode
 from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.transport import Transport, TransportNotReadyError
 
-from . import _pysyncobj_compat as compat
+from ._poller import EpollPoller
 from ._wire import CURRENT_VERSION, Channel, Sealer, WireError
 
 log = logging.getLogger("raftstore.transport")
 
+MessageHandler = Callable[[Node, dict[str, Any]], None]
 _RECV_BYTES = 256 * 1024
 _READ = POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR
 _SOCKET_BUFFER_BYTES = 4 * 1024 * 1024
@@ -60,9 +62,9 @@ class _Connection:
 class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
     """PySyncObj transport over `_wire` frames (see the module docstring).
 
-    `before_send(message)` runs before any message is written (the durability flush);
-    `newest_version` is the newest wire format this member speaks (tests and rolling
-    upgrades pin an older one)."""
+    `poller` holds the sockets (whoever waits on it drives the node); `before_send(message)`
+    runs before any message is written (the durability flush); `newest_version` is the newest
+    wire format this member speaks (tests and rolling upgrades pin an older one)."""
 
     def __init__(
         self,
@@ -70,6 +72,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         selfNode: TCPNode | None,
         otherNodes: Any,
         *,
+        poller: EpollPoller,
         sealer: Sealer | None,
         newest_version: int = CURRENT_VERSION,
         before_send: Callable[[dict[str, Any]], None] = lambda message: None,
@@ -77,7 +80,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         super().__init__(syncObj, selfNode, otherNodes)
         Channel(sealer, newest_version)  # refuse an unknown version now, not on the first connection
         self._syncobj = syncObj
-        self._poller = compat.poller(syncObj)
+        self._poller = poller
         self._conf = syncObj.conf
         self._sealer = sealer
         self._newest = newest_version
@@ -147,6 +150,10 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             return False
         return not connection.closed
 
+    def wrap_message_handler(self, wrap: Callable[[MessageHandler], MessageHandler]) -> None:
+        """Put `wrap(handler)` in place of the handler PySyncObj (or an earlier wrapper) set."""
+        self.setOnMessageReceivedCallback(wrap(self._onMessageReceivedCallback))
+
     def destroy(self) -> None:
         self.setOnMessageReceivedCallback(None)
         self.setOnNodeConnectedCallback(None)
@@ -162,7 +169,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             self._server.close()
             self._server = None
 
-    # ---- binding and dialling (tick thread) ------------------------------------------------
+    # ---- binding and dialling (under the tick lock) ------------------------------------------------
 
     def _maybe_bind(self) -> None:
         if self._ready or self._self_node is None or time.monotonic() < self._last_bind + self._conf.bindRetryTime:
@@ -258,7 +265,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         mask = _READ | (POLL_EVENT_TYPE.WRITE if connection.connecting else 0)
         self._poller.subscribe(connection.fileno, functools.partial(self._on_event, connection), mask)
 
-    # ---- I/O (tick thread) -----------------------------------------------------------------
+    # ---- I/O (under the tick lock) -----------------------------------------------------------------
 
     def _on_event(self, connection: _Connection, descr: int, event: int) -> None:
         if connection.closed:
@@ -431,9 +438,9 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
 
     def connected_versions(self) -> tuple[tuple[str, int], ...]:
         """(peer, wire format in use) per connected peer; safe to call from any thread."""
-        links = list(self._links.items())  # a copy: the tick thread changes the dict
+        links = list(self._links.items())  # a copy: a tick on another thread may change the dict
         return tuple(sorted((str(node), c.channel.negotiated.version) for node, c in links if c.channel.negotiated))
 
     def down_since(self) -> dict[str, float]:
         """Voter address → wall-clock time since which no link to it is up; any thread."""
-        return self._down_since.copy()  # one C-level copy: the tick thread changes the dict
+        return self._down_since.copy()  # one C-level copy: a tick on another thread may change the dict

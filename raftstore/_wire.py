@@ -180,7 +180,7 @@ class Negotiated:
 class Channel:
     """One connection's wire state: hellos, format version, sequence numbers, sealing.
 
-    Not thread-safe; the transport drives it from PySyncObj's tick thread only. Any
+    Not thread-safe; the transport drives it under the node's tick lock only. Any
     WireError it raises means the connection must be closed.
     """
 

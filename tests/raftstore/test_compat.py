@@ -17,7 +17,9 @@ from pysyncobj.journal import ResizableFile
 from raftstore import _pysyncobj_compat as compat
 
 ROOT = Path(__file__).resolve().parents[2]
-PRIVATE_NAMES = re.compile(r"_SyncObj__|_FileJournal__|_ResizableFile__|_isLeader|_getLeader|_deserialize|_connections|tcp_connection|win_inet_pton")
+PRIVATE_NAMES = re.compile(
+    r"_SyncObj__|_FileJournal__|_ResizableFile__|_isLeader|_getLeader|_checkCommandsToApply|_deserialize|_connections|tcp_connection|win_inet_pton"
+)
 
 
 def test_the_installed_pysyncobj_is_the_pinned_one() -> None:

@@ -20,7 +20,7 @@ import os
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -118,6 +118,19 @@ def fsync_path(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def followers_hold_a_majority(match_indexes: Sequence[int], last_index: int) -> bool:
+    """Whether the other voters alone, not counting the leader, are a majority of all voters
+    holding every entry up to `last_index` (a leader's match indexes of its followers).
+
+    Then the leader may commit its whole log before its own copy is on disk (Raft thesis
+    10.2.1: the leader need not be part of the majority): followers flush before they
+    answer, so every entry is durable on a majority without it. With 3 voters: both
+    followers have acknowledged the last entry.
+    """
+    voters = len(match_indexes) + 1
+    return sum(1 for index in match_indexes if index >= last_index) > voters / 2
 
 
 class _JournalFlusher:
@@ -316,13 +329,20 @@ def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsyn
 
     def before_send(message: dict[str, Any]) -> None:
         # The leader may replicate entries before its own copy is durable (Raft thesis
-        # 10.2.1): it counts itself towards a commit only in a tick, after the flush there.
+        # 10.2.1): it counts itself towards a commit only in a tick, after the flush there
+        # (or commits without counting itself, once the followers alone are a majority).
         if message.get("type") != "append_entries":
             flusher.flush()
 
     path = journal.meta_path
 
     def store_meta(meta: dict[str, Any]) -> None:
+        # The commit index it records may cover entries the leader committed before its own
+        # copy was on disk (followers holding a majority): put them there first, so that the
+        # start-up check never finds the journal ending before it after a power loss. Inline,
+        # not through the helper, which may be busy with a slow sync (at most once a second).
+        if fsync:
+            os.fdatasync(journal.fileno())
         try:
             with open(path + ".tmp", "wb") as f:
                 f.write(pickle_dumps(meta))
@@ -578,10 +598,21 @@ class RaftNode:
         # when done, so a slow disk never holds the caller longer. Appends between ticks are
         # bounded (a leader's proposals by the store's in-flight window; a follower flushes
         # before answering), so the helper catches up.
-        if self._settled(SETTLE_SECONDS):
+        # Unless the followers alone already hold every entry on a majority: then PySyncObj's
+        # count of the leader's own copy changes nothing, and the commit need not wait for it.
+        if self._followers_hold_log():
+            self._syncobj.doTick(0.0)  # commits the whole log; its journal flush goes on meanwhile
+            self._sync_soon()
+        elif self._settled(SETTLE_SECONDS):
             self._commit_pass()
             self._sync_soon()  # what the tick appended (forwarded commands), sent already
         self._propagation.propagate_if_due()
+
+    def _followers_hold_log(self) -> bool:
+        """Whether this leader's followers alone hold its whole log on a majority of the voters."""
+        if not compat.is_leader(self._syncobj):
+            return False
+        return followers_hold_a_majority(compat.voter_match_indexes(self._syncobj), compat.last_log_index(self._syncobj))
 
     def _commit_pass(self) -> None:
         self._flush()  # raises a failed helper sync; else nothing is left to write

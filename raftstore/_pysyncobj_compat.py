@@ -86,7 +86,7 @@ PATCHED_METHODS: dict[type, tuple[str, ...]] = {
 }
 # Instance attributes read or replaced, by owner; each must be assigned by the class's __init__.
 INSTANCE_ATTRIBUTES: dict[type, tuple[str, ...]] = {
-    SyncObj: ("_SyncObj__raftLog", "_SyncObj__properies", "_SyncObj__raftNextIndex"),
+    SyncObj: ("_SyncObj__raftLog", "_SyncObj__properies", "_SyncObj__raftNextIndex", "_SyncObj__raftMatchIndex"),
     FileJournal: ("_FileJournal__journalFile", "_FileJournal__metaStorer", "_FileJournal__journal"),
     ResizableFile: ("_ResizableFile__f", "_ResizableFile__mm", "_ResizableFile__fileName"),
 }
@@ -136,6 +136,18 @@ def next_indexes(syncobj: SyncObj) -> dict[Any, int]:
     """The leader's next index per follower (the live dict, changed in place)."""
     indexes: dict[Any, int] = _private(syncobj, "_SyncObj__raftNextIndex")
     return indexes
+
+
+def voter_match_indexes(syncobj: SyncObj) -> list[int]:
+    """The leader's match index of every other voter (read-only members, which PySyncObj
+    also tracks there, left out: they never count towards a commit)."""
+    match: dict[Any, int] = _private(syncobj, "_SyncObj__raftMatchIndex")
+    return [match.get(node, 0) for node in syncobj.otherNodes]
+
+
+def last_log_index(syncobj: SyncObj) -> int:
+    """The index of the last entry in this member's log."""
+    return int(journal(syncobj)[-1][1])
 
 
 def append_submitted(syncobj: SyncObj) -> None:

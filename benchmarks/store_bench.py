@@ -128,7 +128,14 @@ async def bench_raftstore_async(root: Path, voters: int, n: int, wire_format: in
             leader = await store.wait_leader(timeout=20)
             if leader != addresses[0]:
                 current = others[addresses.index(leader) - 1]
-                await trio.to_thread.run_sync(lambda: current.call("transfer_leadership", to=addresses[0]))
+
+                # Denied while this member has not acknowledged the leader's last entry yet (a
+                # race with the first entries after the election): wait_for asks again.
+                def transfer() -> bool:
+                    current.call("transfer_leadership", to=addresses[0])
+                    return True
+
+                await trio.to_thread.run_sync(lambda: wait_for(transfer, 20, "a leadership transfer to the benchmark's member"))
             with trio.fail_after(20):
                 async for change in store.leadership_changes():
                     if change.is_leader:

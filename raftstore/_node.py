@@ -592,20 +592,29 @@ class RaftNode:
         self._probe_disk()  # first: a follower's ticks fail while appends do, and must still notice space return
         self._poller.poll(0.0)  # messages in: answers move match indexes, a follower appends and answers
         # PySyncObj's tick counts the leader's own copy of every entry it holds towards a
-        # commit, so it runs only once they are all on disk. A sync under way is waited for
-        # SETTLE_SECONDS at most (it is usually about done when the followers' answers come;
-        # waking again for it costs more); after that the helper goes on and wakes the poller
-        # when done, so a slow disk never holds the caller longer. Appends between ticks are
-        # bounded (a leader's proposals by the store's in-flight window; a follower flushes
-        # before answering), so the helper catches up.
-        # Unless the followers alone already hold every entry on a majority: then PySyncObj's
-        # count of the leader's own copy changes nothing, and the commit need not wait for it.
-        if self._followers_hold_log():
-            self._syncobj.doTick(0.0)  # commits the whole log; its journal flush goes on meanwhile
-            self._sync_soon()
-        elif self._settled(SETTLE_SECONDS):
-            self._commit_pass()
-            self._sync_soon()  # what the tick appended (forwarded commands), sent already
+        # commit, so it runs once they are all on disk, or once the followers alone hold every
+        # entry on a majority of the voters (then the leader's own copy changes nothing; its
+        # sync goes on meanwhile). Neither yet: wait up to SETTLE_SECONDS for whichever comes
+        # first, the next answer or the leader's sync (the helper wakes the poller when
+        # done); it is usually about done when the followers' answers come, and waking again
+        # for it costs more. After that the helper goes on and wakes the poller when done, so
+        # a slow disk never holds the caller longer. Appends between ticks are bounded (a
+        # leader's proposals by the store's in-flight window; a follower flushes before
+        # answering), so the helper catches up.
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while True:
+            if self._followers_hold_log():
+                self._syncobj.doTick(0.0)  # commits the whole log without counting its own copy
+                self._sync_soon()
+                break
+            if self._settled(0.0):
+                self._commit_pass()
+                self._sync_soon()  # what the tick appended (forwarded commands), sent already
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self._poller.poll(remaining)  # an answer, or the helper's wake-up once synced
         self._propagation.propagate_if_due()
 
     def _followers_hold_log(self) -> bool:

@@ -165,7 +165,7 @@ def settled(read: Any, what: str, node: Node, reads: int = 30) -> Any:
     raise AssertionError(f"{what} did not settle: {last}\n--- contivd log ---\n{node.log_text()}")
 
 
-def attach_pod(node: Node, index: int, endpoint: dict[str, Any], bridge: str = "contivVxlanBridge") -> None:
+def attach_pod(node: Node, index: int, endpoint: dict[str, Any], bridge: str = "contivVxlanBridge", prefix: int = 24) -> None:
     pod, host_end, pod_end = node.pods[index], f"vh{index}", f"vc{index}"
     sh("ip", "netns", "add", pod)
     sh("ip", "netns", "exec", node.ns, "ip", "link", "add", host_end, "type", "veth", "peer", "name", pod_end, "netns", pod)
@@ -173,7 +173,7 @@ def attach_pod(node: Node, index: int, endpoint: dict[str, Any], bridge: str = "
     # The userspace datapath forwards veth frames as they are: with TX checksum offload the
     # kernel would leave TCP checksums unfilled and the receiving pod would drop the segments.
     sh("ip", "netns", "exec", pod, "ethtool", "-K", pod_end, "tx", "off")
-    sh("ip", "netns", "exec", pod, "ip", "addr", "add", f"{endpoint['ipAddress']}/24", "dev", pod_end)
+    sh("ip", "netns", "exec", pod, "ip", "addr", "add", f"{endpoint['ipAddress']}/{prefix}", "dev", pod_end)
     sh("ip", "netns", "exec", pod, "ip", "link", "set", pod_end, "up")
     sh("ip", "netns", "exec", pod, "ip", "link", "set", "lo", "up")
     sh("ip", "netns", "exec", node.ns, "ip", "link", "set", host_end, "up")

@@ -18,28 +18,16 @@ answers with its name on TCP 8080 and UDP 5353 (tests/support/service_pods.py). 
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.k8s.netpol_cluster import DATAPATH_MARKS, Traffic, answer, kube_cluster, pod_endpoint
+from tests.nodes import Node, attach_pod, metric_value, reaches, settled, sh, wait_until
+from tests.support.service_pods import fetch
 
-from tests.k8s.test_service_datapath import SERVICE_CIDR, KubeApi
-from tests.nodes import Node, attach_pod, cluster_of_nodes, metric_value, reaches, settled, sh, wait_until
-from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
-from tests.support.service_pods import fetch, processes
-from tests.support.waiting import free_ports
-
-pytestmark = [
-    pytest.mark.k8s,
-    pytest.mark.ovs,
-    pytest.mark.cluster,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
-    pytest.mark.skipif(shutil.which("ovs-vswitchd") is None, reason="Open vSwitch is not installed"),
-]
+pytestmark = DATAPATH_MARKS
 
 SUBNET, GATEWAY = "198.18.10.0/24", "198.18.10.254"
 POLICY_SECONDS = 60  # generous: the leader compiles and every agent programs; the machine is shared
@@ -134,78 +122,17 @@ def metric_packets(node: Node, policy: str, rule: str) -> float:
     return metric_value(node, "contivd_policy_rule_packets_total", {"kind": "kubernetes", "tenant": "prod", "policy": policy, "rule": rule})
 
 
-def answer(src: str, dst_ip: str, protocol: str = "tcp") -> str:
-    port = 8080 if protocol == "tcp" else 5353
-    return fetch(src, dst_ip, port, 1, protocol)[0]
-
-
-def grouped_endpoint(node: Node, name: str, group: str) -> dict[str, Any]:
-    request = {
-        "TenantName": "default",
-        "NetworkName": "pods",
-        "ServiceName": group,
-        "EndpointID": name,
-        "ConfigEP": {"Container": name, "Host": node.name},
-    }
-    status, reply = node.api_call("POST", "/plugin/createEndpoint", request)
-    assert status == 200, reply
-    endpoint: dict[str, Any] = reply["EndpointConfig"]
-    return endpoint
-
-
-class Cases:
-    """Pods a..d on two nodes: each case sends real traffic and traces the same packet."""
-
-    def __init__(self, nodes: list[Node], pod_ns: dict[str, str], ip: dict[str, str]):
-        self.nodes, self.pod_ns, self.ip = nodes, pod_ns, ip
-        self.node_of = {name: nodes[0] if name in "ab" else nodes[1] for name in "abcd"}
-
-    def delivered(self, src: str, dst: str, protocol: str) -> bool:
-        if protocol == "icmp":
-            return reaches(self.pod_ns[src], self.ip[dst])
-        got = answer(self.pod_ns[src], self.ip[dst], protocol)
-        assert got in (dst, "-"), got
-        return got == dst
-
-    def trace(self, src: str, dst: str, protocol: str) -> dict[str, Any]:
-        """The trace of src → dst (a pod's name or an address), asked of the node that does not hold src."""
-        what = {"tcp": "tcp/8080", "udp": "udp/5353", "icmp": "icmp"}.get(protocol, protocol)
-        asked = next(n for n in self.nodes if n is not self.node_of[src])
-        status, traced = asked.api_call("GET", f"/kubernetes/trace/{self.ip[src]}/{self.ip.get(dst, dst)}/{what}")
-        assert status == 200, traced
-        return dict(traced)
-
-    def check(self, src: str, dst: str, protocol: str, delivered: bool, deciding: str | None = "-") -> dict[str, Any]:
-        """Real traffic gives `delivered`, and so does the trace, with every datapath agreeing."""
-        assert self.delivered(src, dst, protocol) is delivered, f"{src} -> {dst} {protocol}: expected {'delivered' if delivered else 'dropped'}"
-        traced = self.trace(src, dst, protocol)
-        assert traced["verdict"] == ("allow" if delivered else "drop"), traced
-        assert traced["agree"] is True and traced["ovs"]["node"] == self.node_of[src].name, traced
-        if deciding != "-":
-            assert traced["deciding"] == deciding, traced
-        if self.node_of[src] is not self.node_of[dst] and delivered:
-            assert traced["ovs_destination"]["verdict"] == "allow" and traced["ovs_destination"]["node"] == self.node_of[dst].name, traced
-        return traced
-
-
 def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path: Path) -> None:
-    (api_port,) = free_ports(1)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(kubeconfig_text(f"http://198.19.0.1:{api_port}", TOKEN))
-    with cluster_of_nodes(tmp_path, 2, "--kubeconfig", str(kubeconfig), "--service-cidr", SERVICE_CIDR) as nodes, processes() as running:
+    with kube_cluster(tmp_path, SUBNET, GATEWAY) as cluster:
+        nodes, running, kube = cluster.nodes, cluster.running, cluster.kube
         first, second = nodes
-        running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port), "--host", first.host)
-        kube = KubeApi(first, api_port)
-        network = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": SUBNET, "gateway": GATEWAY}
-        status, reply = first.api_call("POST", "/api/v1/networks/default:pods/", network)
-        assert status == 200, reply
         for group in ("front", "back"):
             status, reply = first.api_call(
                 "POST", f"/api/v1/endpointGroups/default:{group}/", {"tenantName": "default", "groupName": group, "networkName": "pods"}
             )
             assert status == 200, reply
         placed = {"a": (first, "front"), "b": (first, "back"), "c": (second, "front"), "d": (second, "front")}
-        endpoints = {name: grouped_endpoint(node, name, group) for name, (node, group) in placed.items()}
+        endpoints = {name: pod_endpoint(node, name, group) for name, (node, group) in placed.items()}
         ns_of = {"a": first.pods[0], "b": first.pods[1], "c": second.pods[0], "d": second.pods[1]}
         for name, (node, index) in {"a": (first, 0), "b": (first, 1), "c": (second, 0), "d": (second, 1)}.items():
             attach_pod(node, index, endpoints[name])
@@ -222,7 +149,7 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
         ):
             kube.apply(obj)
         a, b, c, d = (ns_of[n] for n in "abcd")
-        cases = Cases(nodes, ns_of, ip)
+        cases = Traffic(nodes, ns_of, ip, {name: node for name, (node, _) in placed.items()})
 
         # No policy: everything passes, on one node and across nodes.
         wait_until(lambda: answer(a, ip["b"]) == "b" and answer(c, ip["b"]) == "b", 60, "the pods to reach each other", first)

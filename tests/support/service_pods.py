@@ -6,22 +6,26 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 SERVE = (  # a backend: its name on every TCP accept and message, and in answer to every UDP datagram
+    # argv[2] / argv[3]: the TCP / UDP ports, comma-separated
     "import socket,sys,threading\n"
     "name = sys.argv[1].encode()\n"
-    "tcp = socket.create_server(('0.0.0.0', int(sys.argv[2])), backlog=64)\n"
-    "udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); udp.bind(('0.0.0.0', int(sys.argv[3])))\n"
+    "def accept(tcp):\n"
+    "    while True: threading.Thread(target=talk, args=(tcp.accept()[0],), daemon=True).start()\n"
     "def talk(c):\n"
     "    c.sendall(name)\n"
     "    while c.recv(64): c.sendall(name)\n"
-    "def accept():\n"
-    "    while True: threading.Thread(target=talk, args=(tcp.accept()[0],), daemon=True).start()\n"
-    "def answer():\n"
+    "def answer(udp):\n"
     "    while True: data, peer = udp.recvfrom(64); udp.sendto(name, peer)\n"
-    "for job in (accept, answer): threading.Thread(target=job, daemon=True).start()\n"
+    "def udp_socket(port):\n"
+    "    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); udp.bind(('0.0.0.0', port)); return udp\n"
+    "for port in sys.argv[2].split(','):\n"
+    "    threading.Thread(target=accept, args=(socket.create_server(('0.0.0.0', int(port)), backlog=64),), daemon=True).start()\n"
+    "for port in sys.argv[3].split(','):\n"
+    "    threading.Thread(target=answer, args=(udp_socket(int(port)),), daemon=True).start()\n"
     "print('ready', flush=True); threading.Event().wait()\n"
 )
 FETCH = (  # N new connections (TCP) or datagrams from new ports (UDP): who answered each, '-' for nobody
@@ -96,8 +100,9 @@ class Processes:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", f"{command[:3]} did not start"
         return proc
 
-    def serve(self, pod: str, name: str, tcp_port: int, udp_port: int) -> None:
-        self.start(pod, sys.executable, "-c", SERVE, name, str(tcp_port), str(udp_port))
+    def serve(self, pod: str, name: str, tcp_port: int | Iterable[int], udp_port: int | Iterable[int]) -> None:
+        """A backend answering with `name` on a TCP port and a UDP port (or on each of several)."""
+        self.start(pod, sys.executable, "-c", SERVE, name, _port_list(tcp_port), _port_list(udp_port))
 
     def hold(self, pod: str, host: str, port: int, backend: str, attempts: int = 20) -> HeldConnection:
         """A TCP connection from `pod` to host:port that landed on `backend` (new ones until one does)."""
@@ -112,6 +117,10 @@ class Processes:
     def stop_all(self) -> None:
         for proc in self.started:
             stop(proc)
+
+
+def _port_list(ports: int | Iterable[int]) -> str:
+    return str(ports) if isinstance(ports, int) else ",".join(map(str, ports))
 
 
 class HeldConnection:

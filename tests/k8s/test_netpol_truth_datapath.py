@@ -10,12 +10,13 @@ datapath agreeing (so the agents have programmed them: no sleep), then the packe
 real (TCP connection, UDP datagram answered, ping) and must be delivered exactly when the table
 allows it, and the trace (asked of the node that is not the source's) says the same.
 
-Trace only: the cases whose source or destination is an address outside the cluster (`outside`,
-`outside2`, `outside_except`: 198.19.0.5, 198.19.1.5, 198.19.0.200). Those addresses sit in
-198.19.0.0/24, the test cluster's own control fabric (the nodes are 198.19.0.1-2), and a pod's
-packet to a non-pod address leaves through the node's masquerade, so no host outside the cluster
-can be made at the table's addresses without renumbering the fabric; the trace still answers
-them from the model and the OVS half of the pod's node.
+Trace only: the 6 cases whose source or destination is an address outside the cluster
+(`outside`, `outside2`, `outside_except`: 198.19.0.5, 198.19.1.5, 198.19.0.200). No outside host
+is made for them: two of those addresses fall in 198.19.0.0/24, this test cluster's own control
+fabric (the nodes are 198.19.0.1-2), and the pods' VXLAN network here has no way out of the
+cluster (no host access, no external route), so such a host could not be reached at the table's
+addresses without renumbering the fabric. Their traces are compared with the table: 2 rows match
+(the egress drops), 4 depart from it and are pinned in OUTSIDE_GAPS, so a fix shows up here.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ POLICY_SECONDS = 60  # generous: the leader compiles and every agent programs; t
 # Ingress from an address outside the cluster enters OVS as REMOTE, which skips every policy
 # table: ipBlock ingress rules are not enforced, on the model's word and OVS's alike. A pod's
 # packet to an outside address: the model allows it by the egress rule, while OVS on the pod's
-# node drops it (the network has no way out configured here), so the trace reports a disagreement.
+# node drops it (not investigated; presumably as this network has no way out), so the trace reports
+# a disagreement.
 OUTSIDE_GAPS = {
     "ipBlock allows inside": ("allow", None, True),
     "ipBlock except drops": ("allow", None, True),

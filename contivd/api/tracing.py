@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import trio
 
@@ -28,6 +28,9 @@ from ..model.netpolicy import Compiled, TraceQuery
 from ..model.policytrace import TraceEnd, explain, explanation_json
 from ..model.servicetrace import Translation, translate
 from ..state import EndpointState, StateSnapshot
+
+R = TypeVar("R")
+S = TypeVar("S")
 
 Half = dict[str, Any]  # an agent's /trace answer (OvsTrace's fields), or `skipped` / `unanswered` / `error`
 Ask = Callable[[str, str, TraceQuery, str, str], Awaitable[Half]]  # (node, side, query, src ip, dst ip) → its half
@@ -72,13 +75,7 @@ def trace_end(snapshot: StateSnapshot, ref: str) -> TraceEnd:
 def contiv_rules(snapshot: StateSnapshot) -> list[PolicyRuleSpec]:
     """The Contiv rules as the agents program them (a rule they cannot program is left out, as
     they leave it out and report it in their problems)."""
-    specs = []
-    for rule in snapshot.rules.values():
-        try:
-            specs.append(rule_spec(rule))
-        except InputError:
-            continue
-    return specs
+    return _programmable(snapshot.rules.values(), rule_spec)
 
 
 def agreement(model_verdict: str, source: Half | None, destination: Half | None) -> tuple[bool | None, list[str]]:
@@ -105,16 +102,19 @@ def _end_json(end: TraceEnd) -> dict[str, Any]:
 def services(snapshot: StateSnapshot) -> list[ServiceSpec]:
     """The services as the agents program them (a Contiv serviceLB with an address, a Kubernetes
     Service with a ClusterIP; one they cannot program is left out, as they leave it out)."""
+    contiv = _programmable(
+        ((lb, snapshot.providers.get(name)) for name, lb in snapshot.services.items() if lb.ip_address),
+        lambda pair: service_spec(*pair),
+    )
+    return contiv + _programmable(snapshot.k8s_services.values(), kube_service_spec)
+
+
+def _programmable(records: Iterable[R], spec_of: Callable[[R], S]) -> list[S]:
+    """`spec_of` each record, leaving out those it refuses (InputError), as the agents do."""
     specs = []
-    for name, lb in snapshot.services.items():
+    for record in records:
         try:
-            if lb.ip_address:
-                specs.append(service_spec(lb, snapshot.providers.get(name)))
-        except InputError:
-            continue
-    for kube in snapshot.k8s_services.values():
-        try:
-            specs.append(kube_service_spec(kube))
+            specs.append(spec_of(record))
         except InputError:
             continue
     return specs

@@ -15,8 +15,9 @@ therefore converts one endpoint, and the flow engine recognises every other inpu
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,27 +226,9 @@ class InputsBuilder:
                     remote.append(made)
                 else:
                     problems.append(made)
-        rules: list[PolicyRuleSpec] = []
-        for rule in snapshot.rules.values():
-            key = f"rule:{rule.rule_id}"
-            seen.add(key)
-            made = self._convert(key, (rule,), lambda: rule_spec(rule))  # noqa: B023
-            (rules.append(made) if isinstance(made, PolicyRuleSpec) else problems.append(made))
-        services: list[ServiceSpec] = []
-        for name, lb in snapshot.services.items():
-            if not lb.ip_address:
-                continue
-            key = f"service:{name}"
-            seen.add(key)
-            provider = snapshot.providers.get(name)
-            made = self._convert(key, (lb, provider), lambda: service_spec(lb, provider))  # noqa: B023
-            (services.append(made) if isinstance(made, ServiceSpec) else problems.append(made))
-        for name, kube in snapshot.k8s_services.items():
-            key = f"k8s-service:{name}"
-            seen.add(key)
-            made = self._convert(key, (kube,), lambda: kube_service_spec(kube))  # noqa: B023
-            (services.append(made) if isinstance(made, ServiceSpec) else problems.append(made))
-        services = _one_service_per_vip(services, problems)
+        rules, rule_problems = rule_specs(snapshot, self._convert, seen)
+        services, service_problems = service_specs(snapshot, self._convert, seen)
+        problems += rule_problems + service_problems
         services = with_node_entry(services, node_port_service_ids(snapshot.k8s_services.values()), [*local, *remote])
         netpol = self._netpol(snapshot, {p.ip for p in local}, seen)
         for gone in self._made.keys() - seen:
@@ -267,6 +250,52 @@ class InputsBuilder:
             routes=routes,
         )
         return Built(inputs, tuple(problems))
+
+
+Convert = Callable[[str, tuple[Any, ...], Callable[[], Any]], Any]
+"""(object id, the records it is made from, how to make it) → its input, or the error text."""
+
+
+def convert_now(key: str, sources: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """A Convert that remembers nothing (the trace's: one snapshot, one answer)."""
+    try:
+        return make()
+    except (InputError, ValueError) as exc:
+        return str(exc)
+
+
+def rule_specs(snapshot: StateSnapshot, convert: Convert = convert_now, seen: set[str] | None = None) -> tuple[list[PolicyRuleSpec], list[str]]:
+    """The Contiv rules as the agents program them, and one problem per rule they refuse.
+    One function for the agents and `ctl trace`, so the model judges exactly what OVS holds."""
+    rules: list[PolicyRuleSpec] = []
+    problems: list[str] = []
+    for rule in snapshot.rules.values():
+        key = f"rule:{rule.rule_id}"
+        if seen is not None:
+            seen.add(key)
+        made = convert(key, (rule,), lambda: rule_spec(rule))  # noqa: B023
+        (rules.append(made) if isinstance(made, PolicyRuleSpec) else problems.append(made))
+    return rules, problems
+
+
+def service_specs(snapshot: StateSnapshot, convert: Convert = convert_now, seen: set[str] | None = None) -> tuple[list[ServiceSpec], list[str]]:
+    """The services as the agents program them (a Contiv serviceLB with an address, a Kubernetes
+    Service; one per VIP), and one problem per service they refuse or skip."""
+    services: list[ServiceSpec] = []
+    problems: list[str] = []
+    made_from: list[tuple[str, tuple[Any, ...], Callable[[], Any]]] = []
+    for name, lb in snapshot.services.items():
+        if lb.ip_address:
+            provider = snapshot.providers.get(name)
+            made_from.append((f"service:{name}", (lb, provider), functools.partial(service_spec, lb, provider)))
+    for name, kube in snapshot.k8s_services.items():
+        made_from.append((f"k8s-service:{name}", (kube,), functools.partial(kube_service_spec, kube)))
+    for key, sources, make in made_from:
+        if seen is not None:
+            seen.add(key)
+        made = convert(key, sources, make)
+        (services.append(made) if isinstance(made, ServiceSpec) else problems.append(made))
+    return _one_service_per_vip(services, problems), problems
 
 
 def without_egress(pod: NetpolPod) -> NetpolPod:

@@ -14,23 +14,20 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import trio
 
-from openflow import InputError, PolicyRuleSpec, ServiceSpec
+from openflow import PolicyRuleSpec, ServiceSpec
 from openflow.inputs import Backend
 
-from ..agent.inputs import kube_service_spec, rule_spec, service_spec
+from ..agent.inputs import rule_specs, service_specs
 from ..model import NotFoundError
 from ..model.netpolicy import Compiled, TraceQuery
 from ..model.policytrace import TraceEnd, explain, explanation_json
 from ..model.servicetrace import Translation, translate
 from ..state import EndpointState, StateSnapshot
-
-R = TypeVar("R")
-S = TypeVar("S")
 
 Half = dict[str, Any]  # an agent's /trace answer (OvsTrace's fields), or `skipped` / `unanswered` / `error`
 Ask = Callable[[str, str, TraceQuery, str, str], Awaitable[Half]]  # (node, side, query, src ip, dst ip) → its half
@@ -73,9 +70,8 @@ def trace_end(snapshot: StateSnapshot, ref: str) -> TraceEnd:
 
 
 def contiv_rules(snapshot: StateSnapshot) -> list[PolicyRuleSpec]:
-    """The Contiv rules as the agents program them (a rule they cannot program is left out, as
-    they leave it out and report it in their problems)."""
-    return _programmable(snapshot.rules.values(), rule_spec)
+    """The Contiv rules as the agents program them (a rule they refuse is left out, as they leave it out)."""
+    return rule_specs(snapshot)[0]
 
 
 def agreement(model_verdict: str, source: Half | None, destination: Half | None) -> tuple[bool | None, list[str]]:
@@ -100,24 +96,8 @@ def _end_json(end: TraceEnd) -> dict[str, Any]:
 
 
 def services(snapshot: StateSnapshot) -> list[ServiceSpec]:
-    """The services as the agents program them (a Contiv serviceLB with an address, a Kubernetes
-    Service with a ClusterIP; one they cannot program is left out, as they leave it out)."""
-    contiv = _programmable(
-        ((lb, snapshot.providers.get(name)) for name, lb in snapshot.services.items() if lb.ip_address),
-        lambda pair: service_spec(*pair),
-    )
-    return contiv + _programmable(snapshot.k8s_services.values(), kube_service_spec)
-
-
-def _programmable(records: Iterable[R], spec_of: Callable[[R], S]) -> list[S]:
-    """`spec_of` each record, leaving out those it refuses (InputError), as the agents do."""
-    specs = []
-    for record in records:
-        try:
-            specs.append(spec_of(record))
-        except InputError:
-            continue
-    return specs
+    """The services as the agents program them (one they refuse, or a second on one VIP, is left out)."""
+    return service_specs(snapshot)[0]
 
 
 def bridged(snapshot: StateSnapshot, src: TraceEnd, routing: bool) -> bool:

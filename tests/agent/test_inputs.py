@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from contivd.agent.inputs import Built, InputsBuilder
+from contivd.api import tracing
 from contivd.netmaster.service import Netmaster
 from contivd.state import KubeBackend, KubeServicePort, KubeServiceState, NodeRecord, StateSnapshot, keys
 from openflow import desired, flow_text, group_text
@@ -158,6 +159,9 @@ async def test_kubernetes_services_become_services_and_bad_ones_are_skipped_by_n
     assert "kubernetes service shop/sctp: port http protocol 'SCTP' is not TCP/UDP" in built.problems
     assert f"service k8s:shop/clash: VIP {contiv_vip} is already service api:default's" in built.problems
     desired(built.inputs)  # the rest compiles: nothing collides
+    snapshot = StateSnapshot()
+    snapshot.reset([KeyValue(key, value, 1, 1, 1) for key, value in {**state, **kube}.items()], 1)
+    assert [s.service_id for s in tracing.services(snapshot)] == sorted(by_id), "ctl trace judges exactly the services the agent programs"
 
 
 async def test_a_node_port_service_enters_the_network_of_its_backends(state: dict[str, Any]) -> None:

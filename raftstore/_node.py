@@ -79,6 +79,7 @@ _RECORD_OVERHEAD = 24  # a journal record: size, index, term, command, size
 # statistics, /info and /readyz, and for the writes waiting on it — by the time the majority
 # elects another; heartbeats go out every 0.1 s, so a healthy follower answers ten times first.
 LEADER_FALLBACK_SECONDS = 1.0
+STEP_DOWN_RETRY_SECONDS = 1.0  # how often a leader whose data dir is full asks a follower to take over
 
 
 class _ReplicatedStateMachine(compat.ConsumerBase):
@@ -558,6 +559,7 @@ class RaftNode:
         self._leadership: tuple[bool, str | None] | None = None
         self._loop_attached = False
         self._last_tick = time.monotonic()
+        self._next_hand_over = 0.0
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._thread_loop, name="raftstore-tick", daemon=True)
         self._thread.start()
@@ -590,6 +592,7 @@ class RaftNode:
 
     def _tick_steps(self) -> None:
         self._probe_disk()  # first: a follower's ticks fail while appends do, and must still notice space return
+        self._hand_over_if_disk_full()
         self._poller.poll(0.0)  # messages in: answers move match indexes, a follower appends and answers
         # PySyncObj's tick counts the leader's own copy of every entry it holds towards a
         # commit, so it runs once they are all on disk, or once the followers alone hold every
@@ -616,6 +619,25 @@ class RaftNode:
                 break
             self._poller.poll(remaining)  # an answer, or the helper's wake-up once synced
         self._propagation.propagate_if_due()
+
+    def _hand_over_if_disk_full(self) -> None:
+        """A leader that cannot write its data dir commits nothing more: ask the most caught-up
+        follower to take over (Raft's TimeoutNow), so the cluster keeps committing without it
+        while it waits for space (etcd's leader dies of this fault instead). Retried every
+        STEP_DOWN_RETRY_SECONDS: PySyncObj denies it until a follower holds the whole log."""
+        if self.disk.problem is None or not self._syncobj.otherNodes or not compat.is_leader(self._syncobj):
+            return
+        now = time.monotonic()
+        if now < self._next_hand_over:
+            return
+        self._next_hand_over = now + STEP_DOWN_RETRY_SECONDS
+        self._syncobj.transferLeadership(None, callback=self._handed_over)
+
+    def _handed_over(self, result: Any, reason: int) -> None:
+        if reason == SUCCESS:
+            log.warning("data dir unwritable while leading: asked the most caught-up follower to take over the leadership")
+        else:
+            log.info("data dir unwritable while leading: no follower can take over yet (%s); retrying", FAIL_NAMES.get(reason, reason))
 
     def _followers_hold_log(self) -> bool:
         """Whether this leader's followers alone hold its whole log on a majority of the voters."""

@@ -341,3 +341,47 @@ def test_a_follower_with_a_full_disk_lags_without_crashing_and_catches_up(tmp_pa
         assert full.proc.poll() is None and "Traceback" not in full.stderr_text(), full.stderr_text()
     finally:
         cluster.close()
+
+
+@pytest.mark.cluster
+def test_a_leader_with_a_full_disk_hands_over_and_the_cluster_keeps_committing(tmp_path: Path, small_filesystem: Path) -> None:
+    """Before, the cluster committed nothing until the full leader had space again or was
+    stopped; now it asks a caught-up follower to take over, refuses writes itself naming
+    ENOSPC, and catches up as a follower once space returns, never restarted."""
+    cluster = Cluster(tmp_path, 3)
+    full = cluster.members[0]
+    full.data_dir, full.log_dir = small_filesystem / "node0", tmp_path / "node0-log"
+    try:
+        cluster.start()
+        if cluster.leader() is not full:  # denied until the target acknowledged the last entry: retried
+            wait_for(
+                lambda: cluster.leader().call("transfer_leadership", to=full.listen), 20, "the leadership to move to the member whose disk fills"
+            )
+        wait_for(full.is_leader, 20, "the member whose disk fills to lead")
+        full.call("put", key="/handover/before", value=1)
+        filler = fill(small_filesystem, 0)
+        big = "v" * 400_000
+        refusal = None
+        for i in range(40):  # the journal's 8 MiB reservation takes some values, then writes are refused
+            try:
+                full.call("put", key=f"/handover/{i:03d}", value=big, timeout=30)
+            except RemoteError as exc:
+                refusal = exc
+                break
+        assert refusal is not None and "ENOSPC" in str(refusal), refusal
+        successor = wait_for(
+            lambda: next((m for m in cluster.members if m is not full and m.is_leader()), None), 15, "a follower to take over from the full leader"
+        )
+        assert not full.is_leader(), "the full member still calls itself the leader"
+        successor.call("put", key="/handover/after", value=1, timeout=10)
+        with pytest.raises(RemoteError, match="ENOSPC"):
+            full.call("put", key="/handover/via-full", value=1)
+        assert full.proc is not None and full.proc.poll() is None, full.stderr_text()
+        assert "take over the leadership" in full.stderr_text(), full.stderr_text()
+
+        filler.unlink()
+        wait_for(lambda: "/handover/after" in values(full, "/handover/"), 60, "the old leader to catch up once space returned", interval=0.5)
+        full.call("put", key="/handover/via-full", value=1, timeout=10)
+        assert "Traceback" not in full.stderr_text(), full.stderr_text()
+    finally:
+        cluster.close()

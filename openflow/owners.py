@@ -5,7 +5,8 @@ alone (plus the round or the bridge's :class:`Fabric`), never from the whole Nod
 
 * the pipeline: table-miss flows and the conntrack/service base flows;
 * a local port: classifier, spoof guard, ARP reply, destination EPG, DSCP, unicast forward;
-* a remote endpoint: ARP reply, destination EPG, forward (when its tunnel/uplink exists);
+* a remote endpoint: ARP reply, destination EPG, forward (when its tunnel/uplink exists), and
+  the uplink's classifier flow that tells its packets from outside hosts' (VLAN, routing mode);
 * a network with local ports on this bridge: tunnel/uplink classifier flows, gateway ARP,
   flood flows and the two flood groups, whose buckets list the network's local ports;
 * a policy rule: its one flow;
@@ -90,6 +91,7 @@ def build_port(tables: Tables, port: LocalPort, round_: int, host: HostPort | No
 def build_remote(tables: Tables, remote: RemoteEndpoint, fabric: Fabric) -> Built:
     return Built(
         (
+            *classifier.remote_flows(tables, remote, fabric),
             *arp.endpoint_flows(tables, remote, fabric.round, ANYCAST_MAC if fabric.routed else None),
             *dstepg.endpoint_flows(tables, remote, fabric.round),
             *forward.remote_flows(tables, remote, fabric),

@@ -23,6 +23,14 @@ conntrack calls every later packet of a committed connection ``+est``, also the 
 first packet of a service connection the group committed before np_ingress dropped it, so
 original-direction packets are judged again each time.
 
+A packet from outside the cluster (metadata OUTSIDE, set by the classifier: an uplink's packet
+from no known endpoint, the host port's from no address of the node) is judged here, at its
+destination's node, as its source's node is none of the cluster's: in service_lb (330, above the
+REMOTE bypass and the remote commits) what is not a reply or related goes to np_ingress, whose
+rules, isolation drop and commit flows judge it as they judge a pod's packet (no Contiv policy
+and no egress: the source is no pod). Pod-to-pod traffic is never OUTSIDE, so it is still judged
+once, at its source, and each counter counts a packet once.
+
 The cookie carries the rule_id, so flow statistics summed per cookie are the rule's hits (an
 isolation's commit flows carry ``<rule_id>/commit`` instead: what they count passes).
 """
@@ -43,14 +51,27 @@ COMMIT_PRIORITY = 50
 """np_ingress: connections whose replies an isolation judges (below any isolation's drop)."""
 CT_EST_REPLY = (0x2A, 0x2A)  # +est+rpl+trk (ct_state bits: est=0x02, rpl=0x08, trk=0x20)
 CT_RELATED = (0x24, 0x24)  # +rel+trk (rel=0x04)
+OUTSIDE_PRIORITY = 330
+"""service_lb: above the REMOTE bypass (300) and the remote commits (310, 320)."""
+CT_NOT_REPLY = (0x20, 0x2C)  # +trk-rel-rpl: a new or original-direction packet, not a reply nor related
 
 
 def pipeline_flows(tables: Tables, round_: int) -> list[Flow]:
-    """The reply bypass in np_egress."""
+    """The reply bypass in np_egress, and what comes from outside the cluster to np_ingress."""
     table = tables["np_egress"]
     to_qos = (Resubmit(table.goto_id("qos")),)
     key = cookie(Category.NETPOL, "replies", round_)
-    return [table.flow(REPLY_PRIORITY, {"ct_state": state, "eth_type": ETH_IPV4}, cookie=key, actions=to_qos) for state in (CT_EST_REPLY, CT_RELATED)]
+    replies = [
+        table.flow(REPLY_PRIORITY, {"ct_state": state, "eth_type": ETH_IPV4}, cookie=key, actions=to_qos) for state in (CT_EST_REPLY, CT_RELATED)
+    ]
+    return [*replies, outside_flow(tables, round_)]
+
+
+def outside_flow(tables: Tables, round_: int) -> Flow:
+    """service_lb: a packet from outside the cluster, unless a reply (or related) to a connection
+    a pod opened, is judged by np_ingress on this node (its source's node is none of ours)."""
+    match: dict[str, MatchValue] = {"metadata": meta(REMOTE=1, OUTSIDE=1), "eth_type": ETH_IPV4, "ct_state": CT_NOT_REPLY}
+    return tables["service_lb"].flow(OUTSIDE_PRIORITY, match, cookie=cookie(Category.NETPOL, "outside", round_), goto="np_ingress")
 
 
 def _prefix(ip: tuple[int, int]) -> tuple[int, int]:

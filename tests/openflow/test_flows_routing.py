@@ -41,7 +41,7 @@ def routed_node(routes: tuple[Route, ...] = LEARNED) -> NodeInputs:
 
 def test_router_flows_golden() -> None:
     assert texts(routing.flows(TABLES, routed_node())) == [
-        "priority=100,in_port=8 actions=write_metadata:0x100000000000000/0x1ffffffffff0000,goto_table:3",
+        "priority=100,in_port=8 actions=write_metadata:0x300000000000000/0x3ffffffffff0000,goto_table:3",
         "priority=200,ip,in_port=8,nw_dst=198.19.1.2 actions=output:9",
         "priority=200,arp,in_port=8 actions=output:9",
         "priority=200,in_port=9 actions=output:8",

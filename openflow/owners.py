@@ -4,7 +4,8 @@ Every flow and group of a bridge belongs to exactly one owner, built from that o
 alone (plus the round or the bridge's :class:`Fabric`), never from the whole NodeInputs:
 
 * the pipeline: table-miss flows and the conntrack/service base flows;
-* a local port: classifier, spoof guard, ARP reply, destination EPG, DSCP, unicast forward;
+* a local port: classifier, spoof guard, ARP reply, destination EPG, DSCP, unicast forward,
+  and the service_lb flow that sends what comes from outside the cluster to it to np_ingress;
 * a remote endpoint: ARP reply, destination EPG, forward (when its tunnel/uplink exists), and
   the uplink's classifier flow that tells its packets from outside hosts' (VLAN, routing mode);
 * a network with local ports on this bridge: tunnel/uplink classifier flows, gateway ARP,
@@ -83,6 +84,7 @@ def build_port(tables: Tables, port: LocalPort, round_: int, host: HostPort | No
             *dstepg.endpoint_flows(tables, port, round_),
             *qos.port_flows(tables, port, round_),
             *forward.port_flows(tables, port, round_),
+            *netpol.port_flows(tables, port, round_),
             *(routing.port_flows(tables, port, round_) if routed else ()),
         )
     )

@@ -26,7 +26,8 @@ original-direction packets are judged again each time.
 A packet from outside the cluster (metadata OUTSIDE, set by the classifier: an uplink's packet
 from no known endpoint, the host port's from no address of the node) is judged here, at its
 destination's node, as its source's node is none of the cluster's: in service_lb (330, above the
-REMOTE bypass and the remote commits) what is not a reply or related goes to np_ingress, whose
+REMOTE bypass and the remote commits, one flow per local port, owned by it: only the
+destination's node judges) what is not a reply or related goes to np_ingress, whose
 rules, isolation drop and commit flows judge it as they judge a pod's packet (no Contiv policy
 and no egress: the source is no pod). Pod-to-pod traffic is never OUTSIDE, so it is still judged
 once, at its source, and each counter counts a packet once.
@@ -41,7 +42,7 @@ from fastpath import port_range_masks
 from openflow import fields
 from openflow.fields import Category, cookie, meta
 from openflow.flow import ETH_IPV4, Ct, Flow, MatchValue, Resubmit
-from openflow.inputs import NetpolPod, NetpolRule, NodeInputs
+from openflow.inputs import LocalPort, NetpolPod, NetpolRule, NodeInputs
 from openflow.pipeline import Table, Tables
 
 REPLY_PRIORITY = 300
@@ -57,21 +58,21 @@ CT_NOT_REPLY = (0x20, 0x2C)  # +trk-rel-rpl: a new or original-direction packet,
 
 
 def pipeline_flows(tables: Tables, round_: int) -> list[Flow]:
-    """The reply bypass in np_egress, and what comes from outside the cluster to np_ingress."""
+    """The reply bypass in np_egress."""
     table = tables["np_egress"]
     to_qos = (Resubmit(table.goto_id("qos")),)
     key = cookie(Category.NETPOL, "replies", round_)
-    replies = [
-        table.flow(REPLY_PRIORITY, {"ct_state": state, "eth_type": ETH_IPV4}, cookie=key, actions=to_qos) for state in (CT_EST_REPLY, CT_RELATED)
-    ]
-    return [*replies, outside_flow(tables, round_)]
+    return [table.flow(REPLY_PRIORITY, {"ct_state": state, "eth_type": ETH_IPV4}, cookie=key, actions=to_qos) for state in (CT_EST_REPLY, CT_RELATED)]
 
 
-def outside_flow(tables: Tables, round_: int) -> Flow:
-    """service_lb: a packet from outside the cluster, unless a reply (or related) to a connection
-    a pod opened, is judged by np_ingress on this node (its source's node is none of ours)."""
-    match: dict[str, MatchValue] = {"metadata": meta(REMOTE=1, OUTSIDE=1), "eth_type": ETH_IPV4, "ct_state": CT_NOT_REPLY}
-    return tables["service_lb"].flow(OUTSIDE_PRIORITY, match, cookie=cookie(Category.NETPOL, "outside", round_), goto="np_ingress")
+def port_flows(tables: Tables, port: LocalPort, round_: int) -> list[Flow]:
+    """service_lb: a packet from outside the cluster to the local ``port``, unless a reply (or
+    related) to a connection a pod opened, is judged by np_ingress on this node (its source's
+    node is none of ours). Only to a local port: a VLAN trunk may flood a frame to every node,
+    and only the destination's may judge it, so that one counter counts it once."""
+    match: dict[str, MatchValue] = {"metadata": meta(REMOTE=1, OUTSIDE=1), "eth_type": ETH_IPV4, "ipv4_dst": port.ip, "ct_state": CT_NOT_REPLY}
+    key = cookie(Category.NETPOL, port.endpoint_id, round_)
+    return [tables["service_lb"].flow(OUTSIDE_PRIORITY, match, cookie=key, goto="np_ingress")]
 
 
 def _prefix(ip: tuple[int, int]) -> tuple[int, int]:
@@ -135,4 +136,5 @@ def pod_flows(tables: Tables, pod: NetpolPod, round_: int) -> list[Flow]:
 
 
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
-    return sorted(pipeline_flows(tables, inputs.round) + [f for pod in inputs.netpol for f in pod_flows(tables, pod, inputs.round)])
+    ports = [f for port in inputs.ports() for f in port_flows(tables, port, inputs.round)]
+    return sorted(pipeline_flows(tables, inputs.round) + ports + [f for pod in inputs.netpol for f in pod_flows(tables, pod, inputs.round)])

@@ -85,11 +85,20 @@ def test_the_node_itself_is_trusted_on_the_host_port_anyone_it_forwards_is_not()
     assert switch.send(HOST_PORT, **packet(ALLOWED_HOST, POD_IP, 80)).ports == [POD_PORT]
 
 
-def test_what_comes_from_outside_goes_to_np_ingress_unless_a_reply() -> None:
-    assert texts([netpol.outside_flow(TABLES, 1)]) == [
-        "table=4, priority=330,ct_state=-rel-rpl+trk,ip,metadata=0x300000000000000/0x300000000000000 actions=goto_table:12"
+def test_what_comes_from_outside_to_a_local_pod_goes_to_np_ingress_unless_a_reply() -> None:
+    port = local_of(POD, RED_VLAN, None, POD_PORT)
+    flows = netpol.port_flows(TABLES, port, 1)
+    assert texts(flows) == [
+        "table=4, priority=330,ct_state=-rel-rpl+trk,ip,metadata=0x300000000000000/0x300000000000000,nw_dst=198.19.20.2 actions=goto_table:12"
     ]
-    assert netpol.outside_flow(TABLES, 1).cookie == cookie(Category.NETPOL, "outside", 1)
+    assert flows[0].cookie == cookie(Category.NETPOL, port.endpoint_id, 1)
+
+
+def test_a_frame_flooded_to_a_node_without_the_destination_is_not_judged_there() -> None:
+    switch = FakeSwitch.with_state(desired(vlan_node()))
+    other = ipv4(OTHER_NODES_POD["ipAddress"], "b")
+    result = switch.send(UPLINK, vlan_vid=TAGGED, **{**packet(ALLOWED_HOST, other, 80), "eth_dst": 0x0202C6131403})
+    assert result.ports == [] and not any(h.startswith("table=12, ") for h in result.hits), result.hits
 
 
 def test_unknown_unicast_leaves_a_vlan_bridge_through_the_uplink_but_not_to_the_gateway() -> None:

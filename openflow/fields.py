@@ -5,7 +5,9 @@ uses between tables (OVS keeps it across ``ct`` recirculation).  Registers serve
 only: reg0 and reg1[0..15] name a service backend (IP, port) between session_affinity, the
 select group and endpoint_dnat, because a learned flow can only load fields.  The metadata bits::
 
-    bit 63..57  unused (must stay 0)
+    bit 63..58  unused (must stay 0)
+    bit 57      OUTSIDE  packet entered from outside the cluster (not from a pod of it, nor the
+                         node itself): its ingress NetworkPolicy is judged here (docs/policy.md)
     bit 56      REMOTE   packet entered from a tunnel or VLAN uplink, not a local port
     bit 55..32  NETWORK  VNI (vxlan bridge) or VLAN id (vlan bridge) of the packet's network
     bit 31..16  SRC_EPG  endpoint-group id of the sending local endpoint (0 = none)
@@ -57,11 +59,12 @@ DST_EPG = MetaField("DST_EPG", 0, 16)
 SRC_EPG = MetaField("SRC_EPG", 16, 16)
 NETWORK = MetaField("NETWORK", 32, 24)
 REMOTE = MetaField("REMOTE", 56, 1)
+OUTSIDE = MetaField("OUTSIDE", 57, 1)
 
 
 def meta(**fields: int) -> tuple[int, int]:
     """``(value, mask)`` setting or matching the named metadata fields, e.g. ``meta(NETWORK=100, REMOTE=0)``."""
-    known = {f.name: f for f in (DST_EPG, SRC_EPG, NETWORK, REMOTE)}
+    known = {f.name: f for f in (DST_EPG, SRC_EPG, NETWORK, REMOTE, OUTSIDE)}
     value = mask = 0
     for name, v in fields.items():
         field = known[name]

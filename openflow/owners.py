@@ -4,8 +4,10 @@ Every flow and group of a bridge belongs to exactly one owner, built from that o
 alone (plus the round or the bridge's :class:`Fabric`), never from the whole NodeInputs:
 
 * the pipeline: table-miss flows and the conntrack/service base flows;
-* a local port: classifier, spoof guard, ARP reply, destination EPG, DSCP, unicast forward;
-* a remote endpoint: ARP reply, destination EPG, forward (when its tunnel/uplink exists);
+* a local port: classifier, spoof guard, ARP reply, destination EPG, DSCP, unicast forward,
+  and the service_lb flow that sends what comes from outside the cluster to it to np_ingress;
+* a remote endpoint: ARP reply, destination EPG, forward (when its tunnel/uplink exists), and
+  the uplink's classifier flow that tells its packets from outside hosts' (VLAN, routing mode);
 * a network with local ports on this bridge: tunnel/uplink classifier flows, gateway ARP,
   flood flows and the two flood groups, whose buckets list the network's local ports;
 * a policy rule: its one flow;
@@ -82,6 +84,7 @@ def build_port(tables: Tables, port: LocalPort, round_: int, host: HostPort | No
             *dstepg.endpoint_flows(tables, port, round_),
             *qos.port_flows(tables, port, round_),
             *forward.port_flows(tables, port, round_),
+            *netpol.port_flows(tables, port, round_),
             *(routing.port_flows(tables, port, round_) if routed else ()),
         )
     )
@@ -90,6 +93,7 @@ def build_port(tables: Tables, port: LocalPort, round_: int, host: HostPort | No
 def build_remote(tables: Tables, remote: RemoteEndpoint, fabric: Fabric) -> Built:
     return Built(
         (
+            *classifier.remote_flows(tables, remote, fabric),
             *arp.endpoint_flows(tables, remote, fabric.round, ANYCAST_MAC if fabric.routed else None),
             *dstepg.endpoint_flows(tables, remote, fabric.round),
             *forward.remote_flows(tables, remote, fabric),

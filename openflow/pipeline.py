@@ -56,8 +56,9 @@ def _f(*names: str) -> frozenset[str]:
 PIPELINE: tuple[TableSpec, ...] = (
     TableSpec(
         "classifier", "classification",
-        "in_port (+ tun_id or VLAN tag, or the host port's destination IP) -> network, source EPG and REMOTE bit in metadata",
-        _f("in_port", "tun_id", "vlan_vid", "eth_type", "ipv4_dst"), next=("spoof_guard", "conntrack"),
+        "in_port (+ tun_id or VLAN tag, or the host port's destination IP) -> network, source EPG, REMOTE bit in metadata;"
+        " the source IP tells cluster pods and the node from outside hosts (OUTSIDE bit)",
+        _f("in_port", "tun_id", "vlan_vid", "eth_type", "ipv4_src", "ipv4_dst"), next=("spoof_guard", "conntrack"),
     ),
     TableSpec(
         "spoof_guard", "classification",
@@ -79,9 +80,10 @@ PIPELINE: tuple[TableSpec, ...] = (
     ),
     TableSpec(
         "service_lb", "service",
-        "new connections to a VIP:port go to a select group that commits the DNAT; remote traffic skips policy",
+        "new connections to a VIP:port go to a select group that commits the DNAT; remote traffic skips policy,"
+        " but what came from outside the cluster goes to np_ingress (its replies excepted)",
         _f("ct_state", "eth_type", "ip_proto", "ipv4_src", "ipv4_dst", "tp_dst", "metadata"), set_fields=_f("reg0", "reg1"),
-        next=("dst_epg", "forward"), miss="dst_epg", resubmit=("session_affinity", "endpoint_dnat"),
+        next=("dst_epg", "forward", "np_ingress"), miss="dst_epg", resubmit=("session_affinity", "endpoint_dnat"),
     ),
     TableSpec(
         "dst_epg", "policy",

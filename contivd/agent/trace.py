@@ -139,11 +139,28 @@ def _next_hop_mac(inputs: NodeInputs, address: int, otherwise: int) -> int:
 
 def destination_mac(inputs: NodeInputs, port: LocalPort, dst_ip: int) -> int:
     """The MAC a pod sends to: the endpoint's own on its network (in routing mode only a local
-    one: other nodes' are answered with the anycast MAC), else its gateway's (openflow.flows.arp)."""
+    one: other nodes' are answered with the anycast MAC); on a VLAN network in bridge mode, an
+    address outside the cluster is a host on the VLAN, reached on-link (its MAC made up as
+    02:02:<ip>, as for its packets in `external_arrival_flow`); else its gateway's (a Service's
+    VIP, the node itself, other networks: openflow.flows.arp)."""
     fabric = inputs.fabric
     ends = inputs.ports() if fabric.routed else inputs.known()
     known = next((e.mac for e in ends if e.ip == dst_ip and e.network == port.network), None)
-    return known if known is not None else fabric.gateway_mac(port.network)
+    if known is not None:
+        return known
+    if _on_the_vlan(inputs, dst_ip):
+        return vip_mac(dst_ip)
+    return fabric.gateway_mac(port.network)
+
+
+def _on_the_vlan(inputs: NodeInputs, address: int) -> bool:
+    """Whether `address` is a host outside the cluster on a VLAN bridge's uplink (bridge mode):
+    no endpoint, no Service VIP, not the node itself."""
+    if inputs.encap != "vlan" or inputs.fabric.routed or not inputs.uplinks:
+        return False
+    host = inputs.host_port
+    ours = {e.ip for e in inputs.known()} | {s.vip for s in inputs.services} | ({host.address, host.nodeport_source} if host else set())
+    return address not in ours
 
 
 async def ovs_trace(

@@ -22,6 +22,7 @@ import trio
 from openflow import PolicyRuleSpec, ServiceSpec
 from openflow.inputs import Backend
 
+from ..agent.hostnet import HostAccessError, node_address, private_subnet
 from ..agent.inputs import rule_specs, service_specs
 from ..model import NotFoundError
 from ..model.netpolicy import Compiled, TraceQuery
@@ -33,8 +34,21 @@ Half = dict[str, Any]  # an agent's /trace answer (OvsTrace's fields), or `skipp
 Ask = Callable[[str, str, TraceQuery, str, str], Awaitable[Half]]  # (node, side, query, src ip, dst ip) → its half
 
 
-def _end_of(ep: EndpointState) -> TraceEnd:
-    return TraceEnd(int(ipaddress.IPv4Address(ep.ip_address)), ep.id, ep.endpoint_group_id, ep.net_id, ep.homing_host, ep.k8s_pod)
+def _end_of(ep: EndpointState, snapshot: StateSnapshot) -> TraceEnd:
+    network = snapshot.networks.get(ep.net_id)
+    vxlan = network is not None and network.pkt_tag_type == "vxlan"
+    return TraceEnd(int(ipaddress.IPv4Address(ep.ip_address)), ep.id, ep.endpoint_group_id, ep.net_id, ep.homing_host, ep.k8s_pod, vxlan=vxlan)
+
+
+def node_addresses(snapshot: StateSnapshot) -> set[int]:
+    """The addresses a node sends from into its own bridge's host port (trusted, not judged): the
+    nodes' private address (the global pvtSubnet's last host) and each node's VTEP (its NodePort
+    source on VXLAN bridges)."""
+    try:
+        found = {int(node_address(private_subnet(snapshot.private_subnet())))}
+    except HostAccessError:  # an unusable pvtSubnet: no node has that address either
+        found = set()
+    return found | {int(ipaddress.IPv4Address(n.vtep_ip)) for n in snapshot.nodes.values() if n.vtep_ip}
 
 
 def trace_end(snapshot: StateSnapshot, ref: str) -> TraceEnd:
@@ -48,22 +62,25 @@ def trace_end(snapshot: StateSnapshot, ref: str) -> TraceEnd:
         address = ""
     if address:
         found = next((ep for ep in endpoints if ep.ip_address == address), None)
-        return _end_of(found) if found is not None else TraceEnd(int(ipaddress.IPv4Address(address)))
+        if found is not None:
+            return _end_of(found, snapshot)
+        ip = int(ipaddress.IPv4Address(address))
+        return TraceEnd(ip, node_itself=ip in node_addresses(snapshot))
     endpoint = snapshot.endpoints.get(ref)
     if endpoint is not None and endpoint.ip_address:
-        return _end_of(endpoint)
+        return _end_of(endpoint, snapshot)
     found = next((ep for ep in endpoints if ep.k8s_pod == ref), None)
     if found is not None:
-        return _end_of(found)
+        return _end_of(found, snapshot)
     pod = snapshot.k8s_netpol.get(ref)
     if pod is not None and pod.rules:
         ip = pod.rules[0].pod_ip
         found = next((ep for ep in endpoints if int(ipaddress.IPv4Address(ep.ip_address)) == ip), None)
-        return _end_of(found) if found is not None else TraceEnd(ip, pod=ref)
+        return _end_of(found, snapshot) if found is not None else TraceEnd(ip, pod=ref)
     _, _, name = ref.partition("/")
     named = [ep for ep in endpoints if name and ep.ep_common_name == name]
     if len(named) == 1:
-        return _end_of(named[0])
+        return _end_of(named[0], snapshot)
     raise NotFoundError(
         f"trace: {ref!r} is not an IPv4 address, an endpoint id or a pod we know" + (" (several endpoints have that name)" if named else "")
     )
@@ -74,20 +91,24 @@ def contiv_rules(snapshot: StateSnapshot) -> list[PolicyRuleSpec]:
     return rule_specs(snapshot)[0]
 
 
-def agreement(model_verdict: str, source: Half | None, destination: Half | None) -> tuple[bool | None, list[str]]:
+def agreement(model_verdict: str, source: Half | None, destination: Half | None, *, judged_there: bool = False) -> tuple[bool | None, list[str]]:
     """Whether the datapaths do what the model says: the source node's OVS gives the model's
-    verdict; a packet the model lets through is also delivered by the destination node's OVS.
-    None when no datapath answered."""
+    verdict; a packet the model lets through is also delivered by the destination node's OVS,
+    and one from outside the cluster (`judged_there`: its ingress is judged at the destination's
+    node) gets the model's verdict there. None when no datapath answered."""
     compared = False
     wrong = []
     if source is not None and "verdict" in source:
         compared = True
         if source["verdict"] != model_verdict:
             wrong.append(f"the source's node {source.get('node')}: OVS says {source['verdict']}, the model {model_verdict}")
-    if destination is not None and "verdict" in destination and model_verdict == "allow":
+    if destination is not None and "verdict" in destination and (model_verdict == "allow" or judged_there):
         compared = True
-        if destination["verdict"] != "allow":
-            wrong.append(f"the destination's node {destination.get('node')}: OVS drops what arrives from the source's node, the model allows it")
+        if destination["verdict"] != model_verdict:
+            whence = "from outside the cluster" if judged_there else "from the source's node"
+            wrong.append(
+                f"the destination's node {destination.get('node')}: OVS says {destination['verdict']} for what arrives {whence}, the model {model_verdict}"
+            )
     return (not wrong if compared else None), wrong
 
 
@@ -138,6 +159,7 @@ async def _pair(snapshot: StateSnapshot, src: TraceEnd, dst: TraceEnd, query: Tr
     model = explanation_json(explain(rules, netpol, src, dst, query.proto, query.port, bridged=bridged(snapshot, src, routing)))
     src_ip, dst_ip = _ip(src.address), _ip(dst.address)
     halves: dict[str, Half | None] = {"source": None, "destination": None}
+    outside = not src.endpoint and not src.node_itself  # judged at the destination's node, whatever the verdict
 
     async def asked(side: str, holder: str) -> None:
         halves[side] = await ask(holder, side, query, src_ip, dst_ip)
@@ -148,12 +170,12 @@ async def _pair(snapshot: StateSnapshot, src: TraceEnd, dst: TraceEnd, query: Tr
         else:
             halves["source"] = {"skipped": f"{src_ip} is no endpoint: no node's bridge sends it (it enters as REMOTE, see the model's reasons)"}
         if dst.node and dst.node != src.node:
-            if model["verdict"] == "allow":
+            if model["verdict"] == "allow" or outside:
                 nursery.start_soon(asked, "destination", dst.node)
             else:
                 halves["destination"] = {"node": dst.node, "skipped": "not reached: the source's node drops the packet"}
     source, destination = halves["source"], halves["destination"]
-    agree, disagreements = agreement(model["verdict"], source, destination)
+    agree, disagreements = agreement(model["verdict"], source, destination, judged_there=outside)
     return {**model, "ovs": source, "ovs_destination": destination, "agree": agree, "disagreements": disagreements}
 
 

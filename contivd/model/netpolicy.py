@@ -422,11 +422,12 @@ def _first(rules: Iterable[NetpolRule], src: int, dst: int, proto: int, dport: i
     return min(hits, key=lambda r: (-r.priority, r.rule_id)) if hits else None
 
 
-def decide(compiled: Compiled, src: int, dst: int, proto: int, dport: int = 0) -> Decision:
+def decide(compiled: Compiled, src: int, dst: int, proto: int, dport: int = 0, *, from_outside: bool = False) -> Decision:
     """What the datapath does to the first packet of a connection src → dst (proto, dport):
     the egress table then the ingress table, each the highest-priority matching rule (ties:
-    the smaller rule_id, the one whose counter counts it)."""
-    egress = _first((r for r in compiled.rules if r.direction == "egress"), src, dst, proto, dport)
+    the smaller rule_id, the one whose counter counts it). `from_outside`: src is no pod of the
+    cluster, so only the destination's ingress judges it (at the destination's node)."""
+    egress = None if from_outside else _first((r for r in compiled.rules if r.direction == "egress"), src, dst, proto, dport)
     if egress is not None and egress.action == "drop":
         return Decision(False, egress, None, (f"egress: drop by {egress.rule_id}", "ingress: not reached"))
     ingress = _first((r for r in compiled.rules if r.direction == "ingress"), src, dst, proto, dport)

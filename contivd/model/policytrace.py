@@ -10,8 +10,14 @@ trace sends it: TCP a SYN from port `CLIENT_PORT`, UDP from the same port, ICMP 
 What the pipeline knows of the ends is what the model uses: the source's group is its port's
 EPG; the destination's group is known (metadata DST_EPG) only when it is an endpoint on the
 source's network (`dst_epg` matches the network and the address). A source outside every
-endpoint (an external address, or the node itself) enters the bridge as REMOTE and skips every
-policy table: policy is judged on the sending node only.
+endpoint enters the bridge as REMOTE: the node itself (its private address, a node's VTEP)
+skips every policy table; any other address is from outside the cluster, and the destination's
+node judges it by the destination pod's ingress NetworkPolicy (np_ingress, no Contiv policy and
+no egress: it is no pod). Pod-to-pod packets are judged at the source's node only.
+
+What leaves the bridge: in bridge mode an endpoint of another network is not reached
+(`unrouted`), nor an address outside the cluster from a VXLAN network (no way out but to the
+node itself: `no_way_out`); a VLAN network's bridge sends it out of the uplink.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ class TraceEnd:
     network: str = ""  # the endpoint's network id
     node: str = ""  # the node the endpoint is homed on
     pod: str = ""  # `<namespace>/<name>` of its Kubernetes pod, when it is one
+    node_itself: bool = False  # no endpoint: an address of a node (its private address, a VTEP), trusted on its host port
+    vxlan: bool = False  # an endpoint on a VXLAN network (its bridge sends nothing out of the cluster)
 
 
 @dataclass(frozen=True)
@@ -138,22 +146,42 @@ def unrouted(src: TraceEnd, dst: TraceEnd) -> str | None:
     )
 
 
+def no_way_out(src: TraceEnd, dst: TraceEnd) -> str | None:
+    """Why the source's bridge drops a pod's packet to an address outside the cluster whatever
+    policy says (None: it does not): a VXLAN network's bridge forwards unknown unicast nowhere,
+    and its gateway leads to the node itself only (the host port)."""
+    if not (src.endpoint and src.vxlan) or dst.endpoint or dst.node_itself:
+        return None
+    return (
+        f"forward: drop: {_ip_text(dst.address)} is outside the cluster and {src.endpoint}'s network is VXLAN: its bridge sends "
+        "unknown unicast nowhere and routes through the gateway to the node itself only (no way out)"
+    )
+
+
+def _ip_text(address: int) -> str:
+    return ".".join(str((address >> shift) & 0xFF) for shift in (24, 16, 8, 0))
+
+
 def explain(
     contiv: Iterable[PolicyRuleSpec], netpol: Compiled, src: TraceEnd, dst: TraceEnd, proto: int, dport: int = 0, *, bridged: bool = False
 ) -> Explanation:
     """What the pipeline's policy tables do to the first packet of a connection src → dst and,
     `bridged` (the nodes bridge: Contiv's bridge mode), whether the forward table then drops it
-    for being addressed to another network (`unrouted`)."""
+    for being addressed to another network (`unrouted`) or out of a VXLAN network (`no_way_out`)."""
     judged = _judged(contiv, netpol, src, dst, proto, dport)
-    why = unrouted(src, dst) if bridged and judged.allowed else None
+    why = (unrouted(src, dst) or no_way_out(src, dst)) if bridged and judged.allowed else None
     return judged if why is None else Explanation(False, judged.rules, (*judged.reasons, why), judged.netpol, forwarded=False)
 
 
 def _judged(contiv: Iterable[PolicyRuleSpec], netpol: Compiled, src: TraceEnd, dst: TraceEnd, proto: int, dport: int) -> Explanation:
     """What the pipeline's policy tables do to the first packet of a connection src → dst."""
-    if not src.endpoint:
-        why = "not judged: the source is no endpoint, so the packet enters as REMOTE and skips policy (judged at a sending node only)"
+    if not src.endpoint and (src.node_itself or not dst.endpoint):
+        why = "not judged: the source is the node itself, which enters through its host port as REMOTE and skips policy"
+        if not src.node_itself:
+            why = "not judged: neither end is an endpoint (it enters as REMOTE; no pod's rules apply)"
         return Explanation(True, (), (f"policy: {why}", "np_egress: not judged", "np_ingress: not judged"), None)
+    if not src.endpoint:
+        return _from_outside(netpol, src, dst, proto, dport)
     hit = contiv_rule(contiv, src, dst, proto, dport)
     first = None if hit is None else contiv_part(hit)
     head = _line("policy", first, "no Contiv rule matches (default allow)")
@@ -170,6 +198,19 @@ def _judged(contiv: Iterable[PolicyRuleSpec], netpol: Compiled, src: TraceEnd, d
     )
     parts = tuple(p for p in (first, egress, ingress if reached else None) if p is not None)
     return Explanation(decision.allowed, parts, reasons, decision)
+
+
+def _from_outside(netpol: Compiled, src: TraceEnd, dst: TraceEnd, proto: int, dport: int) -> Explanation:
+    """A packet from outside the cluster: its destination's node judges it by the destination's
+    ingress only (OUTSIDE sends it from service_lb to np_ingress; the source is no pod)."""
+    decision = decide(netpol, src.address, dst.address, proto, dport, from_outside=True)
+    ingress = None if decision.ingress is None else kubernetes_part(decision.ingress)
+    reasons = (
+        "policy: not judged: the source is outside the cluster (no Contiv group); it enters the destination's node as REMOTE and OUTSIDE",
+        "np_egress: not judged: the source is no pod",
+        _line("np_ingress", ingress, "the destination is not isolated for ingress"),
+    )
+    return Explanation(decision.allowed, () if ingress is None else (ingress,), reasons, decision)
 
 
 def part_json(part: TookPart | None) -> dict[str, Any] | None:

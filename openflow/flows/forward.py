@@ -7,6 +7,11 @@ remote nodes, remote-origin packets to local ports only (OVS skips the
 input port itself).  A remote endpoint whose tunnel port does not exist yet
 gets no flow until it does.  On a VLAN bridge the lowest uplink ofport is the
 active one; bonding is left to OVS.
+
+Unknown unicast is dropped, except on a VLAN bridge in bridge mode: what a local port sends to
+a MAC no flow knows leaves, tagged, through the active uplink (ofnet sent it to OVS's NORMAL
+action there), so pods reach hosts on their VLAN (a router, a server outside the cluster); the
+gateway's MAC is kept out (dropped), as nothing routes between networks in bridge mode.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from openflow.pipeline import Tables
 
 UNICAST_PRIORITY = 100
 FLOOD_PRIORITY = 10
+UNKNOWN_UNICAST_PRIORITY = 5
+GATEWAY_DROP_PRIORITY = 6
 MULTICAST = (0x010000000000, 0x010000000000)
 
 
@@ -109,6 +116,22 @@ def network_flows(tables: Tables, net: NetworkRef, round_: int, fabric: Fabric |
     for remote, gid in zip((0, 1), _flood_ids(net), strict=True):
         flood: dict[str, MatchValue] = {"metadata": meta(NETWORK=net.tag, REMOTE=remote), "eth_dst": MULTICAST}
         out.append(tables["forward"].flow(FLOOD_PRIORITY, flood, cookie=key, actions=(GroupAction(gid),)))
+    return out + (unknown_unicast_flows(tables, net, fabric, key) if fabric is not None else [])
+
+
+def unknown_unicast_flows(tables: Tables, net: NetworkRef, fabric: Fabric, key: int) -> list[Flow]:
+    """VLAN bridge mode: a local port's frame to an unknown MAC out of the active uplink, tagged
+    (hosts on the VLAN outside the cluster), but not one to the gateway's MAC (nothing routes
+    between networks); nothing on other bridges (VXLAN: no host outside on a tunnel)."""
+    if fabric.encap != "vlan" or fabric.routed or not fabric.uplinks:
+        return []
+    table = tables["forward"]
+    local = meta(NETWORK=net.tag, REMOTE=0)
+    to_uplink = _to_remote(fabric, net, 0)
+    assert to_uplink is not None  # a VLAN bridge with uplinks, not routing
+    out = [table.flow(UNKNOWN_UNICAST_PRIORITY, {"metadata": local}, cookie=key, actions=to_uplink)]
+    if net.gateway:
+        out.append(table.flow(GATEWAY_DROP_PRIORITY, {"metadata": local, "eth_dst": fabric.gateway_mac(net)}, cookie=key))
     return out
 
 

@@ -23,6 +23,15 @@ conntrack calls every later packet of a committed connection ``+est``, also the 
 first packet of a service connection the group committed before np_ingress dropped it, so
 original-direction packets are judged again each time.
 
+A packet from outside the cluster (metadata OUTSIDE, set by the classifier: an uplink's packet
+from no known endpoint, the host port's from no address of the node) is judged here, at its
+destination's node, as its source's node is none of the cluster's: in service_lb (330, above the
+REMOTE bypass and the remote commits, one flow per local port, owned by it: only the
+destination's node judges) what is not a reply or related goes to np_ingress, whose
+rules, isolation drop and commit flows judge it as they judge a pod's packet (no Contiv policy
+and no egress: the source is no pod). Pod-to-pod traffic is never OUTSIDE, so it is still judged
+once, at its source, and each counter counts a packet once.
+
 The cookie carries the rule_id, so flow statistics summed per cookie are the rule's hits (an
 isolation's commit flows carry ``<rule_id>/commit`` instead: what they count passes).
 """
@@ -33,7 +42,7 @@ from fastpath import port_range_masks
 from openflow import fields
 from openflow.fields import Category, cookie, meta
 from openflow.flow import ETH_IPV4, Ct, Flow, MatchValue, Resubmit
-from openflow.inputs import NetpolPod, NetpolRule, NodeInputs
+from openflow.inputs import LocalPort, NetpolPod, NetpolRule, NodeInputs
 from openflow.pipeline import Table, Tables
 
 REPLY_PRIORITY = 300
@@ -43,6 +52,9 @@ COMMIT_PRIORITY = 50
 """np_ingress: connections whose replies an isolation judges (below any isolation's drop)."""
 CT_EST_REPLY = (0x2A, 0x2A)  # +est+rpl+trk (ct_state bits: est=0x02, rpl=0x08, trk=0x20)
 CT_RELATED = (0x24, 0x24)  # +rel+trk (rel=0x04)
+OUTSIDE_PRIORITY = 330
+"""service_lb: above the REMOTE bypass (300) and the remote commits (310, 320)."""
+CT_NOT_REPLY = (0x20, 0x2C)  # +trk-rel-rpl: a new or original-direction packet, not a reply nor related
 
 
 def pipeline_flows(tables: Tables, round_: int) -> list[Flow]:
@@ -51,6 +63,16 @@ def pipeline_flows(tables: Tables, round_: int) -> list[Flow]:
     to_qos = (Resubmit(table.goto_id("qos")),)
     key = cookie(Category.NETPOL, "replies", round_)
     return [table.flow(REPLY_PRIORITY, {"ct_state": state, "eth_type": ETH_IPV4}, cookie=key, actions=to_qos) for state in (CT_EST_REPLY, CT_RELATED)]
+
+
+def port_flows(tables: Tables, port: LocalPort, round_: int) -> list[Flow]:
+    """service_lb: a packet from outside the cluster to the local ``port``, unless a reply (or
+    related) to a connection a pod opened, is judged by np_ingress on this node (its source's
+    node is none of ours). Only to a local port: a VLAN trunk may flood a frame to every node,
+    and only the destination's may judge it, so that one counter counts it once."""
+    match: dict[str, MatchValue] = {"metadata": meta(REMOTE=1, OUTSIDE=1), "eth_type": ETH_IPV4, "ipv4_dst": port.ip, "ct_state": CT_NOT_REPLY}
+    key = cookie(Category.NETPOL, port.endpoint_id, round_)
+    return [tables["service_lb"].flow(OUTSIDE_PRIORITY, match, cookie=key, goto="np_ingress")]
 
 
 def _prefix(ip: tuple[int, int]) -> tuple[int, int]:
@@ -114,4 +136,5 @@ def pod_flows(tables: Tables, pod: NetpolPod, round_: int) -> list[Flow]:
 
 
 def flows(tables: Tables, inputs: NodeInputs) -> list[Flow]:
-    return sorted(pipeline_flows(tables, inputs.round) + [f for pod in inputs.netpol for f in pod_flows(tables, pod, inputs.round)])
+    ports = [f for port in inputs.ports() for f in port_flows(tables, port, inputs.round)]
+    return sorted(pipeline_flows(tables, inputs.round) + ports + [f for pod in inputs.netpol for f in pod_flows(tables, pod, inputs.round)])

@@ -7,7 +7,9 @@ A VLAN bridge in routing mode does not bridge its networks to other nodes; it ro
   carries the router IP, so the node's kernel answers the ToR's ARP and runs the BGP session);
   everything the router port sends goes out of the uplink. Any other IPv4 from the uplink is
   routed traffic for a local pod: it enters the pipeline marked REMOTE (policy is the sending
-  node's, as in bridge mode);
+  node's, as in bridge mode) and OUTSIDE unless its source is a known endpoint of the cluster
+  (openflow.flows.classifier.remote_flows): what a host outside sends is judged by the
+  destination pod's ingress NetworkPolicy here;
 * a local endpoint's /32 is delivered from the anycast MAC (``00:00:11:11:11:11``) to the
   endpoint's MAC, whichever network and node the packet came from (priority 101, above the
   L2 flows, as vlrouter's priority-102 flow);
@@ -45,7 +47,11 @@ def router_flows(tables: Tables, router: Router, round_: int) -> list[Flow]:
             ROUTER_PORT_PRIORITY, {"in_port": router.uplink, "eth_type": ETH_IPV4, "ipv4_dst": router.address}, cookie=key, actions=to_router
         ),
         classifier.flow(
-            ROUTED_IN_PRIORITY, {"in_port": router.uplink}, cookie=key, write_metadata=meta(NETWORK=0, SRC_EPG=0, REMOTE=1), goto="conntrack"
+            ROUTED_IN_PRIORITY,
+            {"in_port": router.uplink},
+            cookie=key,
+            write_metadata=meta(NETWORK=0, SRC_EPG=0, REMOTE=1, OUTSIDE=1),
+            goto="conntrack",
         ),
     ]
 

@@ -16,7 +16,7 @@ def test_trace_without_policies_allows_and_says_why(ctl: Ctl) -> None:
     out = ctl("trace", "198.18.0.2", "198.18.0.3", "tcp/5432").stdout
     assert out.startswith("198.18.0.2 -> 198.18.0.3 tcp/5432: ALLOW\n"), out
     assert "src: an address outside every endpoint" in out
-    assert "policy: not judged: the source is no endpoint" in out, "an external source enters as REMOTE and skips policy"
+    assert "policy: not judged: neither end is an endpoint" in out, "no pod at either end: no rule applies"
     assert "OVS (source): 198.18.0.2 is no endpoint" in out and "DISAGREEMENT" not in out
     assert ctl("trace", "198.18.0.2", "198.18.0.3").stdout.startswith("198.18.0.2 -> 198.18.0.3 any: ALLOW")
 

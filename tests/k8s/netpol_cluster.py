@@ -1,6 +1,7 @@
 """Two contivd nodes in Kubernetes mode on real OVS, the test API server in node 1's namespace
-and one Contiv network for the pods, plus `Traffic`: real packets between pods in node
-namespaces and the trace of the same packet. Shared by the tests that check NetworkPolicy with
+and one Contiv network for the pods (VXLAN, or VLAN on the fabric's trunk), hosts outside the
+cluster on that VLAN (`outside_hosts`), plus `Traffic`: real packets between pods in node
+namespaces (and outside hosts) and the trace of the same packet. Shared by the tests that check NetworkPolicy with
 real traffic (test_netpol_datapath's hand-written cases, test_netpol_truth_datapath's table),
 so both build the cluster and judge a packet the same way."""
 
@@ -9,7 +10,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.k8s.test_service_datapath import SERVICE_CIDR, KubeApi
-from tests.nodes import Node, cluster_of_nodes, reaches
+from tests.nodes import Node, cluster_of_nodes, reaches, settled, sh
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
 from tests.support.service_pods import Processes, fetch, processes
 from tests.support.waiting import free_ports
@@ -31,6 +33,7 @@ DATAPATH_MARKS = [  # the tests using this module: root, OVS, a cluster
     pytest.mark.skipif(shutil.which("ovs-vswitchd") is None, reason="Open vSwitch is not installed"),
 ]
 DEFAULT_PORTS = {"tcp": 8080, "udp": 5353}  # what tests/support/service_pods.py's pods answer on unless told
+VLAN_TAG = 100  # the pods' network's VLAN when kube_cluster makes it a VLAN network
 
 
 @dataclass
@@ -41,19 +44,76 @@ class KubeCluster:
 
 
 @contextmanager
-def kube_cluster(tmp_path: Path, subnet: str, gateway: str) -> Iterator[KubeCluster]:
+def kube_cluster(tmp_path: Path, subnet: str, gateway: str, encap: str = "vxlan") -> Iterator[KubeCluster]:
     """Two nodes watching the test API server (served from node 1's namespace on its control
-    address, so whichever node leads reaches it), with the VXLAN network default:pods."""
+    address, so whichever node leads reaches it), with the network default:pods (`encap` vlan:
+    tagged VLAN_TAG on each node's uplink vl0, the fabric's trunk)."""
     (api_port,) = free_ports(1)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kubeconfig_text(f"http://198.19.0.1:{api_port}", TOKEN))
-    with cluster_of_nodes(tmp_path, 2, "--kubeconfig", str(kubeconfig), "--service-cidr", SERVICE_CIDR) as nodes, processes() as running:
+    uplinks = ("--vlan-uplinks", "vl0") if encap == "vlan" else ()
+    with cluster_of_nodes(tmp_path, 2, "--kubeconfig", str(kubeconfig), "--service-cidr", SERVICE_CIDR, *uplinks) as nodes, processes() as running:
         first = nodes[0]
         running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port), "--host", first.host)
-        network = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": subnet, "gateway": gateway}
+        tag = {"pktTag": VLAN_TAG} if encap == "vlan" else {}
+        network = {"tenantName": "default", "networkName": "pods", "encap": encap, "subnet": subnet, "gateway": gateway, **tag}
         status, reply = first.api_call("POST", "/api/v1/networks/default:pods/", network)
         assert status == 200, reply
         yield KubeCluster(nodes, running, KubeApi(first, api_port))
+
+
+TOR_BRIDGE = "cvtor"
+
+
+@contextmanager
+def outside_hosts(node: Node, addresses: Mapping[str, str], pod_subnet: str) -> Iterator[dict[str, str]]:
+    """One network namespace per outside host (name → address) on the pods' VLAN: its address a
+    /32, the pods' subnet on-link. They hang off a top-of-rack switch on the fabric's trunk: an
+    OVS bridge (`cvtor`, standalone: NORMAL switching) hosted by `node`'s OVS (this kernel has
+    no VLAN devices), each host on an access port of VLAN_TAG, the trunk to the fabric's `vl`
+    bridge. Yields name → namespace; removes the namespaces (and with them their veths) whatever
+    happens; the bridge goes with the node's OVS."""
+    assert node.fabric_ns is not None
+    tag = uuid.uuid4().hex[:6]
+    made: dict[str, str] = {}
+    try:
+        node.ovs_vsctl("add-br", TOR_BRIDGE, "--", "set", "bridge", TOR_BRIDGE, "datapath_type=netdev", "fail_mode=standalone")
+        far = f"tr{tag}"
+        sh("ip", "link", "add", "tor0", "netns", node.ns, "type", "veth", "peer", "name", far, "netns", node.fabric_ns)
+        sh("ip", "-n", node.fabric_ns, "link", "set", far, "master", "vl", "up")
+        sh("ip", "-n", node.ns, "link", "set", "tor0", "up")
+        node.ovs_vsctl("add-port", TOR_BRIDGE, "tor0")
+        for index, (name, address) in enumerate(addresses.items()):
+            ns, access = f"cdt-{tag}-o{index}", f"tor{index + 1}"
+            sh("ip", "netns", "add", ns)
+            made[name] = ns
+            sh("ip", "link", "add", "up0", "netns", ns, "type", "veth", "peer", "name", access, "netns", node.ns)
+            sh("ip", "-n", node.ns, "link", "set", access, "up")
+            node.ovs_vsctl("add-port", TOR_BRIDGE, access, "tag=" + str(VLAN_TAG))
+            sh("ip", "netns", "exec", ns, "ethtool", "-K", "up0", "tx", "off")  # see tests/nodes.py attach_pod
+            for link in ("lo", "up0"):
+                sh("ip", "-n", ns, "link", "set", link, "up")
+            sh("ip", "-n", ns, "addr", "add", f"{address}/32", "dev", "up0")
+            sh("ip", "-n", ns, "route", "add", pod_subnet, "dev", "up0")
+        yield made
+    finally:
+        for ns in made.values():
+            sh("ip", "netns", "del", ns, check=False)
+
+
+def rule_hits(nodes: list[Node]) -> dict[str, int]:
+    """Packets per NetworkPolicy rule id, summed over the nodes' /netpolstats."""
+    total: dict[str, int] = {}
+    for node in nodes:
+        status, stats = node.api_call("GET", "/netpolstats", port=node.agent)
+        assert status == 200, stats
+        for rule_id, counts in stats.items():
+            total[rule_id] = total.get(rule_id, 0) + counts["packets"]
+    return total
+
+
+def settled_hits(nodes: list[Node]) -> dict[str, int]:
+    return settled(lambda: rule_hits(nodes), "the NetworkPolicy rule counters", nodes[0])
 
 
 def pod_endpoint(node: Node, name: str, group: str = "", address: str = "") -> dict[str, Any]:
@@ -73,7 +133,8 @@ def answer(src: str, dst_ip: str, protocol: str = "tcp", port: int | None = None
 
 class Traffic:
     """Pods by name (their namespaces, addresses and nodes): each check sends a real packet and
-    traces the same packet. A name that is not a pod is an address outside the cluster (trace only)."""
+    traces the same packet. A name without a node is a host outside the cluster (`pod_ns` holds
+    its namespace when it has one)."""
 
     def __init__(self, nodes: list[Node], pod_ns: dict[str, str], ip: dict[str, str], node_of: dict[str, Node]):
         self.nodes, self.pod_ns, self.ip, self.node_of = nodes, pod_ns, ip, node_of
@@ -102,10 +163,13 @@ class Traffic:
         got = self.delivered(src, dst, protocol, port)
         assert got is delivered, f"{src} -> {dst} {protocol}/{port}: expected {'delivered' if delivered else 'dropped'}"
         traced = self.trace(src, dst, f"{protocol}/{port}" if port else protocol)
-        assert traced["verdict"] == ("allow" if delivered else "drop"), traced
-        assert traced["agree"] is True and traced["ovs"]["node"] == self.node_of[src].name, traced
+        verdict = "allow" if delivered else "drop"
+        assert traced["verdict"] == verdict and traced["agree"] is True, traced
         if deciding != "-":
             assert traced["deciding"] == deciding, traced
-        if self.node_of[src] is not self.node_of[dst] and delivered:
-            assert traced["ovs_destination"]["verdict"] == "allow" and traced["ovs_destination"]["node"] == self.node_of[dst].name, traced
+        source, destination = self.node_of.get(src), self.node_of.get(dst)
+        if source is not None:
+            assert traced["ovs"]["node"] == source.name, traced
+        if destination is not None and source is not destination and (delivered or source is None):  # from outside: judged there
+            assert traced["ovs_destination"]["verdict"] == verdict and traced["ovs_destination"]["node"] == destination.name, traced
         return traced

@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.k8s.netpol_cluster import DATAPATH_MARKS, Traffic, answer, kube_cluster, pod_endpoint
-from tests.nodes import Node, attach_pod, metric_value, reaches, settled, sh, wait_until
+from tests.k8s.netpol_cluster import DATAPATH_MARKS, Traffic, answer, kube_cluster, pod_endpoint, settled_hits
+from tests.nodes import Node, attach_pod, metric_value, reaches, sh, wait_until
 from tests.support.service_pods import fetch
 
 pytestmark = DATAPATH_MARKS
@@ -100,21 +100,6 @@ def tool_out(except_ip: str) -> dict[str, Any]:
             "egress": [{"to": [block], "ports": [{"protocol": "UDP", "port": 5353}]}],
         },
     )
-
-
-def rule_hits(nodes: list[Node]) -> dict[str, int]:
-    """Packets per NetworkPolicy rule id, summed over the nodes' /netpolstats."""
-    total: dict[str, int] = {}
-    for node in nodes:
-        status, stats = node.api_call("GET", "/netpolstats", port=node.agent)
-        assert status == 200, stats
-        for rule_id, counts in stats.items():
-            total[rule_id] = total.get(rule_id, 0) + counts["packets"]
-    return total
-
-
-def settled_hits(nodes: list[Node]) -> dict[str, int]:
-    return settled(lambda: rule_hits(nodes), "the NetworkPolicy rule counters", nodes[0])
 
 
 def metric_packets(node: Node, policy: str, rule: str) -> float:

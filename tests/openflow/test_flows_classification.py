@@ -6,7 +6,7 @@ from openflow.fields import Category, cookie
 from openflow.flows import arp, classifier, spoofguard
 from openflow.inputs import NodeInputs
 from openflow.pipeline import TABLES
-from tests.openflow.scenario import BLUE, RED_VLAN, WEB1, WEB_EPG, ep, local_of, node_a, texts
+from tests.openflow.scenario import BLUE, RED_VLAN, WEB1, WEB_EPG, ep, local_of, node_a, remote_of, texts
 
 ARP_REPLY = (
     "move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:{mac}->eth_src,set_field:2->arp_op,"
@@ -23,13 +23,25 @@ def test_classifier_vxlan() -> None:
     ]
 
 
-def test_classifier_vlan_pops_the_uplink_tag() -> None:
+def test_classifier_vlan_pops_the_uplink_tag_and_marks_it_outside() -> None:
     inputs = NodeInputs("vlan", (local_of(ep("a", "198.19.20.2", 0, RED_VLAN), RED_VLAN, None, 3),), uplinks=(9, 8))
     assert texts(classifier.flows(TABLES, inputs)) == [
         "priority=100,in_port=3 actions=write_metadata:0xc800000000/0x1ffffffffff0000,goto_table:1",
-        "priority=100,in_port=8,dl_vlan=200 actions=pop_vlan,write_metadata:0x10000c800000000/0x1ffffffffff0000,goto_table:3",
-        "priority=100,in_port=9,dl_vlan=200 actions=pop_vlan,write_metadata:0x10000c800000000/0x1ffffffffff0000,goto_table:3",
+        "priority=100,in_port=8,dl_vlan=200 actions=pop_vlan,write_metadata:0x30000c800000000/0x3ffffffffff0000,goto_table:3",
+        "priority=100,in_port=9,dl_vlan=200 actions=pop_vlan,write_metadata:0x30000c800000000/0x3ffffffffff0000,goto_table:3",
     ]
+
+
+def test_a_remote_endpoints_packets_from_the_vlan_uplink_are_not_outside() -> None:
+    remote = remote_of(ep("b", "198.19.20.3", 0, RED_VLAN), RED_VLAN)
+    inputs = NodeInputs("vlan", (local_of(ep("a", "198.19.20.2", 0, RED_VLAN), RED_VLAN, None, 3),), (remote,), uplinks=(9, 8))
+    flows = classifier.remote_flows(TABLES, remote, inputs.fabric)
+    assert sorted(texts(flows)) == [
+        f"priority=110,ip,in_port={u},dl_vlan=200,nw_src=198.19.20.3 actions=pop_vlan,write_metadata:0x10000c800000000/0x1ffffffffff0000,goto_table:3"
+        for u in (8, 9)
+    ]
+    assert all(f.cookie == cookie(Category.CLASSIFIER, remote.endpoint_id, 0) for f in flows)
+    assert classifier.remote_flows(TABLES, remote, node_a().fabric) == [], "a tunnel carries only the cluster's pods: nothing to tell apart"
 
 
 def test_bridge_ignores_ports_of_the_other_encap() -> None:

@@ -75,7 +75,7 @@ def test_removing_an_endpoint_deletes_its_flows_and_shrinks_the_flood_groups() -
     after = desired(dataclasses.replace(a, local_ports=a.local_ports[:1]))
     plan = diff(after, before.flows, before.groups)
     assert {f.cookie & OBJECT_MASK for f in plan.delete_flows} == {object_id("blue.t-db1")}
-    assert len(plan.delete_flows) == 7  # classifier, 2 spoof guard, arp, dst_epg, dscp, forward
+    assert len(plan.delete_flows) == 8  # classifier, 2 spoof guard, arp, dst_epg, dscp, forward, from outside
     assert not plan.add_flows and not plan.delete_groups
     assert len(plan.modify_groups) == 2
 

@@ -21,13 +21,20 @@ def test_without_a_host_port_nothing_changes() -> None:
     assert not [t for t in texts(classifier.flows(TABLES, inputs)) if "in_port=9" in t]
 
 
-def test_host_port_reaches_each_local_pod_marked_remote() -> None:
-    inputs = dataclasses.replace(node_a(), host_port=HOST)
+def test_host_port_reaches_each_local_pod_marked_remote_and_only_the_node_itself_not_outside() -> None:
+    inputs = dataclasses.replace(node_a(), host_port=dataclasses.replace(HOST, nodeport_source=int(ipaddress.IPv4Address("198.18.100.1"))))
     host = [t for t in texts(classifier.flows(TABLES, inputs)) if "in_port=9" in t]
-    assert host == [
-        f"priority=100,ip,in_port=9,nw_dst={ip} actions=write_metadata:0x100006400000000/0x1ffffffffff0000,goto_table:3"
-        for ip in sorted(str(ipaddress.IPv4Address(p.ip)) for p in inputs.ports())
-    ]
+    pods = sorted(str(ipaddress.IPv4Address(p.ip)) for p in inputs.ports())
+    assert sorted(host) == sorted(
+        [
+            *(f"priority=100,ip,in_port=9,nw_dst={ip} actions=write_metadata:0x300006400000000/0x3ffffffffff0000,goto_table:3" for ip in pods),
+            *(
+                f"priority=110,ip,in_port=9,nw_src={node},nw_dst={ip} actions=write_metadata:0x100006400000000/0x1ffffffffff0000,goto_table:3"
+                for ip in pods
+                for node in ("198.18.100.1", "198.18.255.254")
+            ),
+        ]
+    )
 
 
 def test_pods_reach_the_nodes_private_address_through_their_gateway() -> None:

@@ -30,6 +30,10 @@ def test_golden_flows_of_one_pod() -> None:
     assert texts(netpol.flows(TABLES, inputs)) == [
         "table=4, priority=310,ip,metadata=0x100000000000000/0x100000000000000,nw_dst=198.18.11.2 actions=ct(commit,table=8,zone=65520)",
         "table=4, priority=320,ip,metadata=0x100000000000000/0x100000000000000,nw_src=198.18.11.2 actions=ct(commit,table=8,zone=65520)",
+        *(
+            f"table=4, priority=330,ct_state=-rel-rpl+trk,ip,metadata=0x300000000000000/0x300000000000000,nw_dst={ip} actions=goto_table:12"
+            for ip in ("198.19.10.2", "198.19.10.3")
+        ),
         "table=11, priority=100,ip,nw_src=198.18.11.2 actions=drop",
         "table=11, priority=200,udp,nw_src=198.18.11.2,tp_dst=53 actions=goto_table:12",
         "table=11, priority=200,ip,nw_src=198.18.11.2,nw_dst=198.18.12.0/24 actions=goto_table:12",

@@ -13,7 +13,7 @@ import pytest
 from openflow import desired
 from openflow.flow import ETH_ARP, ETH_IPV4, PipelineError
 from openflow.flows import arp, classifier, forward, routing
-from openflow.inputs import ANYCAST_MAC, NodeInputs, Route, Router, ipv4
+from openflow.inputs import ANYCAST_MAC, NetpolPod, NetpolRule, NodeInputs, Route, Router, ipv4
 from openflow.pipeline import TABLES
 from tests.openflow.fakeswitch import FakeSwitch, arp_request
 from tests.openflow.scenario import RED_VLAN, WEB_EPG, ep, local_of, remote_of, texts
@@ -41,7 +41,7 @@ def routed_node(routes: tuple[Route, ...] = LEARNED) -> NodeInputs:
 
 def test_router_flows_golden() -> None:
     assert texts(routing.flows(TABLES, routed_node())) == [
-        "priority=100,in_port=8 actions=write_metadata:0x100000000000000/0x1ffffffffff0000,goto_table:3",
+        "priority=100,in_port=8 actions=write_metadata:0x300000000000000/0x3ffffffffff0000,goto_table:3",
         "priority=200,ip,in_port=8,nw_dst=198.19.1.2 actions=output:9",
         "priority=200,arp,in_port=8 actions=output:9",
         "priority=200,in_port=9 actions=output:8",
@@ -143,3 +143,16 @@ def test_incremental_updates_in_routing_mode_match_a_full_build() -> None:
     assert not state.last_update_full and len(plan.delete_flows) == 1 and not plan.add_flows, "a withdrawn route costs its one flow"
     withdrawn = steps[2]
     assert len(desired(withdrawn).flows) == len(desired(inputs).flows) - 1
+
+
+def test_routed_in_from_outside_is_judged_by_the_pods_ingress_from_another_nodes_pod_not() -> None:
+    pod_ip = ipv4("198.19.10.2", "d")
+    isolated = NetpolPod("red/pod1", (NetpolRule("ingress", 100, pod_ip, None, 0, None, "drop", "red/pod1/ingress/isolation"),))
+    switch = _switch(dataclasses.replace(routed_node(), netpol=(isolated,)))
+    routed_in = dict(eth_src=TOR_MAC, eth_dst=ROUTER_MAC, eth_type=ETH_IPV4, ipv4_dst=pod_ip, ip_proto=1)
+    outside = switch.send(UPLINK, **routed_in, ipv4_src=ipv4("198.19.20.7", "s"))
+    assert outside.ports == [] and outside.hits[-1] == "table=12, priority=100,ip,nw_dst=198.19.10.2 actions=drop", outside.hits
+    assert switch.send(UPLINK, **routed_in, ipv4_src=ipv4(OTHER_NODE_POD["ipAddress"], "s")).ports == [3], "judged at its own node"
+    assert texts(classifier.remote_flows(TABLES, remote_of(OTHER_NODE_POD, RED_GW), routed_node().fabric)) == [
+        "priority=110,ip,in_port=8,nw_src=198.19.10.9 actions=write_metadata:0x100000000000000/0x1ffffffffff0000,goto_table:3"
+    ]

@@ -259,7 +259,7 @@ def test_every_plan_applied_to_a_switch_leaves_it_holding_desired(start: World, 
 
 BLUE = network("blue", False)
 FLOOD = sorted((group_id(Category.FLOOD, "all:blue"), group_id(Category.FLOOD, "local:blue")))
-PORT_FLOWS = 6  # classifier, 2 spoof guard, ARP, dst EPG, forward (+1 DSCP when its EPG has one)
+PORT_FLOWS = 7  # classifier, 2 spoof guard, ARP, dst EPG, forward, from outside (service_lb) (+1 DSCP when its EPG has one)
 
 
 def node(ports: int, extra: tuple[LocalPort, ...] = ()) -> NodeInputs:

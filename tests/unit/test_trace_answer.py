@@ -46,6 +46,7 @@ def test_ends_by_address_endpoint_id_pod_and_name() -> None:
     assert trace_end(snap, "x/name-2").endpoint == "pods.default-2"
     outside = trace_end(snap, "198.19.0.5")
     assert outside.endpoint == "" and outside.address == int(IPv4Address("198.19.0.5")), "an address outside every endpoint is external"
+    assert not outside.node_itself and trace_end(snap, "172.19.255.254").node_itself, "the nodes' private address (Contiv's default pvtSubnet)"
     with pytest.raises(NotFoundError, match="'prod/nobody'"):
         trace_end(snap, "prod/nobody")
 
@@ -65,6 +66,15 @@ def test_ends_by_address_endpoint_id_pod_and_name() -> None:
 )
 def test_agreement(model: str, source: dict[str, str], destination: dict[str, str] | None, agree: bool | None) -> None:
     verdict, wrong = agreement(model, source, destination)
+    assert verdict is agree and (len(wrong) > 0) == (agree is False)
+
+
+@pytest.mark.parametrize(
+    ("model", "destination", "agree"),
+    [("drop", {"verdict": "drop"}, True), ("drop", {"verdict": "allow"}, False), ("allow", {"verdict": "drop"}, False), ("allow", None, None)],
+)
+def test_from_outside_the_destinations_node_must_give_the_models_verdict(model: str, destination: dict[str, str] | None, agree: bool | None) -> None:
+    verdict, wrong = agreement(model, {"skipped": "no endpoint"}, destination, judged_there=True)
     assert verdict is agree and (len(wrong) > 0) == (agree is False)
 
 

@@ -40,6 +40,16 @@ def test_destination_mac_is_the_endpoints_or_the_gateways() -> None:
     assert destination_mac(inputs, PORT, ipv4("198.19.9.9", "x")) == 0x0202_C6120AFE  # 02:02:<gateway ip>
 
 
+def test_on_a_vlan_network_an_outside_address_is_a_host_on_the_vlan_the_node_and_vips_the_gateways() -> None:
+    net = NetworkRef("vpods.default", "vlan", 100, 0, ipv4("198.18.10.254", "gw"))
+    port = LocalPort(3, "a", ipv4("198.18.10.1", "a"), 0x0202C6120A01, net)
+    node = ipv4("172.19.255.254", "node")
+    inputs = NodeInputs("vlan", (port,), uplinks=(8,), host_port=HostPort(9, 0x02AA00000001, node))
+    assert destination_mac(inputs, port, ipv4("198.19.9.9", "x")) == 0x0202_C6130909  # 02:02:<its ip>, on-link
+    assert destination_mac(inputs, port, node) == 0x0202_C6120AFE, "the node itself: through the gateway to the host port"
+    assert destination_mac(NodeInputs("vlan", (port,)), port, ipv4("198.19.9.9", "x")) == 0x0202_C6120AFE, "no uplink: no host on the VLAN"
+
+
 @pytest.mark.parametrize(
     ("output", "verdict"),
     [

@@ -47,10 +47,10 @@ def translate(services: Iterable[ServiceSpec], address: int, proto: int, port: i
     matching = next((p for p in service.ports if p.proto == proto and p.port == port), None)
     if matching is None:
         listed = ", ".join(f"{_PROTO_NAMES.get(p.proto, p.proto)}/{p.port}" for p in service.ports) or "none"
-        why = f"service {service.service_id} ({vip}) has no port {what} (its ports: {listed}): not DNATed, the forward table drops it"
+        why = f"service {service.service_id} ({vip}) has no port {what} (its ports: {listed}): not DNATed: dropped"
         return Translation(service.service_id, address, (), why)
     if not matching.backends:
-        why = f"service {service.service_id} ({vip}) has no backend for {what}: not DNATed (no VIP flow), the forward table drops it"
+        why = f"service {service.service_id} ({vip}) has no backend for {what}: not DNATed: dropped"
         return Translation(service.service_id, address, (), why)
     count = len(matching.backends)
     why = f"service {service.service_id} ({vip}) {what}: DNATed by its select group to one of {count} backend{'s' * (count > 1)}"

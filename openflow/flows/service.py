@@ -15,9 +15,10 @@
   an unknown one goes to the select group, whose buckets name the backend in
   reg0/reg1 and run endpoint_dnat once more (Antrea's scheme).
 * the VIP is answered by proxy ARP with Contiv's VIP MAC, on every network.
-A service without any backend has no flows: the VIP stays unanswered, as in ofnet, and a
-port without backends of a live service has no VIP flow: its packets are not DNATed and
-the forward table drops them (nothing is addressed to the VIP's MAC).
+A service without any backend has no flows: the VIP stays unanswered, as in ofnet. A live
+service's VIP answers only on its ports with backends: anything else addressed to it (another
+port or protocol, a port whose backends are gone) is dropped in service_lb, not left to the
+forward table, which on a VLAN bridge in bridge mode sends unknown unicast out of the uplink.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from openflow.pipeline import Table, Tables
 CT_PRIORITY = 100
 REMOTE_BYPASS_PRIORITY = 300
 VIP_PRIORITY = 200
+VIP_DROP_PRIORITY = 150  # below every VIP:port flow
 BACKEND_PRIORITY = 200  # endpoint_dnat: reg0/reg1 name one of the port's backends
 SELECT_PRIORITY = 100  # endpoint_dnat: no backend named yet
 LEARNED_PRIORITY = 100  # the flows learned into session_affinity
@@ -70,13 +72,17 @@ def _dnat(table: Table, backend: Backend) -> Ct:
 
 
 def service_flows(tables: Tables, service: ServiceSpec, round_: int) -> list[Flow]:
-    """The VIP's ARP answer and one flow per service port with backends to its select group
-    (with affinity: through session_affinity and endpoint_dnat)."""
+    """The VIP's ARP answer, the drop of what its ports do not take, and one flow per service
+    port with backends to its select group (with affinity: through session_affinity and
+    endpoint_dnat)."""
     if not service.live:
         return []
     lb, dnat = tables["service_lb"], tables["endpoint_dnat"]
     key = cookie(Category.SERVICE, service.service_id, round_)
-    out = [reply_flow(tables["arp_responder"], service.vip, vip_mac(service.vip), network=None, cookie_=key)]
+    out = [
+        reply_flow(tables["arp_responder"], service.vip, vip_mac(service.vip), network=None, cookie_=key),
+        lb.flow(VIP_DROP_PRIORITY, {"eth_type": ETH_IPV4, "ipv4_dst": service.vip}, cookie=key),
+    ]
     timeout = min(service.affinity_timeout, MAX_AFFINITY_SECONDS)
     for port in service.ports:
         if not port.backends:

@@ -169,7 +169,7 @@ def test_network_policies_decide_real_traffic_between_pods_on_two_nodes(tmp_path
             assert backend["ovs"]["verdict"] == verdict and backend["ovs"]["node"] == cases.node_of[src].name, traced
         traced = cases.trace("a", DB_VIP, "tcp/443")  # a port the Service does not have: not DNATed, dropped
         assert traced["verdict"] == "drop" and traced["agree"] is True and traced["ovs"]["verdict"] == "drop", traced
-        kube.delete("EndpointSlice", "prod", "db-1")  # no backend: no VIP flow, the forward table drops the packet
+        kube.delete("EndpointSlice", "prod", "db-1")  # no backend at all: no flows, the forward table drops the packet
         wait_until(lambda: fetch(a, DB_VIP, 80, 1) == ["-"], POLICY_SECONDS, "the ClusterIP without a backend to go silent", first)
         traced = cases.trace("a", DB_VIP, "tcp/80")
         assert traced["verdict"] == "drop" and traced["agree"] is True and traced["ovs"]["verdict"] == "drop", traced

@@ -83,7 +83,7 @@ def test_removing_an_endpoint_deletes_its_flows_and_shrinks_the_flood_groups() -
 def test_removing_a_service_deletes_its_group_after_its_flows() -> None:
     before, after = desired(node_a()), desired(node_a(services=()))
     plan = diff(after, before.flows, before.groups)
-    assert len(plan.delete_groups) == 1 and len(plan.delete_flows) == 2  # VIP ARP + VIP lb flow
+    assert len(plan.delete_groups) == 1 and len(plan.delete_flows) == 3  # VIP ARP, the VIP:port flow, the drop of the rest
     switch = FakeSwitch.with_state(before)
     switch.apply(plan)  # the fake refuses dangling group references
     assert sorted(switch.flows.values()) == list(after.flows)

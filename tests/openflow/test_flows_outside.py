@@ -17,7 +17,7 @@ from openflow.flows import forward, netpol
 from openflow.inputs import HostPort, NetpolPod, NetpolRule, NodeInputs, ipv4, vip_mac
 from openflow.pipeline import TABLES
 from tests.openflow.fakeswitch import FakeSwitch
-from tests.openflow.scenario import RED_VLAN, ep, local_of, remote_of, texts
+from tests.openflow.scenario import KUBE_WEB, RED_VLAN, ep, kube_service_of, local_of, remote_of, texts
 
 POD, OTHER_NODES_POD = ep("a", "198.19.20.2", 0, RED_VLAN), ep("b", "198.19.20.3", 0, RED_VLAN)
 POD_IP, POD_MAC = ipv4(POD["ipAddress"], "pod"), int(POD["macAddress"].replace(":", ""), 16)
@@ -110,3 +110,16 @@ def test_unknown_unicast_leaves_a_vlan_bridge_through_the_uplink_but_not_to_the_
         "table=8, priority=6,metadata=0xc800000000/0x1ffffff00000000,dl_dst=02:02:c6:13:14:fe actions=drop",
     ]
     assert not [t for t in texts(forward.flows(TABLES, dataclasses.replace(inputs, uplinks=()))) if "priority=5," in t]
+
+
+def test_a_vip_on_a_port_it_does_not_serve_is_dropped_not_sent_out_of_the_uplink() -> None:
+    """Unknown unicast leaves by the uplink here, and the VIP's MAC is no endpoint's: without the
+    VIP's own drop, a packet to a port the Service does not serve would go out to the VLAN."""
+    web = kube_service_of(KUBE_WEB)  # tcp/80 and udp/53 have backends
+    switch = FakeSwitch.with_state(desired(vlan_node(services=(web,), netpol=())))
+    to_vip = {**packet(POD_IP, web.vip, 8443), "eth_src": POD_MAC, "eth_dst": vip_mac(web.vip)}
+    result = switch.send(POD_PORT, **to_vip)
+    assert result.ports == [], result.hits
+    assert any("priority=150,ip,nw_dst=198.19.112.10 actions=drop" in h for h in result.hits), result.hits
+    elsewhere = {**to_vip, "ipv4_dst": OTHER_HOST, "eth_dst": vip_mac(OTHER_HOST)}
+    assert switch.send(POD_PORT, **elsewhere).ports == [UPLINK], "a host on the VLAN is still reached through the uplink"

@@ -22,6 +22,7 @@ def test_service_flows() -> None:
             "set_field:02:02:c6:13:0a:fa->arp_sha,move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:198.19.10.250->arp_spa,IN_PORT"
         ),
         "table=3, priority=100,ip actions=ct(table=4,zone=65520,nat)",
+        "table=4, priority=150,ip,nw_dst=198.19.10.250 actions=drop",
         f"table=4, priority=200,ct_state=+new+trk,tcp,nw_dst=198.19.10.250,tp_dst=80 actions=group:{GROUP}",
         "table=4, priority=300,metadata=0x100000000000000/0x100000000000000 actions=goto_table:8",
     ]
@@ -60,6 +61,7 @@ KUBE_DNS = group_id(Category.SERVICE, "k8s:shop/web:17:53")
 def test_kube_service_ports_have_their_own_backends_and_target_ports() -> None:
     spec = kube_service_of(KUBE_WEB)
     assert texts(service.service_flows(TABLES, spec, 1))[1:] == [
+        "table=4, priority=150,ip,nw_dst=198.19.112.10 actions=drop",
         f"table=4, priority=200,ct_state=+new+trk,tcp,nw_dst=198.19.112.10,tp_dst=80 actions=group:{KUBE_HTTP}",
         f"table=4, priority=200,ct_state=+new+trk,udp,nw_dst=198.19.112.10,tp_dst=53 actions=group:{KUBE_DNS}",
     ]
@@ -74,6 +76,7 @@ def test_session_affinity_looks_up_learned_backends_before_the_select_group() ->
     spec = dataclasses.replace(kube_service_of({**KUBE_WEB, "ports": KUBE_WEB["ports"][1:]}), affinity_timeout=10800)
     learned = f"{service.learned_cookie(spec):#x}"
     assert texts(service.service_flows(TABLES, spec, 1))[1:] == [
+        "table=4, priority=150,ip,nw_dst=198.19.112.10 actions=drop",
         "table=4, priority=200,ct_state=+new+trk,udp,nw_dst=198.19.112.10,tp_dst=53 actions=resubmit(,9),resubmit(,10)",
         f"table=10, priority=100,udp,nw_dst=198.19.112.10,tp_dst=53 actions=group:{KUBE_DNS}",
         "table=10, priority=200,udp,reg0=0xc6130a09,reg1=0x14e9,nw_dst=198.19.112.10,tp_dst=53 actions="
@@ -89,6 +92,9 @@ def test_session_affinity_looks_up_learned_backends_before_the_select_group() ->
 def test_a_port_without_backends_has_no_vip_flow_and_a_service_without_any_has_none() -> None:
     no_dns = kube_service_of({**KUBE_WEB, "ports": [KUBE_WEB["ports"][0], {**KUBE_WEB["ports"][1], "backends": []}]})
     assert [f for f in texts(service.service_flows(TABLES, no_dns, 1)) if "udp" in f] == []
+    assert "table=4, priority=150,ip,nw_dst=198.19.112.10 actions=drop" in texts(service.service_flows(TABLES, no_dns, 1)), (
+        "the VIP's other ports and protocols are dropped, not left to the forward table (out of the uplink on a VLAN bridge)"
+    )
     assert len(service.service_groups(TABLES, no_dns)) == 1
     empty = kube_service_of({**KUBE_WEB, "ports": [{**p, "backends": []} for p in KUBE_WEB["ports"]]})
     assert service.service_flows(TABLES, empty, 1) == [] and service.service_groups(TABLES, empty) == []

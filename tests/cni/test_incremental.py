@@ -22,7 +22,9 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("ovs-vswitchd") is None, reason="Open vSwitch is not installed"),
 ]
 
-FLOWS_PER_LOCAL_POD = 7  # classifier, the host port's flow to the pod, spoof guard (IP and ARP), ARP reply, destination EPG, unicast forward
+FLOWS_PER_LOCAL_POD = 10  # classifier, the host port's flow to the pod, spoof guard (IP and ARP), ARP reply, destination EPG,
+# unicast forward; and for ingress from outside (docs/policy.md): service_lb's flow to np_ingress, the host port's two
+# classifier flows trusting the node's own addresses (its private address, its NodePort source)
 AUDIT_WAIT_SECONDS = 30  # the nodes audit every 5 s (--audit-interval 5)
 
 

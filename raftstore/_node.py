@@ -210,18 +210,18 @@ class _JournalFlusher:
                 while self._wanted <= self._synced:
                     self._cond.wait()
                 target = self._wanted
+            error: Exception | None = None
             try:
                 os.fdatasync(self._fileno())
             except Exception as exc:  # never die with a sync pending: flush() would wait forever
-                with self._cond:
-                    self._error, self._wanted = exc, self._synced
-                    self._cond.notify_all()
-                    awaited, self._awaited = self._awaited, False
-            else:
-                with self._cond:
+                error = exc
+            with self._cond:
+                if error is None:
                     self._synced = max(self._synced, target)
-                    self._cond.notify_all()
-                    awaited, self._awaited = self._awaited, False
+                else:
+                    self._error, self._wanted = error, self._synced
+                self._cond.notify_all()
+                awaited, self._awaited = self._awaited, False
             if awaited:  # only then: a sync done before anyone asked wakes nobody
                 self._on_synced()
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import trio
 
 from openflow.flow import format_mac
+from openflow.flows.classifier import node_addresses
 from openflow.inputs import LocalPort, NodeInputs, RemoteEndpoint, vip_mac
 
 from ..model.policytrace import CLIENT_PORT  # the model judges the same packet
@@ -108,17 +109,16 @@ def external_arrival_flow(inputs: NodeInputs, src_ip: int, port: LocalPort, prot
     through the host port (the node forwards them); None: no way in."""
     routed = _routed_in(inputs, src_ip, vip_mac(src_ip))
     host = inputs.host_port
-    if host is not None and src_ip in (host.address, host.nodeport_source):  # the node itself
-        head = f"in_port={host.ofport},dl_src={format_mac(host.mac)},dl_dst={format_mac(port.mac)}"
+    through_host = None if host is None else f"in_port={host.ofport},dl_src={format_mac(host.mac)},dl_dst={format_mac(port.mac)}"
+    if host is not None and src_ip in node_addresses(host):  # the node itself
+        head = through_host
     elif routed is not None:
         head = routed
     elif inputs.encap == "vlan" and inputs.uplinks:
         head = f"in_port={min(inputs.uplinks)},dl_vlan={port.network.vlan},dl_src={format_mac(vip_mac(src_ip))},dl_dst={format_mac(port.mac)}"
-    elif host is not None:
-        head = f"in_port={host.ofport},dl_src={format_mac(host.mac)},dl_dst={format_mac(port.mac)}"
     else:
-        return None
-    return _packet(head, src_ip, port.ip, proto, dport)
+        head = through_host  # the node forwards it in, or None: no way in
+    return None if head is None else _packet(head, src_ip, port.ip, proto, dport)
 
 
 def _routed_in(inputs: NodeInputs, src_ip: int, src_mac: int) -> str | None:
@@ -159,7 +159,7 @@ def _on_the_vlan(inputs: NodeInputs, address: int) -> bool:
     if inputs.encap != "vlan" or inputs.fabric.routed or not inputs.uplinks:
         return False
     host = inputs.host_port
-    ours = {e.ip for e in inputs.known()} | {s.vip for s in inputs.services} | ({host.address, host.nodeport_source} if host else set())
+    ours = {e.ip for e in inputs.known()} | {s.vip for s in inputs.services} | set(node_addresses(host) if host else ())
     return address not in ours
 
 

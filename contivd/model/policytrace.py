@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from ipaddress import IPv4Address
 from typing import Any, Literal
 
 from openflow.inputs import NetpolRule, PolicyRuleSpec
@@ -153,13 +154,9 @@ def no_way_out(src: TraceEnd, dst: TraceEnd) -> str | None:
     if not (src.endpoint and src.vxlan) or dst.endpoint or dst.node_itself:
         return None
     return (
-        f"forward: drop: {_ip_text(dst.address)} is outside the cluster and {src.endpoint}'s network is VXLAN: its bridge sends "
+        f"forward: drop: {IPv4Address(dst.address)} is outside the cluster and {src.endpoint}'s network is VXLAN: its bridge sends "
         "unknown unicast nowhere and routes through the gateway to the node itself only (no way out)"
     )
-
-
-def _ip_text(address: int) -> str:
-    return ".".join(str((address >> shift) & 0xFF) for shift in (24, 16, 8, 0))
 
 
 def explain(

@@ -21,7 +21,8 @@ _PROTO_NAMES = {6: "tcp", 17: "udp", 1: "icmp", 0: "any protocol"}
 @dataclass(frozen=True)
 class Translation:
     """A packet addressed to a service's VIP. `backends` empty: the pipeline does not DNAT it
-    (no VIP flow matches), `why` says so; such a packet is dropped by the forward table."""
+    (no VIP:port flow matches), `why` says so; such a packet is dropped (the VIP's own drop flow
+    in service_lb, or the forward table for a service with no backend at all)."""
 
     service: str
     vip: int

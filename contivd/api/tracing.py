@@ -32,6 +32,7 @@ from ..state import EndpointState, StateSnapshot
 
 Half = dict[str, Any]  # an agent's /trace answer (OvsTrace's fields), or `skipped` / `unanswered` / `error`
 Ask = Callable[[str, str, TraceQuery, str, str], Awaitable[Half]]  # (node, side, query, src ip, dst ip) → its half
+Judge = Callable[[TraceEnd, TraceEnd, TraceQuery], dict[str, Any]]  # the model's explanation of one pair, as JSON
 
 
 def _end_of(ep: EndpointState, snapshot: StateSnapshot) -> TraceEnd:
@@ -141,22 +142,26 @@ async def trace(snapshot: StateSnapshot, query: TraceQuery, node: str, ask: Ask,
         "answered_by": node,
         "ends": {"src": _end_json(src), "dst": _end_json(dst)},
     }
+    rules = contiv_rules(snapshot)  # once per trace, not per backend
+    netpol = Compiled(tuple(r for pod in snapshot.k8s_netpol.values() for r in pod.rules))
+
+    def judge(src: TraceEnd, dst: TraceEnd, query: TraceQuery) -> dict[str, Any]:
+        return explanation_json(explain(rules, netpol, src, dst, query.proto, query.port, bridged=bridged(snapshot, src, routing)))
+
     # Only a pod's packet is load-balanced: an outside source enters as REMOTE, which skips the VIP flows.
     translation = translate(services(snapshot), dst.address, query.proto, query.port) if src.endpoint and not dst.endpoint else None
     if translation is None:
-        return {**head, **await _pair(snapshot, src, dst, query, ask, routing)}
-    return {**head, **await _through_service(snapshot, src, query, translation, ask, routing)}
+        return {**head, **await _pair(judge, src, dst, query, ask)}
+    return {**head, **await _through_service(snapshot, judge, src, query, translation, ask)}
 
 
 def _ip(address: int) -> str:
     return str(ipaddress.IPv4Address(address))
 
 
-async def _pair(snapshot: StateSnapshot, src: TraceEnd, dst: TraceEnd, query: TraceQuery, ask: Ask, routing: bool) -> dict[str, Any]:
+async def _pair(judge: Judge, src: TraceEnd, dst: TraceEnd, query: TraceQuery, ask: Ask) -> dict[str, Any]:
     """The model's verdict on src → dst and OVS's halves on the ends' nodes, compared."""
-    netpol = Compiled(tuple(r for pod in snapshot.k8s_netpol.values() for r in pod.rules))
-    rules = contiv_rules(snapshot)
-    model = explanation_json(explain(rules, netpol, src, dst, query.proto, query.port, bridged=bridged(snapshot, src, routing)))
+    model = judge(src, dst, query)
     src_ip, dst_ip = _ip(src.address), _ip(dst.address)
     halves: dict[str, Half | None] = {"source": None, "destination": None}
     outside = not src.endpoint and not src.node_itself  # judged at the destination's node, whatever the verdict
@@ -180,7 +185,7 @@ async def _pair(snapshot: StateSnapshot, src: TraceEnd, dst: TraceEnd, query: Tr
 
 
 async def _through_service(
-    snapshot: StateSnapshot, src: TraceEnd, query: TraceQuery, translation: Translation, ask: Ask, routing: bool
+    snapshot: StateSnapshot, judge: Judge, src: TraceEnd, query: TraceQuery, translation: Translation, ask: Ask
 ) -> dict[str, Any]:
     """A packet to a VIP: the source's OVS traced to the VIP (through conntrack to the service's
     select group, where the datapath's hash picks the backend), and each backend as the DNATed
@@ -191,7 +196,7 @@ async def _through_service(
 
     async def backend(index: int, to: Backend) -> None:
         end = trace_end(snapshot, _ip(to.ip))
-        pair = await _pair(snapshot, src, end, dataclasses.replace(query, port=to.port), ask, routing)
+        pair = await _pair(judge, src, end, dataclasses.replace(query, port=to.port), ask)
         answers[index] = {"backend": f"{_ip(to.ip)}:{to.port}", "end": _end_json(end), **pair}
 
     async def source() -> None:

@@ -150,7 +150,7 @@ def test_an_external_source_is_judged_by_the_destinations_ingress_only_the_node_
     assert explanation_json(explain([], kubernetes(from_block), OUTSIDE, SERVER, TCP, 5432))["deciding"] == "prod/db-block/ingress/0"
     excepted = TraceEnd(int(IPv4Address("198.19.0.200")))
     assert explanation_json(explain([], kubernetes(from_block), excepted, SERVER, TCP, 5432))["deciding"] == "prod/db/ingress/isolation"
-    node = TraceEnd(int(IPv4Address("172.19.255.254")), node_itself=True)
+    node = TraceEnd(int(IPv4Address("198.18.255.254")), node_itself=True)
     answer = explanation_json(explain(contiv(DENY_WEB_TCP), kubernetes(DB_CLOSED), node, SERVER, TCP, 5432))
     assert answer["verdict"] == "allow" and answer["rules"] == [] and "REMOTE" in answer["reasons"][0], answer
 
@@ -161,7 +161,7 @@ def test_a_vxlan_pods_packet_to_the_outside_has_no_way_out_in_bridge_mode() -> N
     assert answer["verdict"] == "drop" and answer["deciding"] is None and "no way out" in answer["reasons"][-1], answer
     assert explain([], Compiled(()), CLIENT, OUTSIDE, TCP, 443, bridged=True).allowed, "a VLAN network's bridge sends it out of the uplink"
     assert explain([], Compiled(()), vxlan_client, OUTSIDE, TCP, 443).allowed, "routing mode routes it"
-    node = TraceEnd(int(IPv4Address("172.19.255.254")), node_itself=True)
+    node = TraceEnd(int(IPv4Address("198.18.255.254")), node_itself=True)
     assert explain([], Compiled(()), vxlan_client, node, TCP, 443, bridged=True).allowed, "the gateway leads to the node itself"
     egress_closed = np("db-out", podSelector={"matchLabels": {"app": "db"}}, policyTypes=["Egress"], egress=[])
     assert explanation_json(explain([], kubernetes(egress_closed), SERVER, OUTSIDE, TCP, 443))["deciding"] == "prod/db/egress/isolation"

@@ -26,8 +26,8 @@ import trio
 
 from . import _commands
 from ._base import StateMachineStore, raise_for_error
-from ._config import StoreConfig, parse_address
-from ._errors import StoreClosedError, StoreError, UnavailableError
+from ._config import StoreConfig, is_loopback, parse_address
+from ._errors import StoreClosedError, StoreConfigError, StoreError, UnavailableError
 from ._fsm import StateMachine
 from ._node import FAIL_NAMES, RETRYABLE, SUCCESS, RaftNode
 from ._types import LeadershipChange, StoreStatistics, commit_blockers
@@ -350,9 +350,23 @@ class Store(StateMachineStore):
                 yield current
             await changed.wait()
 
-    async def add_member(self, address: str) -> None:
-        """Add a voter (one at a time; add it before starting it). Waits for commit."""
-        await self._membership(self.node.add_member, address)
+    async def add_member(self, address: str, *, until_committed: bool = True) -> None:
+        """Add a voter (one at a time; add it before starting it). Waits for commit, or with
+        `until_committed` False only until the leader took the change (a refusal still
+        raises): a lone voter needs that, as the change takes effect when appended and two
+        voters commit nothing until the new one runs."""
+        host, _ = parse_address(address, "member address")
+        # As for the flags (StoreConfig): Raft traffic with a member off this host needs the
+        # secret. Resolving a name may block, so off the loop.
+        if not self.config.secret and not await trio.to_thread.run_sync(is_loopback, host):
+            raise StoreConfigError(f"refusing non-loopback member address {address} without a cluster secret: set one on every member first")
+        if until_committed:
+            await self._membership(self.node.add_member, address)
+            return
+        refused = _Waiter()  # PySyncObj refuses (another change under way) while appending, on this thread
+        self.node.add_member(address, lambda result, reason: self._call_soon(refused.fill, result, reason))
+        if refused.done.is_set() and refused.reason != SUCCESS:
+            raise StoreError(f"membership change for {address} failed: {FAIL_NAMES.get(refused.reason, refused.reason)}")
 
     async def remove_member(self, address: str) -> None:
         """Remove a voter. Waits for commit."""

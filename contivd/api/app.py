@@ -53,7 +53,7 @@ from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
 from ..state.records import policy_rule_to_json
 from ..tls.fingerprint import fingerprint_pem
-from . import access, tracing
+from . import access, membership, tracing
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document, required_role
 
@@ -348,6 +348,12 @@ class Handlers:
 
     async def revoke_token(self, body: bytes, name: str) -> Any:
         return AtRevision(*await access.revoke_token(self.ctx.store, name))
+
+    async def add_voter(self, body: bytes, address: str) -> Any:
+        return AtRevision(*await membership.add_voter(self.ctx.store, address))
+
+    async def remove_voter(self, body: bytes, address: str) -> Any:
+        return AtRevision(*await membership.remove_voter(self.ctx.store, address))
 
     async def list_audit(self, body: bytes) -> Any:
         await self.ctx.store.sync()

@@ -87,6 +87,22 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("revoke_token", "DELETE", "/api/v1/auth/tokens/<name>/", "Revoke a token (every node refuses it once replicated)", True, role=ADMIN),
     Route("list_audit", "GET", "/api/v1/audit/", "The audit trail: the newest writes, oldest first", role=VIEWER),
+    Route(
+        "add_voter",
+        "POST",
+        "/api/v1/cluster/voters/<address>/",
+        "Make a Raft listener address (host:port) a voter, before starting contivd there; answers the voters",
+        True,
+        role=ADMIN,
+    ),
+    Route(
+        "remove_voter",
+        "DELETE",
+        "/api/v1/cluster/voters/<address>/",
+        "Remove a stopped voter (not the leader); answers the voters",
+        True,
+        role=ADMIN,
+    ),
 )
 
 

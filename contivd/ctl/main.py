@@ -23,6 +23,7 @@ from .client import DEFAULT_SERVER, Client, CtlError
 from .commands import ALIASES, DEFAULT_TENANT, GROUPS, RESOURCES, SETTERS, SHOWS, Arg, Option, Resource, Setter, Show
 from .config import config_path, effective, read_settings
 from .trust import TrustError, verification
+from .voters import voter_group
 
 
 class AliasedGroup(click.Group):
@@ -280,6 +281,7 @@ def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.G
         (groups[show.group] if show.group else root).add_command(_show_command(show))
     for setter in SETTERS:
         groups[setter.group].add_command(_setter_command(setter))
+    groups["cluster"].add_command(voter_group)
     for name, commands in (extra or {}).items():
         for command in commands:
             groups[name].add_command(command)

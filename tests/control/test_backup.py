@@ -40,10 +40,15 @@ def ok(node: ContivdProcess, path: str, body: Any) -> Any:
     return answer.json()
 
 
-def create_endpoint(node: ContivdProcess, ep: str, group: str = "") -> str:
+def endpoint_request(node: ContivdProcess, ep: str, group: str = "") -> httpx.Response:
     config = {"Container": ep, "Host": node.name, **({"ServiceName": group} if group else {})}
-    answer = ok(node, "/plugin/createEndpoint", {"TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": config})
-    return str(answer["EndpointConfig"]["ipAddress"])
+    return node.post("/plugin/createEndpoint", {"TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": config})
+
+
+def create_endpoint(node: ContivdProcess, ep: str, group: str = "") -> str:
+    answer = endpoint_request(node, ep, group)
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["EndpointConfig"]["ipAddress"])
 
 
 def populate(cluster: ContivdCluster) -> dict[str, str]:

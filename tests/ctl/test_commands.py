@@ -21,6 +21,7 @@ CONTIVD_ONLY = {
     "auth token create", "auth token ls", "auth token revoke", "audit ls", "login",  # access control: netctl had none
     "trace",  # Contiv's and NetworkPolicy's verdict for a packet, and both nodes' OVS answers
     "policy hits",  # rule hit counters summed over the nodes
+    "cluster voter add", "cluster voter remove",  # contivd's own Raft voters
 }  # fmt: skip
 
 

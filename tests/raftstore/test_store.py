@@ -23,6 +23,7 @@ from raftstore import (
     Put,
     Store,
     StoreConfig,
+    StoreConfigError,
     UnavailableError,
     absent,
     open_store,
@@ -226,3 +227,13 @@ async def test_crash_between_snapshot_and_journal_truncation_loses_nothing(tmp_p
     async with open_store(cfg) as store:
         await store.wait_leader(timeout=10)
         assert sorted(kv.value for kv in await store.list("/k/")) == list(range(140))
+
+
+async def test_a_member_off_this_host_is_refused_without_a_cluster_secret(store: Store) -> None:
+    """As the flags are: unauthenticated Raft traffic must not leave the host (198.18.0.5 is
+    never dialled: the change is refused before it is proposed)."""
+    with pytest.raises(StoreConfigError, match="non-loopback member address 198.18.0.5:9002 without a cluster secret"):
+        await store.add_member("198.18.0.5:9002", until_committed=False)
+    with pytest.raises(StoreConfigError, match="must be host:port"):
+        await store.add_member("no-port")
+    assert store.statistics().voters == (store.config.listen,)

@@ -1,0 +1,52 @@
+"""The Raft voter routes' work: add a voter before it starts, remove one after it stopped.
+
+What `etcdctl member add|remove` are for etcd: growing a restored or recovered single-voter
+cluster back to three voters, replacing a voter whose host is gone, shrinking. Each change is
+one Raft entry that the current voters commit, one voter at a time (Raft's single-server
+changes; the store refuses a second change while one is under way). The routes are writes, so
+they run on the leader: other nodes forward them there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raftstore import Store, StoreConfigError
+
+from ..model import ConflictError, NotFoundError, ValidationError
+
+
+def _voters(store: Store) -> dict[str, Any]:
+    stats = store.statistics()
+    return {"voters": list(stats.voters), "leader": stats.leader}
+
+
+async def add_voter(store: Store, address: str) -> tuple[dict[str, Any], int]:
+    """Make `address` (host:port of its Raft listener) a voter; it is started afterwards with
+    --peers naming the current voters, and catches up from the leader's snapshot and log."""
+    stats = store.statistics()
+    if address in stats.voters:
+        raise ConflictError(f"{address} is already a voter")
+    # One voter becoming two: the change takes effect as the leader appends it, and two voters
+    # commit only together, so it commits once the new voter runs (until then the cluster
+    # writes nothing, as etcd after `member add` to one member). Larger clusters commit it now.
+    alone = stats.voters == (stats.self_address,)
+    try:
+        await store.add_member(address, until_committed=not alone)
+    except StoreConfigError as exc:  # not host:port, or off this host without a cluster secret
+        raise ValidationError("address", str(exc)) from None
+    return {**_voters(store), "committed": not alone}, store.revision
+
+
+async def remove_voter(store: Store, address: str) -> tuple[dict[str, Any], int]:
+    """Take `address` out of the voters. The leader itself is refused: removing it would leave
+    the cluster leaderless until the others time out; stopping it first hands over at once."""
+    stats = store.statistics()
+    if address not in stats.voters:
+        raise NotFoundError(f"{address} is not a voter (voters: {', '.join(stats.voters)})")
+    if address == stats.self_address:
+        raise ConflictError(
+            f"{address} is the Raft leader: stop contivd on that node first (the other voters elect a new leader within seconds), then remove it"
+        )
+    await store.remove_member(address)
+    return _voters(store), store.revision

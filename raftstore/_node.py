@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
 from pysyncobj.journal import LAST_RECORD_OFFSET_OFFSET
@@ -49,6 +49,7 @@ T = TypeVar("T")
 Callback = Callable[[Any, int], None]
 
 SUCCESS = FAIL_REASON.SUCCESS
+DENIED = FAIL_REASON.REQUEST_DENIED
 # Failures after which the command certainly or possibly did not apply. Retrying is safe:
 # writes carry request ids that the state machine deduplicates.
 RETRYABLE = frozenset(
@@ -541,6 +542,8 @@ class RaftNode:
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
         install_append_guard(self._syncobj, self._transport)  # the transport make_transport made
         _keep_next_index_on_success(self._syncobj, self._transport)
+        self.commands_held = False  # see hold_commands
+        cast(FramedTransport, self._transport).wrap_message_handler(self._refuse_forwarded_while_held)  # make_transport ran
         if dump is not None:
             _align_journal_with_snapshot(self._syncobj, dump)
         self._flush: Callable[[], None] = lambda: None
@@ -718,6 +721,21 @@ class RaftNode:
             # else alone: the helper syncs the entry and wakes the poller for the tick that commits it
 
         self._guarded(take)
+
+    def hold_commands(self, held: bool) -> None:
+        """While held (a leadership transfer under way), commands other members forward are
+        refused as NOT_LEADER, which they retry, so they reach the next leader; the caller
+        refuses its own proposals the same way (Store.transfer_leadership)."""
+        self.commands_held = held
+
+    def _refuse_forwarded_while_held(self, handle: MessageHandler) -> MessageHandler:
+        def refusing(node: Any, message: dict[str, Any]) -> None:
+            if not self.commands_held or message.get("type") != "apply_command":
+                handle(node, message)
+            elif "request_id" in message and self._transport is not None:
+                self._transport.send(node, {"type": "apply_command_response", "request_id": message["request_id"], "error": FAIL_REASON.NOT_LEADER})
+
+        return refusing
 
     def read(self, fn: Callable[[StateMachine], T]) -> T:
         """Run `fn` against local state under the apply lock. Keep `fn` short."""

@@ -29,7 +29,7 @@ from ._base import StateMachineStore, raise_for_error
 from ._config import StoreConfig, is_loopback, parse_address
 from ._errors import StoreClosedError, StoreConfigError, StoreError, UnavailableError
 from ._fsm import StateMachine
-from ._node import FAIL_NAMES, RETRYABLE, SUCCESS, RaftNode
+from ._node import DENIED, FAIL_NAMES, RETRYABLE, SUCCESS, RaftNode
 from ._types import LeadershipChange, StoreStatistics, commit_blockers
 
 log = logging.getLogger("raftstore")
@@ -40,6 +40,7 @@ RETRY_BACKOFF = (0.02, 0.5)  # first and largest pause between retries of a fail
 MAX_INFLIGHT_ENTRIES = 2  # log entries proposed but not yet applied, before proposals batch up
 MAX_BATCH_COMMANDS = 256
 MAX_BATCH_BYTES = 1 << 20  # one oversized command still goes alone
+TRANSFER_RETRY_SECONDS = 0.005  # between leadership-transfer requests PySyncObj refused
 
 
 class _Waiter:
@@ -233,6 +234,8 @@ class Store(StateMachineStore):
     async def _propose(self, command: dict[str, Any]) -> dict[str, Any]:
         """Propose until applied or the request timeout passes; raise on an error result."""
         self.node.disk.check_writable()  # a full data dir: fail now, naming it, not after the timeout
+        if self.node.commands_held:
+            raise UnavailableError("this member is handing the Raft leadership to another voter; retry (it leads within moments)")
         text = _commands.encode(command)
         pause, last_reason = RETRY_BACKOFF[0], None
         started = time.monotonic()
@@ -374,17 +377,38 @@ class Store(StateMachineStore):
 
     async def transfer_leadership(self, to: str | None = None) -> str:
         """Hand leadership to `to` (or the most caught-up voter) before maintenance on this
-        node; waits until a new leader is known and returns it. Only valid on the leader."""
+        node; waits until a new leader is known and returns it. Only valid on the leader.
+
+        Meanwhile this member takes no new proposals, its own or forwarded (they fail at once,
+        safe to retry), as Raft's leadership transfer has it (thesis §3.10): PySyncObj goes on
+        appending during its transfer, and an entry the target lacks makes the others refuse
+        it their votes, so this member was elected again. The request is repeated while
+        PySyncObj refuses it because the target has not acknowledged the last entry yet.
+        """
         if to is not None:
             parse_address(to, "member address")
-        await self._wait_callback(lambda cb: self.node.transfer_leadership(to, cb), f"leadership transfer to {to or 'any voter'}")
-        with trio.move_on_after(self.config.request_timeout):
-            while True:
-                changed = self._leadership_changed
-                leader = self.leader()
-                if leader is not None and leader != self.config.listen and (to is None or leader == to):
-                    return leader
-                await changed.wait()
+            if to not in self.statistics().voters:
+                raise StoreError(f"cannot hand the leadership to {to}: not a voter")
+        what = f"leadership transfer to {to or 'any voter'}"
+        self.node.hold_commands(True)
+        try:
+            with trio.move_on_after(self.config.request_timeout):
+                while True:
+                    answered = await self._callback_result(lambda cb: self.node.transfer_leadership(to, cb))
+                    reason = SUCCESS if answered is None else answered[1]  # None: cancelled by the timeout just after
+                    if reason == SUCCESS:
+                        break
+                    if reason != DENIED:
+                        raise StoreError(f"{what} failed: {FAIL_NAMES.get(reason, reason)}")
+                    await trio.sleep(TRANSFER_RETRY_SECONDS)  # in-flight entries are still being acknowledged
+                while True:
+                    changed = self._leadership_changed
+                    leader = self.leader()
+                    if leader is not None and leader != self.config.listen and (to is None or leader == to):
+                        return leader
+                    await changed.wait()
+        finally:
+            self.node.hold_commands(False)
         raise UnavailableError(f"leadership did not move to {to or 'another voter'} in time")
 
     async def _membership(self, change: Callable[[str, Any], None], address: str) -> None:
@@ -392,14 +416,20 @@ class Store(StateMachineStore):
         await self._wait_callback(lambda cb: change(address, cb), f"membership change for {address}")
 
     async def _wait_callback(self, start: Callable[[Any], None], what: str) -> None:
+        result = await self._callback_result(start)
+        if result is None:
+            raise UnavailableError(f"{what} not confirmed within {self.config.request_timeout:g}s")
+        if result[1] != SUCCESS:
+            raise StoreError(f"{what} failed: {FAIL_NAMES.get(result[1], result[1])}")
+
+    async def _callback_result(self, start: Callable[[Any], None]) -> tuple[Any, int] | None:
+        """(result, fail reason) of a PySyncObj call that reports through a callback; None
+        when it did not within the request timeout."""
         waiter = _Waiter()
         start(lambda result, reason: self._call_soon(waiter.fill, result, reason))
         with trio.move_on_after(self.config.request_timeout):
             await waiter.done.wait()
-        if not waiter.done.is_set():
-            raise UnavailableError(f"{what} not confirmed within {self.config.request_timeout:g}s")
-        if waiter.reason != SUCCESS:
-            raise StoreError(f"{what} failed: {FAIL_NAMES.get(waiter.reason, waiter.reason)}")
+        return (waiter.result, waiter.reason) if waiter.done.is_set() else None
 
     def apply_latency(self) -> tuple[int, float]:
         """(writes applied, their summed seconds from proposal to applied result) since start."""

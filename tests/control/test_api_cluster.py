@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 import threading
 import time
 
@@ -10,6 +11,7 @@ import httpx
 import pytest
 
 from tests.support.contivd_nodes import ContivdCluster, ContivdProcess
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -108,3 +110,19 @@ def test_leader_sigkill_during_create_endpoint_stream_loses_and_leaks_nothing(cl
     oper = writer.get("/api/v1/inspect/networks/default:pods/").json()["Oper"]
     assert oper["numEndpoints"] == len(stored) and oper["allocatedAddressesCount"] == len(stored), "no address leaked"
     assert set(stored) <= set(attempted)
+
+
+def test_a_leader_stopped_on_purpose_hands_the_leadership_over_before_it_exits(cluster3: ContivdCluster) -> None:
+    """SIGTERM to the leader (a restart, a rolling upgrade): before exiting it names the voter
+    it handed the leadership to, and the other two follow that voter and take writes."""
+    old = cluster3.leader()
+    assert old.post("/api/v1/networks/default:pods/", NET).status_code == 200
+    assert old.stop() == 0
+    handed = re.search(r"handed the Raft leadership to (\S+) before stopping", old.log_text())
+    assert handed is not None, old.log_text()
+    survivors = [node for node in cluster3.nodes if node is not old]
+    assert handed.group(1) in [node.raft for node in survivors]
+    for node in survivors:
+        wait_for(lambda n=node: (n.info() or {}).get("cluster", {}).get("leader") == handed.group(1), 10, f"{node.name} to follow the new leader")  # type: ignore[misc]
+    for i, node in enumerate(survivors):
+        assert create_ep(node, f"after-{i}").status_code == 200

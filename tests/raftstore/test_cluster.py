@@ -306,3 +306,40 @@ def test_a_leader_that_hears_from_no_majority_steps_down_and_fails_its_pending_w
     new = cluster3.leader(timeout=30)
     assert new.call("put", key="/quorum/back", value=2) > 0
     assert values(leader, "/quorum/back") == {"/quorum/back": 2}, "the old leader follows again"
+
+
+def test_leadership_moves_while_writes_stream_and_no_acknowledged_write_is_lost(cluster3: Cluster) -> None:
+    """transfer_leadership under a steady stream of writes through a follower, five times in
+    a row: each returns the new leader (PySyncObj alone kept appending during its transfer, so
+    the target lost its election and the old leader won again), and every write acknowledged
+    meanwhile is present everywhere."""
+    stop = threading.Event()
+    acknowledged: list[int] = []
+
+    def stream() -> None:
+        for i in range(100_000):
+            if stop.is_set():
+                return
+            writer = next(m for m in cluster3.members if not m.is_leader())
+            try:
+                writer.call("put", key=f"/moving/{i}", value=i, timeout=10)
+            except (RemoteError, TimeoutError):
+                continue  # the leadership moving: refused at once, retried with the next key
+            acknowledged.append(i)
+
+    thread = threading.Thread(target=stream)
+    thread.start()
+    try:
+        for _ in range(5):
+            old = cluster3.leader()
+            wait_for(lambda: len(acknowledged) >= 20, 30, "writes to flow")
+            acknowledged_before = len(acknowledged)
+            new = old.call("transfer_leadership")
+            assert new != old.listen and new in [m.listen for m in cluster3.members]
+            wait_for(lambda n=acknowledged_before: len(acknowledged) > n + 10, 30, "writes to flow through the new leader")  # type: ignore[misc]
+    finally:
+        stop.set()
+        thread.join()
+    expected = {f"/moving/{i}": i for i in acknowledged}
+    for member in cluster3.members:
+        wait_for(lambda m=member: expected.items() <= values(m, "/moving/").items(), 30, f"{member.listen} to hold every acknowledged write")  # type: ignore[misc]

@@ -191,8 +191,12 @@ async def bench_floor_async(root: Path, n: int) -> store_bench.Results:
     finally:
         for sock in socks:
             sock.close()
-        for process in followers:
-            process.wait(timeout=10)
+        for process in followers:  # they exit when their connection closes; one that never got it is killed
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def main() -> None:

@@ -36,9 +36,8 @@ WRITE_AFTER_S = 4.0
 
 
 def create(node: ContivdProcess, ep: str) -> bool:
-    body = {"TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": {"Container": ep, "Host": node.name}}
     try:
-        return node.post("/plugin/createEndpoint", body).status_code == 200
+        return node.post_endpoint(ep).status_code == 200
     except Exception:  # noqa: BLE001 - a refused or dropped connection while the leadership moves
         return False
 
@@ -72,8 +71,7 @@ def one_round(root: Path, signal_name: str) -> dict[str, object]:
         done.set()
         writer.join()
         around = [at for at, _ in acked if at > stopped_at - 1.0]
-        oper = via.get("/api/v1/inspect/networks/default:pods/").json()["Oper"]
-        present = {e["endpointID"] for e in oper.get("endpoints", [])}
+        present = via.endpoint_addresses()
         return {
             "gap_s": round(max(b - a for a, b in zip(around, around[1:], strict=False)), 3),
             "handed_over": "handed the Raft leadership to" in leader.log_text(),

@@ -43,6 +43,10 @@ MAX_BATCH_BYTES = 1 << 20  # one oversized command still goes alone
 TRANSFER_RETRY_SECONDS = 0.005  # between leadership-transfer requests PySyncObj refused
 
 
+def _failed(what: str, reason: int) -> StoreError:
+    return StoreError(f"{what} failed: {FAIL_NAMES.get(reason, reason)}")
+
+
 class _Waiter:
     """A one-shot result slot, filled by the tick that applies its entry."""
 
@@ -366,10 +370,10 @@ class Store(StateMachineStore):
         if until_committed:
             await self._membership(self.node.add_member, address)
             return
-        refused = _Waiter()  # PySyncObj refuses (another change under way) while appending, on this thread
-        self.node.add_member(address, lambda result, reason: self._call_soon(refused.fill, result, reason))
-        if refused.done.is_set() and refused.reason != SUCCESS:
-            raise StoreError(f"membership change for {address} failed: {FAIL_NAMES.get(refused.reason, refused.reason)}")
+        # PySyncObj refuses (another change under way) while appending, on this thread: no wait.
+        answered = await self._callback_result(lambda cb: self.node.add_member(address, cb), timeout=0.0)
+        if answered is not None and answered[1] != SUCCESS:
+            raise _failed(f"membership change for {address}", answered[1])
 
     async def remove_member(self, address: str) -> None:
         """Remove a voter. Waits for commit."""
@@ -395,11 +399,12 @@ class Store(StateMachineStore):
             with trio.move_on_after(self.config.request_timeout):
                 while True:
                     answered = await self._callback_result(lambda cb: self.node.transfer_leadership(to, cb))
-                    reason = SUCCESS if answered is None else answered[1]  # None: cancelled by the timeout just after
-                    if reason == SUCCESS:
+                    if answered is None:
+                        raise UnavailableError(f"{what} not confirmed within {self.config.request_timeout:g}s")
+                    if answered[1] == SUCCESS:
                         break
-                    if reason != DENIED:
-                        raise StoreError(f"{what} failed: {FAIL_NAMES.get(reason, reason)}")
+                    if answered[1] != DENIED:
+                        raise _failed(what, answered[1])
                     await trio.sleep(TRANSFER_RETRY_SECONDS)  # in-flight entries are still being acknowledged
                 while True:
                     changed = self._leadership_changed
@@ -420,14 +425,15 @@ class Store(StateMachineStore):
         if result is None:
             raise UnavailableError(f"{what} not confirmed within {self.config.request_timeout:g}s")
         if result[1] != SUCCESS:
-            raise StoreError(f"{what} failed: {FAIL_NAMES.get(result[1], result[1])}")
+            raise _failed(what, result[1])
 
-    async def _callback_result(self, start: Callable[[Any], None]) -> tuple[Any, int] | None:
+    async def _callback_result(self, start: Callable[[Any], None], timeout: float | None = None) -> tuple[Any, int] | None:
         """(result, fail reason) of a PySyncObj call that reports through a callback; None
-        when it did not within the request timeout."""
+        when it did not within `timeout` (default: the request timeout; 0: only an answer
+        given while starting, on this thread)."""
         waiter = _Waiter()
         start(lambda result, reason: self._call_soon(waiter.fill, result, reason))
-        with trio.move_on_after(self.config.request_timeout):
+        with trio.move_on_after(self.config.request_timeout if timeout is None else timeout):
             await waiter.done.wait()
         return (waiter.result, waiter.reason) if waiter.done.is_set() else None
 

@@ -17,6 +17,10 @@ from .client import Client
 VOTERS_PATH = "/api/v1/cluster/voters/"
 
 
+def _voter_path(address: str) -> str:
+    return f"{VOTERS_PATH}{quote(address, safe=':[]')}/"
+
+
 def _voters_line(answer: dict[str, Any]) -> str:
     return f"voters now: {', '.join(answer['voters'])}"
 
@@ -33,7 +37,7 @@ def add(client: Client, address: str) -> None:
     """Make ADDRESS (the new node's --raft-listen, host:port) a voter, then start contivd there
     with --peers naming the current voters. Until it has caught up, a cluster of two voters
     cannot commit: start it right away."""
-    answer = client.post(f"{VOTERS_PATH}{quote(address, safe=':[]')}/", {})
+    answer = client.post(_voter_path(address), {})
     click.echo(f"added voter {address}; {_voters_line(answer)}")
     if not answer.get("committed", True):
         click.echo("two voters commit only together: this cluster writes nothing until the new voter runs")
@@ -46,5 +50,5 @@ def add(client: Client, address: str) -> None:
 def remove(client: Client, address: str) -> None:
     """Remove voter ADDRESS after stopping contivd on it (the leader is refused: stop it first,
     another voter takes over). Wipe its data dir before it serves again."""
-    answer = client.delete(f"{VOTERS_PATH}{quote(address, safe=':[]')}/")
+    answer = client.delete(_voter_path(address))
     click.echo(f"removed voter {address}; {_voters_line(answer)}")

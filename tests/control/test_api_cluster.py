@@ -18,18 +18,6 @@ pytestmark = pytest.mark.cluster
 NET = {"tenantName": "default", "networkName": "pods", "encap": "vxlan", "subnet": "198.18.0.0/20", "gateway": "198.18.15.254"}
 
 
-def create_ep(node: ContivdProcess, ep: str) -> httpx.Response:
-    return node.post(
-        "/plugin/createEndpoint",
-        {"TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": {"Container": ep, "Host": node.name}},
-    )
-
-
-def endpoints(node: ContivdProcess) -> dict[str, str]:
-    oper = node.get("/api/v1/inspect/networks/default:pods/").json()["Oper"]
-    return {e["endpointID"]: e["ipAddress"][0] for e in oper.get("endpoints", [])}
-
-
 def test_writes_sent_to_followers_are_forwarded_to_the_leader(cluster3: ContivdCluster) -> None:
     follower = cluster3.followers()[0]
     created = follower.post("/api/v1/networks/default:pods/", NET)
@@ -62,7 +50,7 @@ def test_concurrent_create_endpoint_from_three_nodes_never_duplicates_an_address
     assert all(a.status_code == 200 for a in answers), [a.text for a in answers if a.status_code != 200][:3]
     addresses = [a.json()["EndpointConfig"]["ipAddress"] for a in answers]
     assert len(addresses) == 120 and len(set(addresses)) == 120
-    assert sorted(endpoints(cluster3.nodes[1]).values(), key=ipaddress.ip_address) == sorted(addresses, key=ipaddress.ip_address)
+    assert sorted(cluster3.nodes[1].endpoint_addresses().values(), key=ipaddress.ip_address) == sorted(addresses, key=ipaddress.ip_address)
 
 
 def test_leader_sigkill_during_create_endpoint_stream_loses_and_leaks_nothing(cluster3: ContivdCluster) -> None:
@@ -104,7 +92,7 @@ def test_leader_sigkill_during_create_endpoint_stream_loses_and_leaks_nothing(cl
         stop.set()
         thread.join(60)
     assert len(acknowledged) >= count + 30, "creation resumed under the new leader"
-    stored = endpoints(writer)
+    stored = writer.endpoint_addresses()
     assert all(stored.get(ep) == ip for ep, ip in acknowledged.items()), "every acknowledged endpoint exists as answered"
     assert len(set(stored.values())) == len(stored), "no address is used twice"
     oper = writer.get("/api/v1/inspect/networks/default:pods/").json()["Oper"]
@@ -125,4 +113,4 @@ def test_a_leader_stopped_on_purpose_hands_the_leadership_over_before_it_exits(c
     for node in survivors:
         wait_for(lambda n=node: (n.info() or {}).get("cluster", {}).get("leader") == handed.group(1), 10, f"{node.name} to follow the new leader")  # type: ignore[misc]
     for i, node in enumerate(survivors):
-        assert create_ep(node, f"after-{i}").status_code == 200
+        assert node.post_endpoint(f"after-{i}").status_code == 200

@@ -40,13 +40,8 @@ def ok(node: ContivdProcess, path: str, body: Any) -> Any:
     return answer.json()
 
 
-def endpoint_request(node: ContivdProcess, ep: str, group: str = "") -> httpx.Response:
-    config = {"Container": ep, "Host": node.name, **({"ServiceName": group} if group else {})}
-    return node.post("/plugin/createEndpoint", {"TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": config})
-
-
 def create_endpoint(node: ContivdProcess, ep: str, group: str = "") -> str:
-    answer = endpoint_request(node, ep, group)
+    answer = node.post_endpoint(ep, group)
     assert answer.status_code == 200, answer.text
     return str(answer.json()["EndpointConfig"]["ipAddress"])
 
@@ -75,11 +70,6 @@ def served(node: ContivdProcess) -> dict[str, Any]:
     return view
 
 
-def endpoint_addresses(node: ContivdProcess) -> dict[str, str]:
-    oper = node.get("/api/v1/inspect/networks/default:pods/").json()["Oper"]
-    return {e["endpointID"]: e["ipAddress"][0] for e in oper.get("endpoints", [])}
-
-
 def new_node(root: Path, name: str, peers: list[str], *extra: str) -> ContivdProcess:
     raft_port, api_port = free_ports(2)
     node = ContivdProcess(name, root, f"127.0.0.1:{raft_port}", api_port, peers)
@@ -100,7 +90,7 @@ def wait_serving(node: ContivdProcess, what: str) -> None:
 
 
 def wait_replicated(node: ContivdProcess, ep: str, address: str) -> None:
-    wait_for(lambda: answers(node, lambda: endpoint_addresses(node).get(ep) == address), 90, f"{node.name} to replicate {ep}", interval=0.2)
+    wait_for(lambda: answers(node, lambda: node.endpoint_addresses().get(ep) == address), 90, f"{node.name} to replicate {ep}", interval=0.2)
 
 
 def serves_everything_alone_then_accepts_a_member(
@@ -111,7 +101,7 @@ def serves_everything_alone_then_accepts_a_member(
     node.start()
     wait_serving(node, f"{node.name} to serve")
     assert served(node) == before
-    assert endpoint_addresses(node) == acked
+    assert node.endpoint_addresses() == acked
     info = node.info()
     assert info is not None and info["current-state"] == "leader" and info["cluster"]["voters"] == [node.raft]
     assert info["cluster"]["cluster_id"], "a seeded cluster has its own identity"

@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 from tests.control.test_api_cluster import NET as PODS
-from tests.control.test_api_cluster import endpoints
 from tests.ctl.conftest import invoke
 from tests.support.contivd_nodes import ContivdCluster, ContivdProcess
 from tests.support.disk import fill
@@ -150,7 +149,7 @@ def test_every_node_sigkilled_during_create_endpoint_streams_keeps_every_acknowl
     for node in cluster3.nodes:
         node.log.close()
     cluster3.start(60)  # every node restarts from its data dir
-    stored = endpoints(cluster3.nodes[0])
+    stored = cluster3.nodes[0].endpoint_addresses()
     lost = {ep: ip for ep, ip in acknowledged.items() if stored.get(ep) != ip}
     assert not lost, f"{len(lost)} of {len(acknowledged)} acknowledged endpoints lost or changed: {list(lost)[:5]}"
     assert len(set(stored.values())) == len(stored), "no address is used twice"

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.control.test_backup import NET, answers, contivd, create_endpoint, endpoint_addresses, endpoint_request, new_node, ok
+from tests.control.test_backup import NET, answers, contivd, create_endpoint, new_node, ok
 from tests.support.contivd_nodes import ContivdCluster, ContivdProcess
 from tests.support.waiting import wait_for
 
@@ -56,17 +56,19 @@ def test_a_single_voter_grows_to_three_and_survives_losing_its_first_node(tmp_pa
 
         add_and_start(first, second)
         wait_for(
-            lambda: answers(second, lambda: endpoint_addresses(second).get("before") == before), 90, "the second voter to catch up", interval=0.2
+            lambda: answers(second, lambda: second.endpoint_addresses().get("before") == before), 90, "the second voter to catch up", interval=0.2
         )
         add_and_start(second, third)  # through a follower: forwarded to the leader
         everyone = sorted([first.raft, second.raft, third.raft])
         for node in (first, second, third):
             wait_for(lambda n=node: answers(n, lambda: voters(n) == everyone), 90, f"{node.name} to know three voters", interval=0.2)  # type: ignore[misc]
-        wait_for(lambda: answers(third, lambda: endpoint_addresses(third).get("before") == before), 90, "the third voter to catch up", interval=0.2)
+        wait_for(lambda: answers(third, lambda: third.endpoint_addresses().get("before") == before), 90, "the third voter to catch up", interval=0.2)
 
         first.kill()  # for good: two of three voters still commit
-        after = wait_for(lambda: answers(second, lambda: allocated(endpoint_request(second, "after"))), 60, "a write without the first node")
-        wait_for(lambda: answers(third, lambda: endpoint_addresses(third).get("after") == after), 60, "the third voter to replicate it", interval=0.2)
+        after = wait_for(lambda: answers(second, lambda: allocated(second.post_endpoint("after"))), 60, "a write without the first node")
+        wait_for(
+            lambda: answers(third, lambda: third.endpoint_addresses().get("after") == after), 60, "the third voter to replicate it", interval=0.2
+        )
         said = ctl(third, "remove", first.raft)
         assert said.strip() == f"removed voter {first.raft}; voters now: {', '.join(sorted([second.raft, third.raft]))}"
         wait_for(lambda: voters(second) == voters(third) == sorted([second.raft, third.raft]), 30, "both to drop the first node")

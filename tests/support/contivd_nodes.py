@@ -86,6 +86,16 @@ class ContivdProcess:
     def delete(self, path: str, **kwargs: Any) -> httpx.Response:
         return httpx.delete(self.url + path, timeout=15, **_verify(self.url, self.ca_file), **_json_errors(kwargs))
 
+    def post_endpoint(self, ep: str, group: str = "") -> httpx.Response:
+        """createEndpoint `ep` on network default:pods, its container on this node (in `group`)."""
+        config = {"Container": ep, "Host": self.name, **({"ServiceName": group} if group else {})}
+        return self.post("/plugin/createEndpoint", {"TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": config})
+
+    def endpoint_addresses(self) -> dict[str, str]:
+        """Endpoint id → address on network default:pods, as this node answers."""
+        oper = self.get("/api/v1/inspect/networks/default:pods/").json()["Oper"]
+        return {e["endpointID"]: e["ipAddress"][0] for e in oper.get("endpoints", [])}
+
     def info(self) -> dict[str, Any] | None:
         try:
             answer = self.get("/info")

@@ -17,9 +17,10 @@ from typing import Any
 
 from tests.cni.harness import create_network, set_private_subnet
 from tests.k8s import test_service_datapath
-from tests.k8s.test_service_datapath import KubeApi, create_endpoint, endpoint_slice
+from tests.k8s.test_service_datapath import KubeApi, create_endpoint, dump, endpoint_slice
 from tests.nodes import Node, attach_pod, cluster_of_nodes, sh, wait_until
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
+from tests.support.processes import terminate
 from tests.support.service_pods import fetch, processes
 from tests.support.waiting import free_ports
 
@@ -179,7 +180,9 @@ def test_node_port_on_a_single_node_with_a_loopback_vtep_as_installed_by_default
             postrouting = in_node(node, "iptables", "-t", "nat", "-S", "CONTIVD-POSTROUTING")
             assert f"-A CONTIVD-POSTROUTING -o cvhost-+ -m conntrack --ctstate DNAT -j SNAT --to-source {PRIVATE_ADDRESS}" in postrouting
             assert "127.0.0.1" not in postrouting and "cvhost-vxlan" not in postrouting, postrouting
-            assert "only backends on this node answer NodePort connections: this node's VTEP 127.0.0.1 is not reachable" in (node.data / "contivd.log").read_text(errors="replace")
+            assert "only backends on this node answer NodePort connections: this node's VTEP 127.0.0.1 is not reachable" in (
+                node.data / "contivd.log"
+            ).read_text(errors="replace")
             assert agent_problems(node) == []
 
             # a backend on a network without a gateway cannot answer: said once, not per sync
@@ -196,6 +199,18 @@ def test_node_port_on_a_single_node_with_a_loopback_vtep_as_installed_by_default
             log = (node.data / "contivd.log").read_text(errors="replace")
             assert log.count(problem) == 1, "the problem is logged once, not per sync"
             assert answers(outside, NODE_ADDRESS, NODE_PORT) == every, "the other Service is still served"
+
+            # Kubernetes mode off (contivd restarted without --kubeconfig; OVS and the pods stay):
+            # the Services go from the store, and with them the NodePort rules, routes and flows
+            terminate(node.proc)
+            node.log.close()
+            node.start("--service-cidr", SERVICE_CIDR)
+            wait_until(lambda: node_ports_chain(node) == [], 60, "the NodePort rules to go with Kubernetes mode", node)
+            wait_until(lambda: CLUSTER_IP not in in_node(node, "ip", "route", "show"), 30, "the ClusterIP's route to go", node)
+            assert answers(outside, NODE_ADDRESS, NODE_PORT) == set()
+            assert CLUSTER_IP not in dump(node, "dump-flows")
+            full_log = (node.data / "contivd.log").read_text(errors="replace")
+            assert "Kubernetes mode is off (no live node has --kubeconfig): removed 2 records, 2 Services and 0 pods'" in full_log
         finally:
             node.stop()
             sh("ip", "netns", "del", outside, check=False)

@@ -10,7 +10,6 @@ import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +18,7 @@ import trio
 from contivd.k8s.modeoff import KubernetesModeOff, kubernetes_nodes
 from contivd.state import NodeRecord, keys
 from raftstore import MemoryStore
+from tests.k8s.test_netpol_sync import namespace, pod, policy
 from tests.support.contivd_nodes import ContivdCluster, ContivdProcess
 from tests.support.k8s_apiserver import KubeApiServer
 from tests.support.kube_objects import endpoint_slice, service
@@ -63,26 +63,16 @@ async def test_the_records_go_once_no_live_node_is_in_kubernetes_mode(caplog: py
 # ---- a 3-node cluster --------------------------------------------------------------------
 
 
-def pod(ns: str, name: str, ip: str, **labels: str) -> dict[str, Any]:
-    return {
-        "kind": "Pod",
-        "apiVersion": "v1",
-        "metadata": {"namespace": ns, "name": name, "labels": labels},
-        "spec": {"containers": []},
-        "status": {"podIP": ip},
-    }
-
-
 def populate(api: KubeApiServer) -> None:
     """Two Services and a NetworkPolicy giving shop/db ingress rules."""
     api.apply(service("shop", "web", "198.19.112.10"))
     api.apply(endpoint_slice("shop", "web-a", "web", ["198.18.0.5"], port=8080))
     api.apply(service("shop", "db", "198.19.112.11"))
-    api.apply({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "shop", "labels": {}}})
+    api.apply(namespace("shop"))
     api.apply(pod("shop", "web-0", "198.18.0.5", app="web"))
     api.apply(pod("shop", "db-0", "198.18.0.6", app="db"))
     spec = {"podSelector": {"matchLabels": {"app": "db"}}, "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "web"}}}]}]}
-    api.apply({"kind": "NetworkPolicy", "apiVersion": "networking.k8s.io/v1", "metadata": {"namespace": "shop", "name": "db-in"}, "spec": spec})
+    api.apply(policy("shop", "db-in", spec))
 
 
 def services_of(node: ContivdProcess) -> set[str] | None:

@@ -51,6 +51,19 @@ def node_ports_chain(node: Node) -> list[str]:
     return [line for line in in_node(node, "iptables", "-t", "nat", "-S", "CONTIVD-NODEPORTS").splitlines() if line.startswith("-A")]
 
 
+def add_outside_host(node: Node, outside: str) -> None:
+    """An outside host: namespace `outside`, linked to the node and routed through it; the node
+    forwards (as a Kubernetes node does)."""
+    sh("ip", "netns", "add", outside)
+    sh("ip", "-n", node.ns, "link", "add", "cvout", "type", "veth", "peer", "name", "eth0", "netns", outside)
+    sh("ip", "-n", node.ns, "addr", "add", f"{OUTSIDE_NODE}/24", "dev", "cvout")
+    sh("ip", "-n", node.ns, "link", "set", "cvout", "up")
+    sh("ip", "-n", outside, "addr", "add", f"{OUTSIDE_CLIENT}/24", "dev", "eth0")
+    sh("ip", "-n", outside, "link", "set", "eth0", "up")
+    sh("ip", "-n", outside, "route", "add", "default", "via", OUTSIDE_NODE)
+    in_node(node, "sysctl", "-w", "net.ipv4.ip_forward=1")
+
+
 def answers(namespace: str, address: str, port: int) -> set[str]:
     return set(fetch(namespace, address, port, 20)) - {"-"}
 
@@ -76,15 +89,7 @@ def test_node_port_reaches_the_backends_from_the_node_and_from_outside(tmp_path:
                 kube.apply(endpoint_slice(name, endpoint["ipAddress"], port))
             kube.apply(node_port_service(NODE_PORT))
 
-            # an outside host: its own namespace, routed to the node; the node forwards (as a Kubernetes node does)
-            sh("ip", "netns", "add", outside)
-            sh("ip", "-n", node.ns, "link", "add", "cvout", "type", "veth", "peer", "name", "eth0", "netns", outside)
-            sh("ip", "-n", node.ns, "addr", "add", f"{OUTSIDE_NODE}/24", "dev", "cvout")
-            sh("ip", "-n", node.ns, "link", "set", "cvout", "up")
-            sh("ip", "-n", outside, "addr", "add", f"{OUTSIDE_CLIENT}/24", "dev", "eth0")
-            sh("ip", "-n", outside, "link", "set", "eth0", "up")
-            sh("ip", "-n", outside, "route", "add", "default", "via", OUTSIDE_NODE)
-            in_node(node, "sysctl", "-w", "net.ipv4.ip_forward=1")
+            add_outside_host(node, outside)
 
             every = {"near", "other", "far"}
             wait_until(lambda: answers(node.ns, node.host, NODE_PORT) == every, 90, "nodeIP:nodePort from the node to reach every backend", node)
@@ -163,14 +168,7 @@ def test_node_port_on_a_single_node_with_a_loopback_vtep_as_installed_by_default
 
             # the node's addresses: one on lo, and one on a link to an outside host that routes to the node
             sh("ip", "-n", node.ns, "addr", "add", f"{NODE_ADDRESS}/32", "dev", "lo")
-            sh("ip", "netns", "add", outside)
-            sh("ip", "-n", node.ns, "link", "add", "cvout", "type", "veth", "peer", "name", "eth0", "netns", outside)
-            sh("ip", "-n", node.ns, "addr", "add", f"{OUTSIDE_NODE}/24", "dev", "cvout")
-            sh("ip", "-n", node.ns, "link", "set", "cvout", "up")
-            sh("ip", "-n", outside, "addr", "add", f"{OUTSIDE_CLIENT}/24", "dev", "eth0")
-            sh("ip", "-n", outside, "link", "set", "eth0", "up")
-            sh("ip", "-n", outside, "route", "add", "default", "via", OUTSIDE_NODE)
-            in_node(node, "sysctl", "-w", "net.ipv4.ip_forward=1")
+            add_outside_host(node, outside)
 
             every = {"near", "other"}
             wait_until(lambda: answers(node.ns, OUTSIDE_NODE, NODE_PORT) == every, 90, "nodeIP:nodePort from the node to reach every backend", node)

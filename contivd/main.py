@@ -36,6 +36,7 @@ from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
 from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
+from .k8s.modeoff import KubernetesModeOff
 from .metrics import StoreSummaries, observe_cni, observe_orphan
 from .migrate import IMPORT_PATH, ImportContext, register_import_route
 from .model import ModelError
@@ -73,8 +74,10 @@ async def _leader_duties(store: Store, netmaster: Netmaster, node_name: str) -> 
 def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, netmaster: Netmaster, config: Config) -> KubeHealth | None:
     """Kubernetes mode (--kubeconfig): the leader, and only it, keeps the store's Kubernetes
     services equal to the API server's, and endpoints following their pods' labels. The
-    health object says how the watch is doing."""
-    if config.kubeconfig is None:
+    health object says how the watch is doing. Without --kubeconfig the leader removes the
+    Kubernetes records once no live node is in Kubernetes mode (None is returned)."""
+    if config.kubeconfig is None:  # mode off: the leader removes what an earlier watch wrote (contivd.k8s.modeoff)
+        nursery.start_soon(KubernetesModeOff(store).run)
         return None
     health = KubeHealth()
     nursery.start_soon(KubernetesWatch(store, config.kubeconfig, config.service_cidr, health, netmaster).run)
@@ -133,6 +136,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 readonly=config.readonly,
                 version=__version__,
                 agent_url=config.agent_url if config.datapath == "ovs" else "",
+                kubernetes=config.kubeconfig is not None,
             )
             nursery.start_soon(keep_registered, store, info)
             cache = StateCache(store)  # the typed state every node reader uses

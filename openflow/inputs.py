@@ -250,7 +250,9 @@ class HostPort:
     """The address the node SNATs its NodePort connections to, unique per node so that a
     backend on another node answers through the tunnel to this node: the node's VTEP (vxlan
     bridges; every bridge sends a gateway network's packets for a peer's VTEP to that peer).
-    0: none (vlan bridges: the shared private address, so only local backends answer)."""
+    0: none, the shared private address, so only local backends answer (vlan bridges, and a VTEP
+    other nodes cannot reach, such as loopback: the kernel drops a packet for 127.0.0.1 arriving
+    on the host port; contivd.agent.nodeport decides)."""
 
 
 ANYCAST_MAC = 0x000011111111

@@ -21,7 +21,7 @@ from openflow.inputs import Encap, Route, Router, mac
 
 from ..ovs import VLAN_BRIDGE, VXLAN_BRIDGE, BridgeSpec, OvsBridge, PortInfo, PortKind, PortSpec
 from ..state import StateSnapshot
-from . import hostnet, router
+from . import hostnet, nodeport, router
 from .inputs import InputsBuilder, vtep_peers
 from .push import Pusher
 
@@ -89,6 +89,7 @@ class BridgeDatapath:
         self._uplinks: list[int] = []
         self._host_port: HostPort | None = None
         self._host_problem = ""
+        self._nodeport = nodeport.NodePortSource(0)  # as the last full sync found the node's VTEP
         self._routed: dict[str, str] | None = None  # pods routed through the host port, as last made
         self.last: SyncResult | None = None
         self.last_inputs: NodeInputs | None = None
@@ -180,6 +181,8 @@ class BridgeDatapath:
                 if self.ports.get(local.endpoint_id) == port:
                     self.ports[local.endpoint_id] = AttachedPort(port.name, port.ofport, wanted)
         problems = (*built.problems, self._host_problem) if self._host_problem else built.problems
+        if self._host_port is not None:
+            problems += tuple(nodeport.unserved_backends(built.inputs, self._nodeport))
         problems += tuple(self._router_problems)
         self.last = SyncResult(problems, len(built.inputs.local_ports), len(self._tunnels), len(self._uplinks), full)
         return self.last
@@ -206,8 +209,14 @@ class BridgeDatapath:
             return None
         self._host_problem = ""
         own = snapshot.nodes.get(self.node)
-        source = int(ipaddress.IPv4Address(own.vtep_ip)) if self.encap == "vxlan" and own is not None and own.vtep_ip else 0
-        return HostPort(ofport, mac(port_mac, f"host port {name}"), int(address), source)
+        source = nodeport.nodeport_source(self.encap, own.vtep_ip if own is not None else "")
+        if source != self._nodeport:
+            if source.local_only:
+                log.info("%s: only backends on this node answer NodePort connections: %s", self.bridge.name, source.local_only)
+            else:
+                log.info("%s: NodePort connections leave with the node's VTEP %s", self.bridge.name, ipaddress.IPv4Address(source.address))
+            self._nodeport = source
+        return HostPort(ofport, mac(port_mac, f"host port {name}"), int(address), source.address)
 
     async def _ensure_router(self, listed: list[PortInfo]) -> tuple[Router | None, tuple[Route, ...]]:
         """Routing mode's router port with the node's router IP, and the learned routes whose next

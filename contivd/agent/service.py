@@ -15,7 +15,6 @@ stops the daemon.
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import logging
 import random
 import time
@@ -30,7 +29,7 @@ from raftstore import StoreError
 
 from ..ovs import ManagedOvs, OvsError, PortInfo, kernel_datapath_available, open_ovsdb, system_db_socket
 from ..state import StateCache, StateSnapshot
-from . import hostnet, noderules
+from . import hostnet, nodeport, noderules
 from .datapath import BridgeDatapath, bridge_spec
 from .inputs import KUBE_SERVICE_PREFIX
 from .netpolstats import STATS_SECONDS, RuleHits, contiv_rule_hits, netpol_hits
@@ -342,9 +341,11 @@ class Agent:
         problems = tuple(problem for result in results if result is not None for problem in result.problems)
         if self._node_rules_problem:
             problems += (self._node_rules_problem,)
-        if problems != self._problems:
-            for problem in problems:
-                log.warning("agent: skipped %s", problem)
+        if problems != self._problems:  # each logged once, when it appears and when it goes, not per sync
+            for problem in (p for p in dict.fromkeys(problems) if p not in self._problems):
+                log.warning("agent: %s", problem)
+            for gone in (p for p in dict.fromkeys(self._problems) if p not in problems):
+                log.info("agent: resolved: %s", gone)
             self._problems = problems
         done = all(result is not None for result in results)
         self._switches_up = done
@@ -372,11 +373,7 @@ class Agent:
             if spec.entry_network is not None
         }
         ports = noderules.node_ports(snapshot.k8s_services.values(), entered)
-        sources = {
-            hostnet.HOST_PORT_NAMES[encap]: str(ipaddress.IPv4Address(datapath.host_port.nodeport_source))
-            for encap, datapath in self.datapaths.items()
-            if datapath.host_port is not None and datapath.host_port.nodeport_source
-        }
+        sources = nodeport.snat_sources({encap: datapath.host_port for encap, datapath in self.datapaths.items()})
         rules = noderules.node_rules(subnet, hostnet.node_address(subnet), ports, sources)
         if rules == self._node_rules and trio.current_time() < self._node_rules_checked + NODE_RULES_CHECK_SECONDS:
             return

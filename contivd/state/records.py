@@ -440,6 +440,7 @@ class NodeRecord(_Record):
     readonly: bool
     version: str
     agent_url: str = ""  # the node agent's REST API; "" when the node runs no datapath
+    kubernetes: bool = False  # started with --kubeconfig (contivd.k8s.modeoff: mode off once no live node is)
 
     KIND: ClassVar[str] = "node"
     WIRE: ClassVar[tuple[Wire, ...]] = (
@@ -451,6 +452,7 @@ class NodeRecord(_Record):
         Wire("readonly", "readonly", bool, False),
         Wire("version", "version"),
         Wire("agent_url", "agent_url"),
+        Wire("kubernetes", "kubernetes", bool, False, omit_empty=True),
     )
 
     @classmethod

@@ -82,8 +82,8 @@ def endpoint_slice(name: str, address: str, http_port: int, ready: bool = True) 
     }
 
 
-def create_endpoint(node: Node, name: str) -> dict[str, Any]:
-    request = {"TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name, "Host": node.name}}
+def create_endpoint(node: Node, name: str, network: str = "pods") -> dict[str, Any]:
+    request = {"TenantName": "default", "NetworkName": network, "EndpointID": name, "ConfigEP": {"Container": name, "Host": node.name}}
     status, answer = node.api_call("POST", "/plugin/createEndpoint", request)
     assert status == 200, answer
     endpoint: dict[str, Any] = answer["EndpointConfig"]

@@ -13,7 +13,8 @@ ClusterIP:port (nat PREROUTING for other hosts, OUTPUT for the node's own proces
 routes the ClusterIP into the bridge's host port (contivd.agent.hostnet), where the switch
 load-balances it like a pod's connection, and SNATs it to the host port's NodePort source (the
 node's VTEP on the VXLAN bridge, the private address otherwise), which the switches send the
-replies back to this node for.
+replies back to this node for. The node's own connections to a ClusterIP take the same route
+(every Service's, in contivd.agent.hostnet.SERVICE_REALM) and the same source.
 
 The chains are contivd's alone (`CONTIVD-*`): each is rewritten whole, atomically, with
 `iptables-restore --noflush` (declaring a chain flushes it in the same transaction, so there is
@@ -33,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..state import KubeServiceState
+from .hostnet import SERVICE_REALM
 
 FORWARD_CHAIN = "CONTIVD-FORWARD"
 POSTROUTING_CHAIN = "CONTIVD-POSTROUTING"
@@ -111,6 +113,7 @@ def node_rules(
         # a DNATed connection into a bridge gets an address of the node that the switches route back to it
         *(f"-o {port} -m conntrack --ctstate DNAT -j SNAT --to-source {source}" for port, source in sorted((sources or {}).items())),
         f"-o {HOST_PORTS} -m conntrack --ctstate DNAT -j SNAT --to-source {node_private}",
+        *own_service_snat(node_private, sources or {}),
         f"-o {POD_LINKS} -j RETURN",
         f"-o {HOST_PORTS} -j RETURN",
         f"-s {private_subnet} -j MASQUERADE",  # Contiv's: private traffic leaving the node
@@ -126,6 +129,19 @@ def node_rules(
         POSTROUTING_CHAIN: postrouting,
     }
     return NodeRules({"filter": {FORWARD_CHAIN: forward}, "nat": nat})
+
+
+def own_service_snat(node_private: ipaddress.IPv4Address, sources: Mapping[str, str]) -> tuple[str, ...]:
+    """The node's own connections to a service VIP (kubelet, hostNetwork pods): the VIP routes
+    (contivd.agent.hostnet.SERVICE_REALM) give them the private address as source, which only
+    local backends can answer; like a NodePort's, they take their host port's NodePort source
+    (the VTEP, which every node routes back to this one), and any source a socket chose itself
+    becomes one the switches route back."""
+    realm = f"-m realm --realm {SERVICE_REALM:#x}"
+    return (
+        *(f"-o {port} {realm} -j SNAT --to-source {source}" for port, source in sorted(sources.items())),
+        f"-o {HOST_PORTS} {realm} -j SNAT --to-source {node_private}",
+    )
 
 
 def owned_lines(saved: str) -> tuple[dict[str, tuple[str, ...]], set[tuple[str, str]]]:

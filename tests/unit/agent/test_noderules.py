@@ -88,3 +88,14 @@ def test_a_record_iptables_would_refuse_is_left_out_and_comments_stay_plain() ->
     services = [kube("bad", KubeServicePort("http", "TCP", 80, 70000, ready)), kube("odd", KubeServicePort('a "b"', "TCP", 80, 30080, ready))]
     ports = noderules.node_ports(services, {"shop/bad", "shop/odd"})
     assert [(p.node_port, p.name) for p in ports] == [(30080, "shop/odd:a__b_")]
+
+
+def test_the_nodes_own_connections_to_service_vips_take_the_node_port_source() -> None:
+    private = ipaddress.IPv4Address("198.18.255.254")
+    body = noderules.node_rules(SUBNET, private, (), {"cvhost-vxlan": "198.18.100.1"}).tables["nat"][noderules.POSTROUTING_CHAIN]
+    own = [rule for rule in body if "-m realm" in rule]
+    assert own == [
+        "-o cvhost-vxlan -m realm --realm 0xc5 -j SNAT --to-source 198.18.100.1",
+        f"-o cvhost-+ -m realm --realm 0xc5 -j SNAT --to-source {private}",
+    ]
+    assert body.index(own[-1]) < body.index(f"-o {noderules.HOST_PORTS} -j RETURN"), "before traffic to pods keeps its source"

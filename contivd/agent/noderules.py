@@ -41,6 +41,7 @@ POSTROUTING_CHAIN = "CONTIVD-POSTROUTING"
 PREROUTING_CHAIN = "CONTIVD-PREROUTING"
 OUTPUT_CHAIN = "CONTIVD-OUTPUT"
 NODE_PORTS_CHAIN = "CONTIVD-NODEPORTS"
+EXTERNAL_IPS_CHAIN = "CONTIVD-EXTERNALIPS"
 POD_LINKS = "ch+"  # the node ends of host-access veths (contivd.cni_server.hostaccess.HOST_PREFIX)
 HOST_PORTS = "cvhost-+"  # every bridge's host port
 JUMPS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -86,6 +87,30 @@ def node_ports(services: Iterable[KubeServiceState], entered: set[str]) -> list[
     )
 
 
+@dataclass(frozen=True, order=True)
+class ExternalPort:
+    """One Service port the node serves on an external address (`externalIPs`, a load
+    balancer's ingress IP), wherever the packet for it comes from."""
+
+    protocol: str  # "tcp" or "udp"
+    address: str
+    port: int
+    cluster_ip: str
+    name: str  # `<namespace>/<service>:<port name>`, the rule's comment
+
+
+def external_ports(services: Iterable[KubeServiceState], entered: set[str]) -> list[ExternalPort]:
+    """The external addresses' ports of the Services in `entered` (as node_ports)."""
+    return sorted(
+        ExternalPort(port.protocol.lower(), address, port.port, service.cluster_ip, _comment(f"{service.key}:{port.name}"))
+        for service in services
+        if service.key in entered
+        for address in service.external_ips
+        for port in service.ports
+        if 0 < port.port <= 0xFFFF and port.backends and port.protocol.upper() in ("TCP", "UDP")
+    )
+
+
 def _comment(text: str) -> str:
     """Kubernetes names are DNS labels; anything else is replaced rather than quoted."""
     return "".join(c if c.isascii() and (c.isalnum() or c in "./:_-") else "_" for c in text)[:200]
@@ -96,6 +121,7 @@ def node_rules(
     node_private: ipaddress.IPv4Address,
     ports: Sequence[NodePort] = (),
     sources: Mapping[str, str] | None = None,
+    external: Sequence[ExternalPort] = (),
 ) -> NodeRules:
     """What contivd's chains hold for this node's private subnet and address and its NodePorts;
     `sources`: host port → the address its NodePort connections are SNATed to (its
@@ -108,6 +134,9 @@ def node_rules(
         f"-o {HOST_PORTS} -j DROP",  # nothing else into a bridge: it would skip policy
         f"-i {POD_LINKS} -j ACCEPT",  # pods without a gateway reach the outside (even with FORWARD policy DROP)
         f"-i {HOST_PORTS} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",  # NodePort replies
+        # the switch hands the node what pods send through their gateway to addresses it does not
+        # know (external IPs, replies to a Local NodePort's clients): nothing new goes on from there
+        f"-i {HOST_PORTS} -j DROP",
     )
     postrouting = (
         # a DNATed connection into a bridge gets an address of the node that the switches route back to it
@@ -120,15 +149,26 @@ def node_rules(
     )
     to_node_ports = f"-m addrtype --dst-type LOCAL -j {NODE_PORTS_CHAIN}"
     nat = {
-        PREROUTING_CHAIN: (to_node_ports,),
-        OUTPUT_CHAIN: (f"! -d 127.0.0.0/8 {to_node_ports}",),  # from 127/8 the DNATed packet could not leave lo
+        PREROUTING_CHAIN: (to_node_ports, f"-j {EXTERNAL_IPS_CHAIN}"),
+        OUTPUT_CHAIN: (f"! -d 127.0.0.0/8 {to_node_ports}", f"-j {EXTERNAL_IPS_CHAIN}"),  # from 127/8 the DNATed packet could not leave lo
         NODE_PORTS_CHAIN: tuple(
             f'-p {p.protocol} -m comment --comment "{p.name}" -m {p.protocol} --dport {p.node_port} -j DNAT --to-destination {p.cluster_ip}:{p.port}'
             for p in ports
         ),
+        EXTERNAL_IPS_CHAIN: external_rules(external),
         POSTROUTING_CHAIN: postrouting,
     }
     return NodeRules({"filter": {FORWARD_CHAIN: forward}, "nat": nat})
+
+
+def external_rules(external: Sequence[ExternalPort]) -> tuple[str, ...]:
+    """externalIPs and load-balancer IPs, from other hosts, from pods (whose packets for them
+    the switch hands to the host port, openflow.flows.forward) and from the node itself: DNAT to
+    ClusterIP:port, then the NodePort path (route into the bridge, SNAT to the NodePort source)."""
+    return tuple(
+        f'-d {e.address}/32 -p {e.protocol} -m comment --comment "{e.name}" -m {e.protocol} --dport {e.port} -j DNAT --to-destination {e.cluster_ip}:{e.port}'
+        for e in external
+    )
 
 
 def own_service_snat(node_private: ipaddress.IPv4Address, sources: Mapping[str, str]) -> tuple[str, ...]:

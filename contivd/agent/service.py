@@ -377,7 +377,8 @@ class Agent:
             for encap, datapath in self.datapaths.items()
             if datapath.host_port is not None and datapath.host_port.nodeport_source
         }
-        rules = noderules.node_rules(subnet, hostnet.node_address(subnet), ports, sources)
+        external = noderules.external_ports(snapshot.k8s_services.values(), entered)
+        rules = noderules.node_rules(subnet, hostnet.node_address(subnet), ports, sources, external)
         if rules == self._node_rules and trio.current_time() < self._node_rules_checked + NODE_RULES_CHECK_SECONDS:
             return
         self._node_rules_checked = trio.current_time()

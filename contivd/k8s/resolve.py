@@ -13,7 +13,9 @@ every rule below is unit-tested without a server:
   may differ per slice); endpoints whose `conditions.ready` is false are left out (unset means
   ready, as the API documents);
 - `sessionAffinity: ClientIP` keeps a client on its backend for the configured timeout
-  (Kubernetes' default 10800 s).
+  (Kubernetes' default 10800 s);
+- `spec.externalIPs` and `status.loadBalancer.ingress[].ip` (IPv4) are kept: every node serves
+  the Service's ports on them.
 """
 
 from __future__ import annotations
@@ -104,7 +106,23 @@ def _resolve(service: Mapping[str, Any], slices: list[Mapping[str, Any]], servic
         ports=ports,
         affinity_timeout=affinity,
         resource_version=str(meta.get("resourceVersion") or ""),
+        external_ips=_external_ips(service),
     )
+
+
+def _external_ips(service: Mapping[str, Any]) -> tuple[str, ...]:
+    """`spec.externalIPs` and the load balancer's `status.loadBalancer.ingress` IPs: the addresses
+    the nodes serve the Service's ports on, as kube-proxy does. IPv6 addresses and ingress
+    hostnames are left out (the datapath is IPv4)."""
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or ()
+    texts = [*((service.get("spec") or {}).get("externalIPs") or ()), *(entry.get("ip") or "" for entry in ingress)]
+    found = set()
+    for text in texts:
+        try:
+            found.add(ipaddress.IPv4Address(text))
+        except ValueError:
+            continue
+    return tuple(str(address) for address in sorted(found))
 
 
 def _backends(port_name: str, protocol: str, slices: Iterable[Mapping[str, Any]]) -> tuple[KubeBackend, ...]:

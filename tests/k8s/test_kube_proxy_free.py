@@ -4,6 +4,8 @@ routed to node 1):
 
 - the node's own connections (its processes, hostNetwork pods) to a ClusterIP without any
   nodePort reach every backend, also from a socket bound to one of the node's addresses;
+- `externalIPs` and `status.loadBalancer.ingress` IPs are served from outside, from the node
+  and from a pod on the other node;
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ import sys
 from pathlib import Path
 
 from tests.k8s import test_service_datapath
-from tests.k8s.test_nodeport import CLUSTER_IP, answers, in_node, node_port_service, service_cluster
-from tests.nodes import sh, wait_until
+from tests.k8s.test_nodeport import CLUSTER_IP, GATEWAY, OUTSIDE_CLIENT, answers, in_node, node_port_service, service_cluster
+from tests.k8s.test_service_datapath import create_endpoint
+from tests.nodes import attach_pod, sh, wait_until
 from tests.support.service_pods import fetch
 
 pytestmark = test_service_datapath.pytestmark  # the same markers and conditions (root, Open vSwitch)
 
 EVERY = {"near", "other", "far"}
+EXTERNAL_IP, INGRESS_IP = "198.19.200.1", "198.19.201.1"
 FETCH_BOUND = (  # N connections from a socket bound to argv[1]: who answered each, '-' for nobody
     "import socket,sys\n"
     "for _ in range(int(sys.argv[4])):\n"
@@ -45,3 +49,35 @@ def test_the_node_itself_reaches_a_cluster_ip_without_kube_proxy(tmp_path: Path)
         cluster.kube.delete("Service", "shop", "web")
         wait_until(lambda: CLUSTER_IP not in in_node(node, "ip", "route", "show"), 30, "the ClusterIP's route to go", node)
         assert answers(node.ns, CLUSTER_IP, 80) == set()
+
+
+def test_external_and_load_balancer_ips_reach_the_backends_from_outside_the_node_and_pods(tmp_path: Path) -> None:
+    with service_cluster(tmp_path) as cluster:
+        node, second, outside = cluster.node, cluster.second, cluster.outside
+        status = {"loadBalancer": {"ingress": [{"ip": INGRESS_IP}]}}
+        cluster.kube.apply(node_port_service(externalIPs=[EXTERNAL_IP], status=status))
+        client = create_endpoint(second, "client")
+        attach_pod(second, 1, client)
+        pod = second.pods[1]
+        sh("ip", "netns", "exec", pod, "ip", "route", "add", "default", "via", GATEWAY)
+        in_node(second, "sysctl", "-w", "net.ipv4.ip_forward=1")
+        in_node(node, "ip", "route", "add", "198.19.200.0/23", "via", OUTSIDE_CLIENT)  # the external addresses lie beyond the node
+
+        for address in (EXTERNAL_IP, INGRESS_IP):
+            wait_until(lambda: answers(outside, address, 80) == EVERY, 90, f"{address}:80 from outside to reach every backend", node)  # noqa: B023
+            assert answers(node.ns, address, 80) == EVERY, f"{address} from the node"
+            wait_until(lambda: answers(pod, address, 80) == EVERY, 30, f"{address}:80 from a pod on node 2", second)  # noqa: B023
+        udp = set(fetch(outside, EXTERNAL_IP, 53, 5, "udp")) - {"-"}
+        assert udp and udp <= EVERY, udp
+        chain = [line for line in in_node(node, "iptables", "-t", "nat", "-S", "CONTIVD-EXTERNALIPS").splitlines() if line.startswith("-A")]
+        assert (
+            len(chain) == 4
+            and (
+                f'-A CONTIVD-EXTERNALIPS -d {EXTERNAL_IP}/32 -p tcp -m comment --comment "shop/web:http" -m tcp --dport 80 -j DNAT --to-destination {CLUSTER_IP}:80'
+            )
+            in chain
+        ), chain
+
+        cluster.kube.apply(node_port_service())
+        wait_until(lambda: answers(outside, EXTERNAL_IP, 80) == set(), 30, "the external address to stop serving", node)
+        assert "CONTIVD-EXTERNALIPS -d" not in in_node(node, "iptables", "-t", "nat", "-S", "CONTIVD-EXTERNALIPS")

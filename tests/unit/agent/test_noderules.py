@@ -3,6 +3,7 @@ one restore transaction rewrites the chains and adds only the jumps that are mis
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 
 from contivd.agent import noderules
@@ -71,7 +72,7 @@ def test_node_ports_of_entered_services_with_ready_backends_become_dnat_rules() 
         '-p tcp -m comment --comment "shop/web:http" -m tcp --dport 30080 -j DNAT --to-destination 198.19.96.10:80',
         '-p udp -m comment --comment "shop/web:dns" -m udp --dport 30053 -j DNAT --to-destination 198.19.96.10:53',
     )
-    assert rules[noderules.OUTPUT_CHAIN] == ("! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j CONTIVD-NODEPORTS",)
+    assert rules[noderules.OUTPUT_CHAIN][0] == "! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j CONTIVD-NODEPORTS"
 
 
 def test_node_port_connections_take_the_source_of_their_host_port_before_the_private_address() -> None:
@@ -99,3 +100,24 @@ def test_the_nodes_own_connections_to_service_vips_take_the_node_port_source() -
         f"-o cvhost-+ -m realm --realm 0xc5 -j SNAT --to-source {private}",
     ]
     assert body.index(own[-1]) < body.index(f"-o {noderules.HOST_PORTS} -j RETURN"), "before traffic to pods keeps its source"
+
+
+def test_external_ips_of_entered_services_with_ready_backends_become_dnat_rules_for_every_source() -> None:
+    ready = (KubeBackend("198.19.10.1", 8080),)
+    web = dataclasses.replace(
+        kube("web", KubeServicePort("http", "TCP", 80, 0, ready), KubeServicePort("dns", "UDP", 53, 0, ())), external_ips=("198.19.200.1",)
+    )
+    away = dataclasses.replace(kube("away", KubeServicePort("http", "TCP", 80, 0, ready)), external_ips=("198.19.200.9",))
+    external = noderules.external_ports([web, away], {"shop/web"})
+    rules = noderules.node_rules(SUBNET, ipaddress.IPv4Address("198.18.255.254"), external=external).tables["nat"]
+    assert rules[noderules.EXTERNAL_IPS_CHAIN] == (
+        '-d 198.19.200.1/32 -p tcp -m comment --comment "shop/web:http" -m tcp --dport 80 -j DNAT --to-destination 198.19.96.10:80',
+    ), "dns has no backend, away is not entered"
+    assert f"-j {noderules.EXTERNAL_IPS_CHAIN}" in rules[noderules.PREROUTING_CHAIN], "from other hosts and pods"
+    assert f"-j {noderules.EXTERNAL_IPS_CHAIN}" in rules[noderules.OUTPUT_CHAIN], "from the node itself"
+
+
+def test_nothing_new_is_forwarded_from_a_bridge() -> None:
+    forward = RULES.tables["filter"][noderules.FORWARD_CHAIN]
+    assert forward[-1] == f"-i {noderules.HOST_PORTS} -j DROP"
+    assert forward.index(f"-o {noderules.HOST_PORTS} -m conntrack --ctstate DNAT -j ACCEPT") < len(forward) - 1, "DNATed by the node: accepted first"

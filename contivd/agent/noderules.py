@@ -42,6 +42,7 @@ PREROUTING_CHAIN = "CONTIVD-PREROUTING"
 OUTPUT_CHAIN = "CONTIVD-OUTPUT"
 NODE_PORTS_CHAIN = "CONTIVD-NODEPORTS"
 EXTERNAL_IPS_CHAIN = "CONTIVD-EXTERNALIPS"
+LOCAL_TRAFFIC_CHAIN = "CONTIVD-LOCALTRAFFIC"
 POD_LINKS = "ch+"  # the node ends of host-access veths (contivd.cni_server.hostaccess.HOST_PREFIX)
 HOST_PORTS = "cvhost-+"  # every bridge's host port
 JUMPS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -111,6 +112,61 @@ def external_ports(services: Iterable[KubeServiceState], entered: set[str]) -> l
     )
 
 
+@dataclass(frozen=True, order=True)
+class LocalPort:
+    """One port of an externalTrafficPolicy Local Service, as outside clients reach it on this
+    node: its nodePort on the node's addresses (`address` "") or an external address, served by
+    this node's own backends only (none: refused)."""
+
+    protocol: str  # "tcp" or "udp"
+    address: str  # "": the nodePort on every local address
+    port: int  # the nodePort, or the Service port on an external address
+    backends: tuple[tuple[str, int], ...]  # this node's ready backends (address, target port)
+    name: str  # `<namespace>/<service>:<port name>`, the rule's comment
+
+
+def local_ports(services: Iterable[KubeServiceState], entered: set[str], local_backends: set[str]) -> list[LocalPort]:
+    """The nodePorts and external addresses of the entered Local Services, each with the backends
+    among `local_backends` (the pods this node routes through a host port)."""
+    out = []
+    for service in services:
+        if not service.local_traffic or service.key not in entered:
+            continue
+        for port in service.ports:
+            if not (0 < port.port <= 0xFFFF and port.backends and port.protocol.upper() in ("TCP", "UDP")):
+                continue
+            mine = tuple((b.ip, b.port) for b in port.backends if b.ip in local_backends and 0 < b.port <= 0xFFFF)
+            name = _comment(f"{service.key}:{port.name}")
+            if 0 < port.node_port <= 0xFFFF:
+                out.append(LocalPort(port.protocol.lower(), "", port.node_port, mine, name))
+            out += [LocalPort(port.protocol.lower(), address, port.port, mine, name) for address in service.external_ips]
+    return sorted(out)
+
+
+def local_traffic_rules(ports: Sequence[LocalPort]) -> tuple[str, ...]:
+    """Outside clients of a Local Service's port: DNAT straight to one of this node's backends
+    (kube-proxy's random split: 1/n, 1/(n-1), …, the last one unconditional), the client's
+    address kept (CONTIVD-POSTROUTING returns before any SNAT for a DNAT not to a VIP route);
+    without a local backend, no NAT at all (ACCEPT ends the nat table: a nodePort then meets no
+    listener, an external address the filter drop in CONTIVD-FORWARD)."""
+    rules = []
+    for p in ports:
+        where = "-m addrtype --dst-type LOCAL " if not p.address else ""
+        head = f'{f"-d {p.address}/32 " if p.address else ""}-p {p.protocol} -m comment --comment "{p.name}" {where}-m {p.protocol} --dport {p.port}'
+        if not p.backends:
+            rules.append(f"{head} -j ACCEPT")
+        for index, (address, target) in enumerate(p.backends):
+            left = len(p.backends) - index
+            split = f" -m statistic --mode random --probability {_probability(left)}" if left > 1 else ""
+            rules.append(f"{head}{split} -j DNAT --to-destination {address}:{target}")
+    return tuple(rules)
+
+
+def _probability(left: int) -> str:
+    """1/left as iptables-save prints it (the kernel keeps it in 31 bits)."""
+    return f"{round(0x80000000 / left) / 0x80000000:.11f}"
+
+
 def _comment(text: str) -> str:
     """Kubernetes names are DNS labels; anything else is replaced rather than quoted."""
     return "".join(c if c.isascii() and (c.isalnum() or c in "./:_-") else "_" for c in text)[:200]
@@ -122,11 +178,12 @@ def node_rules(
     ports: Sequence[NodePort] = (),
     sources: Mapping[str, str] | None = None,
     external: Sequence[ExternalPort] = (),
+    local: Sequence[LocalPort] = (),
 ) -> NodeRules:
     """What contivd's chains hold for this node's private subnet and address and its NodePorts;
     `sources`: host port → the address its NodePort connections are SNATed to (its
     openflow.HostPort.nodeport_source; the private address for the others)."""
-    forward = (
+    forward: tuple[str, ...] = (
         # replies of connections the node accepted (a pod's to the outside, masqueraded)
         f"-o {POD_LINKS} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
         f"-o {POD_LINKS} -j DROP",  # nothing new into a pod's host1: pod → node → pod
@@ -138,7 +195,18 @@ def node_rules(
         # know (external IPs, replies to a Local NodePort's clients): nothing new goes on from there
         f"-i {HOST_PORTS} -j DROP",
     )
+    # an external address of a Local Service without a backend here: not forwarded elsewhere
+    forward = (
+        tuple(
+            f'-d {p.address}/32 -p {p.protocol} -m comment --comment "{p.name}" -m {p.protocol} --dport {p.port} -j DROP'
+            for p in local
+            if p.address and not p.backends
+        )
+        + forward
+    )
     postrouting = (
+        # externalTrafficPolicy Local: DNATed to a pod (not a VIP route), the client's address stays
+        f"-o {HOST_PORTS} -m conntrack --ctstate DNAT -m realm ! --realm {SERVICE_REALM:#x} -j RETURN",
         # a DNATed connection into a bridge gets an address of the node that the switches route back to it
         *(f"-o {port} -m conntrack --ctstate DNAT -j SNAT --to-source {source}" for port, source in sorted((sources or {}).items())),
         f"-o {HOST_PORTS} -m conntrack --ctstate DNAT -j SNAT --to-source {node_private}",
@@ -149,13 +217,15 @@ def node_rules(
     )
     to_node_ports = f"-m addrtype --dst-type LOCAL -j {NODE_PORTS_CHAIN}"
     nat = {
-        PREROUTING_CHAIN: (to_node_ports, f"-j {EXTERNAL_IPS_CHAIN}"),
+        # outside clients (not the node, whose packets take OUTPUT; not pods, from a host port or a pod link with a private address)
+        PREROUTING_CHAIN: (f"! -s {private_subnet} ! -i {HOST_PORTS} -j {LOCAL_TRAFFIC_CHAIN}", to_node_ports, f"-j {EXTERNAL_IPS_CHAIN}"),
         OUTPUT_CHAIN: (f"! -d 127.0.0.0/8 {to_node_ports}", f"-j {EXTERNAL_IPS_CHAIN}"),  # from 127/8 the DNATed packet could not leave lo
         NODE_PORTS_CHAIN: tuple(
             f'-p {p.protocol} -m comment --comment "{p.name}" -m {p.protocol} --dport {p.node_port} -j DNAT --to-destination {p.cluster_ip}:{p.port}'
             for p in ports
         ),
         EXTERNAL_IPS_CHAIN: external_rules(external),
+        LOCAL_TRAFFIC_CHAIN: local_traffic_rules(local),
         POSTROUTING_CHAIN: postrouting,
     }
     return NodeRules({"filter": {FORWARD_CHAIN: forward}, "nat": nat})

@@ -30,7 +30,7 @@ from raftstore import StoreError
 
 from ..ovs import ManagedOvs, OvsError, PortInfo, kernel_datapath_available, open_ovsdb, system_db_socket
 from ..state import StateCache, StateSnapshot
-from . import hostnet, noderules
+from . import healthcheck, hostnet, noderules
 from .datapath import BridgeDatapath, bridge_spec
 from .inputs import KUBE_SERVICE_PREFIX
 from .netpolstats import STATS_SECONDS, RuleHits, contiv_rule_hits, netpol_hits
@@ -123,6 +123,7 @@ class Agent:
         self.db_socket = ""
         self._background: trio.Nursery | None = None  # where audits are judged, beside the syncs
         self._bgp = BgpRouting()
+        self.health_checks = healthcheck.HealthCheckServers()  # externalTrafficPolicy Local's healthCheckNodePorts
 
     def set_bgp_routing(self, routing: BgpRouting) -> None:
         """The BGP speaker's router address and learned routes changed: the routing bridge's next
@@ -229,6 +230,7 @@ class Agent:
                     uplinks = self.settings.vlan_uplinks if encap == "vlan" else ()
                     self.datapaths[encap] = BridgeDatapath(encap, bridge, self.settings.node_name, uplinks, self.settings.routing)
                     self.datapaths[encap].bgp = self._bgp
+                await nursery.start(self.health_checks.run)
                 nursery.start_soon(self._follow_state)
                 nursery.start_soon(self._watch_switch, controller)
                 nursery.start_soon(self._resync_timer)
@@ -339,9 +341,11 @@ class Agent:
         if audit:
             await self._audit()
         await self._reconcile_node_rules(snapshot)
+        self.health_checks.update(healthcheck.health_checks(snapshot.k8s_services.values(), self._routed_pods()))
         problems = tuple(problem for result in results if result is not None for problem in result.problems)
         if self._node_rules_problem:
             problems += (self._node_rules_problem,)
+        problems += tuple(problem for _, problem in sorted(self.health_checks.problems.items()))
         if problems != self._problems:
             for problem in problems:
                 log.warning("agent: skipped %s", problem)
@@ -378,7 +382,8 @@ class Agent:
             if datapath.host_port is not None and datapath.host_port.nodeport_source
         }
         external = noderules.external_ports(snapshot.k8s_services.values(), entered)
-        rules = noderules.node_rules(subnet, hostnet.node_address(subnet), ports, sources, external)
+        local = noderules.local_ports(snapshot.k8s_services.values(), entered, self._routed_pods())
+        rules = noderules.node_rules(subnet, hostnet.node_address(subnet), ports, sources, external, local)
         if rules == self._node_rules and trio.current_time() < self._node_rules_checked + NODE_RULES_CHECK_SECONDS:
             return
         self._node_rules_checked = trio.current_time()
@@ -390,6 +395,11 @@ class Agent:
         if rewritten:
             log.info("agent: iptables chains rewritten in table %s", ", ".join(rewritten))
         self._node_rules, self._node_rules_problem = rules, ""
+
+    def _routed_pods(self) -> set[str]:
+        """The addresses of this node's pods that its host ports route (the backends its
+        externalTrafficPolicy Local Services can use)."""
+        return {ip for d in self.datapaths.values() if d.last_inputs is not None for ip in hostnet.routed_pods(d.last_inputs.ports())}
 
     async def _audit(self) -> None:
         """Does what each bridge holds equal a from-scratch computation, and does the switch hold

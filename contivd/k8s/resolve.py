@@ -6,8 +6,7 @@ every rule below is unit-tested without a server:
 - headless Services (`clusterIP: None`) and ExternalName Services (no cluster IP) have no
   record and are not reported: there is nothing to proxy;
 - a Service contivd cannot program is skipped with a reason: a port with a protocol other
-  than TCP/UDP (SCTP), `externalTrafficPolicy: Local` (the datapath sends NodePort traffic to
-  any backend), a cluster IP outside `--service-cidr`;
+  than TCP/UDP (SCTP), a cluster IP outside `--service-cidr`;
 - each Service port's backends come from every IPv4 slice port of the same name and protocol
   (kube-proxy's rule: the slice already holds the resolved, possibly named, `targetPort`, and it
   may differ per slice); endpoints whose `conditions.ready` is false are left out (unset means
@@ -15,7 +14,9 @@ every rule below is unit-tested without a server:
 - `sessionAffinity: ClientIP` keeps a client on its backend for the configured timeout
   (Kubernetes' default 10800 s);
 - `spec.externalIPs` and `status.loadBalancer.ingress[].ip` (IPv4) are kept: every node serves
-  the Service's ports on them.
+  the Service's ports on them;
+- `externalTrafficPolicy: Local` and `healthCheckNodePort` are kept: each node sends outside
+  clients to its own backends (contivd.agent.noderules) and answers the health check.
 """
 
 from __future__ import annotations
@@ -76,8 +77,6 @@ def _resolve(service: Mapping[str, Any], slices: list[Mapping[str, Any]], servic
         protocol = port.get("protocol") or "TCP"
         if protocol not in PROGRAMMABLE_PROTOCOLS:
             return Skipped(protocol.lower(), f"port {port.get('name') or port.get('port')} uses {protocol}: only TCP and UDP are programmed")
-    if spec.get("externalTrafficPolicy") == "Local":
-        return Skipped("external-traffic-policy-local", "externalTrafficPolicy Local is not supported: traffic may go to any node's backends")
     try:
         address = ipaddress.ip_address(cluster_ip)
     except ValueError:
@@ -107,6 +106,8 @@ def _resolve(service: Mapping[str, Any], slices: list[Mapping[str, Any]], servic
         affinity_timeout=affinity,
         resource_version=str(meta.get("resourceVersion") or ""),
         external_ips=_external_ips(service),
+        local_traffic=spec.get("externalTrafficPolicy") == "Local",
+        health_check_node_port=int(spec.get("healthCheckNodePort") or 0),
     )
 
 

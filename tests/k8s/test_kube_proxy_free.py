@@ -6,16 +6,20 @@ routed to node 1):
   nodePort reach every backend, also from a socket bound to one of the node's addresses;
 - `externalIPs` and `status.loadBalancer.ingress` IPs are served from outside, from the node
   and from a pod on the other node;
+- `externalTrafficPolicy: Local`: outside clients reach only the receiving node's backends with
+  their own address, none where the node has no ready backend; the node itself still reaches
+  every backend; the healthCheckNodePort answers 200/503 with kube-proxy's body on each node.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from tests.k8s import test_service_datapath
-from tests.k8s.test_nodeport import CLUSTER_IP, GATEWAY, OUTSIDE_CLIENT, answers, in_node, node_port_service, service_cluster
-from tests.k8s.test_service_datapath import create_endpoint
+from tests.k8s.test_nodeport import CLUSTER_IP, GATEWAY, NODE_PORT, OUTSIDE_CLIENT, answers, in_node, node_port_service, service_cluster
+from tests.k8s.test_service_datapath import create_endpoint, endpoint_slice
 from tests.nodes import attach_pod, sh, wait_until
 from tests.support.service_pods import fetch
 
@@ -23,6 +27,10 @@ pytestmark = test_service_datapath.pytestmark  # the same markers and conditions
 
 EVERY = {"near", "other", "far"}
 EXTERNAL_IP, INGRESS_IP = "198.19.200.1", "198.19.201.1"
+HEALTH_PORT = 32000
+HEALTH = (  # GET / on argv[1]: the status and the JSON body
+    "import httpx,json,sys; r=httpx.get(sys.argv[1], timeout=5); print(json.dumps([r.status_code, r.json()]))"
+)
 FETCH_BOUND = (  # N connections from a socket bound to argv[1]: who answered each, '-' for nobody
     "import socket,sys\n"
     "for _ in range(int(sys.argv[4])):\n"
@@ -60,7 +68,6 @@ def test_external_and_load_balancer_ips_reach_the_backends_from_outside_the_node
         attach_pod(second, 1, client)
         pod = second.pods[1]
         sh("ip", "netns", "exec", pod, "ip", "route", "add", "default", "via", GATEWAY)
-        in_node(second, "sysctl", "-w", "net.ipv4.ip_forward=1")
         in_node(node, "ip", "route", "add", "198.19.200.0/23", "via", OUTSIDE_CLIENT)  # the external addresses lie beyond the node
 
         for address in (EXTERNAL_IP, INGRESS_IP):
@@ -81,3 +88,40 @@ def test_external_and_load_balancer_ips_reach_the_backends_from_outside_the_node
         cluster.kube.apply(node_port_service())
         wait_until(lambda: answers(outside, EXTERNAL_IP, 80) == set(), 30, "the external address to stop serving", node)
         assert "CONTIVD-EXTERNALIPS -d" not in in_node(node, "iptables", "-t", "nat", "-S", "CONTIVD-EXTERNALIPS")
+
+
+def health(namespace: str, host: str) -> tuple[int, object]:
+    out = sh("ip", "netns", "exec", namespace, sys.executable, "-c", HEALTH, f"http://{host}:{HEALTH_PORT}/", check=False)
+    return tuple(json.loads(out.stdout)) if out.returncode == 0 else (0, out.stderr[-200:])  # type: ignore[return-value]
+
+
+def peers(namespace: str) -> str:
+    return sh("ip", "netns", "exec", namespace, "ss", "-Htn", "state", "established").stdout
+
+
+def test_external_traffic_policy_local_keeps_clients_on_the_nodes_backends_with_their_address(tmp_path: Path) -> None:
+    with service_cluster(tmp_path) as cluster:
+        node, second, outside = cluster.node, cluster.second, cluster.outside
+        status = {"loadBalancer": {"ingress": [{"ip": INGRESS_IP}]}}
+        local = {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "healthCheckNodePort": HEALTH_PORT}
+        cluster.kube.apply(node_port_service(NODE_PORT, status=status, **local))
+        web = {"service": {"namespace": "shop", "name": "web"}}
+
+        wait_until(lambda: answers(outside, node.host, NODE_PORT) == {"near", "other"}, 90, "outside clients to reach node 1's backends", node)
+        assert answers(outside, INGRESS_IP, 80) == {"near", "other"}, "the load balancer's address, on node 1: node 1's backends only"
+        held = cluster.running.hold(outside, node.host, NODE_PORT, "near")
+        assert OUTSIDE_CLIENT in peers(node.pods[0]), "the backend sees the client's own address"
+        assert held.ask() == "near"
+        assert answers(node.ns, node.host, NODE_PORT) == EVERY, "the node itself still reaches every backend"
+        assert wait_until(lambda: health(node.ns, node.host) == (200, {**web, "localEndpoints": 2}), 30, "node 1's health check", node)
+
+        # node 2 (reached from node 1, an outside client for it) has one backend, then none
+        wait_until(lambda: answers(node.ns, second.host, NODE_PORT) == {"far"}, 30, "node 2 to serve its own backend only", second)
+        assert health(node.ns, second.host) == (200, {**web, "localEndpoints": 1})
+        cluster.kube.apply(endpoint_slice("far", cluster.addresses["far"], 8082, ready=False))
+        wait_until(lambda: health(node.ns, second.host) == (503, {**web, "localEndpoints": 0}), 30, "node 2's health check to fail", second)
+        assert answers(node.ns, second.host, NODE_PORT) == set(), "no local backend: refused, not sent to node 1's"
+        assert answers(outside, node.host, NODE_PORT) == {"near", "other"}
+
+        cluster.kube.delete("Service", "shop", "web")
+        wait_until(lambda: health(node.ns, node.host)[0] == 0, 30, "the health check's listener to close", node)

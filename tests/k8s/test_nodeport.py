@@ -61,8 +61,8 @@ def answers(namespace: str, address: str, port: int) -> set[str]:
 class Cluster:
     """Two nodes in Kubernetes mode, the test API server in node 1's namespace, backends `near`
     and `other` on node 1 and `far` on node 2 (TCP 8080-8082, UDP 5353) in shop/web's slices,
-    and `outside`: a host in its own namespace routed to node 1 (which forwards, as a
-    Kubernetes node does). Node 2's second pod namespace is free for a client."""
+    and `outside`: a host in its own namespace routed to node 1. Both nodes forward, as
+    Kubernetes nodes do. Node 2's second pod namespace is free for a client."""
 
     node: Node
     second: Node
@@ -102,7 +102,8 @@ def service_cluster(tmp_path: Path) -> Iterator[Cluster]:
             sh("ip", "-n", outside, "addr", "add", f"{OUTSIDE_CLIENT}/24", "dev", "eth0")
             sh("ip", "-n", outside, "link", "set", "eth0", "up")
             sh("ip", "-n", outside, "route", "add", "default", "via", OUTSIDE_NODE)
-            in_node(node, "sysctl", "-w", "net.ipv4.ip_forward=1")
+            for host in nodes:
+                in_node(host, "sysctl", "-w", "net.ipv4.ip_forward=1")
             yield Cluster(node, second, kube, running, outside, addresses)
         finally:
             sh("ip", "netns", "del", outside, check=False)

@@ -140,7 +140,7 @@ class StateCollector(Collector):
         )
         skipped = CounterMetricFamily(
             "contivd_k8s_services_skipped",
-            "Kubernetes Services this node (as leader) found it cannot program, by Service and reason (SCTP, externalTrafficPolicy Local, ...)",
+            "Kubernetes Services this node (as leader) found it cannot program, by Service and reason (SCTP, a cluster IP outside the service CIDR, ...)",
             labels=["service", "reason"],
         )
         for (service, reason), count in sorted(kube.skip_counts().items()):

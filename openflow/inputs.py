@@ -226,8 +226,8 @@ class ServiceSpec:
     ports: tuple[ServicePort, ...]
     affinity_timeout: int = 0
     entry_network: NetworkRef | None = None
-    """Where the node's own packets to the VIP (a NodePort the node DNATed to the ClusterIP)
-    enter from the bridge's host port: the backends' network. None: they do not enter."""
+    """Where the node's own packets to the VIP (its own connections to a ClusterIP, a NodePort
+    or external address the node DNATed to it) enter from the bridge's host port: the backends' network. None: they do not enter."""
 
     @property
     def live(self) -> bool:

@@ -90,7 +90,7 @@ class BridgeDatapath:
         self._host_port: HostPort | None = None
         self._host_problem = ""
         self._nodeport = nodeport.NodePortSource(0)  # as the last full sync found the node's VTEP
-        self._routed: dict[str, str] | None = None  # pods routed through the host port, as last made
+        self._routed: tuple[dict[str, str], dict[str, str]] | None = None  # pods and VIPs routed through the host port, as last made
         self.last: SyncResult | None = None
         self.last_inputs: NodeInputs | None = None
 
@@ -253,11 +253,12 @@ class BridgeDatapath:
         """The node's routes to its pods (and entered VIPs) through the host port, when they changed."""
         if self._host_port is None:
             return
-        wanted = hostnet.routed_pods(inputs.ports()) | hostnet.entered_vips(inputs.services)
+        pods, vips = hostnet.routed_pods(inputs.ports()), hostnet.entered_vips(inputs.services)
+        wanted = (pods, vips)
         if wanted != self._routed:
             source = str(ipaddress.IPv4Address(self._host_port.address))
             try:
-                added, removed = await trio.to_thread.run_sync(hostnet.sync_pod_routes, hostnet.HOST_PORT_NAMES[self.encap], wanted, source)
+                added, removed = await trio.to_thread.run_sync(hostnet.sync_pod_routes, hostnet.HOST_PORT_NAMES[self.encap], pods, source, vips)
             except (NetlinkError, OSError) as exc:  # the next full sync tries again
                 self._host_problem = f"routes through {hostnet.HOST_PORT_NAMES[self.encap]}: {exc}"
                 return

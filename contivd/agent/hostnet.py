@@ -30,8 +30,13 @@ from openflow.inputs import Encap, vip_mac
 
 DEFAULT_PVT_SUBNET = "172.19.0.0/16"  # Contiv's default, used while the global object is absent
 NODE_ADDRESS_LABEL = "lo:contivpvt"
+NUD_PERMANENT = 0x80  # a neighbour entry's state: static
 HOST_PORT_NAMES: dict[Encap, str] = {"vxlan": "cvhost-vxlan", "vlan": "cvhost-vlan"}
 HOST_PORT_OWNER = "contivd-host-port"  # external_ids key marking a bridge's host port
+SERVICE_REALM = 0xC5
+"""The routing realm of the routes that carry the node's packets to service VIPs into a host port:
+what tells them apart from its packets to pods in contivd.agent.noderules (`-m realm`), with
+one rule whatever the number of Services."""
 
 
 class HostAccessError(Exception):
@@ -67,8 +72,9 @@ def routed_pods(ports: Iterable[LocalPort]) -> dict[str, str]:
 
 
 def entered_vips(services: Iterable[ServiceSpec]) -> dict[str, str]:
-    """VIP → VIP MAC of the services the node enters through the host port (NodePort: the
-    node DNATs to the ClusterIP and routes it here like a pod address, see contivd.agent.noderules)."""
+    """VIP → VIP MAC of the services the node enters through the host port: its own connections
+    to a ClusterIP, and NodePorts and external addresses it DNATs to the ClusterIP (see
+    contivd.agent.noderules), routed here like a pod address, in SERVICE_REALM."""
     return {str(ipaddress.IPv4Address(s.vip)): _mac_text(vip_mac(s.vip)) for s in services if s.entry_network is not None and s.live}
 
 
@@ -111,20 +117,29 @@ def host_port_mac(ifname: str) -> str | None:
         return str(ipr.get_links(found[0])[0].get_attr("IFLA_ADDRESS"))
 
 
-def sync_pod_routes(ifname: str, pods: Mapping[str, str], source: str) -> tuple[int, int]:
-    """Make the /32 routes (and permanent neighbour entries) through `ifname` exactly `pods`
-    (address → MAC); returns (added, removed)."""
+def sync_pod_routes(ifname: str, pods: Mapping[str, str], source: str, vips: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """Make the /32 routes (and permanent neighbour entries) through `ifname` exactly `pods` and
+    `vips` (address → MAC; the VIPs' routes in SERVICE_REALM); returns (added, removed). Only
+    missing or different routes and neighbour entries are written: with a route per Service,
+    a change of one must not rewrite a thousand."""
+    realms = dict.fromkeys(pods, 0) | dict.fromkeys(vips or {}, SERVICE_REALM)
+    macs = {**pods, **(vips or {})}
     with IPRoute() as ipr:
         found = ipr.link_lookup(ifname=ifname)
         if not found:
             return 0, 0
         index = found[0]
         present = {
-            str(r.get_attr("RTA_DST"))
+            str(r.get_attr("RTA_DST")): r.get_attr("RTA_FLOW") or 0
             for r in ipr.get_routes(family=socket.AF_INET, table=254)
             if r.get_attr("RTA_OIF") == index and r["dst_len"] == 32 and r.get_attr("RTA_DST")
         }
-        for gone in present - set(pods):
+        neighbours = {
+            str(n.get_attr("NDA_DST")): str(n.get_attr("NDA_LLADDR"))
+            for n in ipr.get_neighbours(ifindex=index, family=socket.AF_INET)
+            if n["state"] == NUD_PERMANENT
+        }
+        for gone in present.keys() - macs.keys():
             ipr.route("del", dst=f"{gone}/32", oif=index, table=254, scope="link", proto="boot")
             try:
                 ipr.neigh("del", dst=gone, ifindex=index)
@@ -132,9 +147,10 @@ def sync_pod_routes(ifname: str, pods: Mapping[str, str], source: str) -> tuple[
                 if exc.code != errno.ENOENT:
                     raise
         added = 0
-        for address, mac in pods.items():
-            ipr.neigh("replace", dst=address, lladdr=mac, ifindex=index, state="permanent")
-            if address not in present:
-                ipr.route("replace", dst=f"{address}/32", oif=index, prefsrc=source, table=254, scope="link", proto="boot")
-                added += 1
-        return added, len(present - set(pods))
+        for address, lladdr in macs.items():
+            if neighbours.get(address) != lladdr:
+                ipr.neigh("replace", dst=address, lladdr=lladdr, ifindex=index, state="permanent")
+            if present.get(address) != realms[address]:
+                ipr.route("replace", dst=f"{address}/32", oif=index, prefsrc=source, table=254, scope="link", proto="boot", flow=realms[address])
+                added += address not in present
+        return added, len(present.keys() - macs.keys())

@@ -229,7 +229,7 @@ class InputsBuilder:
         rules, rule_problems = rule_specs(snapshot, self._convert, seen)
         services, service_problems = service_specs(snapshot, self._convert, seen)
         problems += rule_problems + service_problems
-        services = with_node_entry(services, node_port_service_ids(snapshot.k8s_services.values()), [*local, *remote])
+        services = with_node_entry(services, kube_service_ids(snapshot.k8s_services.values()), [*local, *remote])
         netpol = self._netpol(snapshot, {p.ip for p in local}, seen)
         for gone in self._made.keys() - seen:
             del self._made[gone]
@@ -305,14 +305,15 @@ def without_egress(pod: NetpolPod) -> NetpolPod:
     return NetpolPod(pod.pod, tuple(r for r in pod.rules if r.direction == "ingress"))
 
 
-def node_port_service_ids(services: Iterable[KubeServiceState]) -> set[str]:
-    """Service ids of the Kubernetes Services with a NodePort on some port."""
-    return {KUBE_SERVICE_PREFIX + s.key for s in services if any(p.node_port for p in s.ports)}
+def kube_service_ids(services: Iterable[KubeServiceState]) -> set[str]:
+    """Service ids of the Kubernetes Services: every one is entered from the node (its own
+    connections to the ClusterIP, its NodePorts and external addresses DNATed to it)."""
+    return {KUBE_SERVICE_PREFIX + s.key for s in services}
 
 
 def with_node_entry(services: list[ServiceSpec], entered: set[str], endpoints: Sequence[LocalPort | RemoteEndpoint]) -> list[ServiceSpec]:
     """The services in `entered` get the network of their first backend this bridge knows as the
-    network the node's NodePort traffic enters (openflow.ServiceSpec.entry_network); a service
+    network the node's own traffic to the VIP enters (openflow.ServiceSpec.entry_network); a service
     none of whose backends is on this bridge's networks is not entered here."""
     if not entered:
         return services

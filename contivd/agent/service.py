@@ -29,7 +29,7 @@ from raftstore import StoreError
 
 from ..ovs import ManagedOvs, OvsError, PortInfo, kernel_datapath_available, open_ovsdb, system_db_socket
 from ..state import StateCache, StateSnapshot
-from . import hostnet, nodeport, noderules
+from . import healthcheck, hostnet, nodeport, noderules
 from .datapath import BridgeDatapath, bridge_spec
 from .inputs import KUBE_SERVICE_PREFIX
 from .netpolstats import STATS_SECONDS, RuleHits, contiv_rule_hits, netpol_hits
@@ -122,6 +122,7 @@ class Agent:
         self.db_socket = ""
         self._background: trio.Nursery | None = None  # where audits are judged, beside the syncs
         self._bgp = BgpRouting()
+        self.health_checks = healthcheck.HealthCheckServers()  # externalTrafficPolicy Local's healthCheckNodePorts
 
     def set_bgp_routing(self, routing: BgpRouting) -> None:
         """The BGP speaker's router address and learned routes changed: the routing bridge's next
@@ -228,6 +229,7 @@ class Agent:
                     uplinks = self.settings.vlan_uplinks if encap == "vlan" else ()
                     self.datapaths[encap] = BridgeDatapath(encap, bridge, self.settings.node_name, uplinks, self.settings.routing)
                     self.datapaths[encap].bgp = self._bgp
+                await nursery.start(self.health_checks.run)
                 nursery.start_soon(self._follow_state)
                 nursery.start_soon(self._watch_switch, controller)
                 nursery.start_soon(self._resync_timer)
@@ -338,9 +340,11 @@ class Agent:
         if audit:
             await self._audit()
         await self._reconcile_node_rules(snapshot)
+        self.health_checks.update(healthcheck.health_checks(snapshot.k8s_services.values(), self._routed_pods()))
         problems = tuple(problem for result in results if result is not None for problem in result.problems)
         if self._node_rules_problem:
             problems += (self._node_rules_problem,)
+        problems += tuple(problem for _, problem in sorted(self.health_checks.problems.items()))
         if problems != self._problems:  # each logged once, when it appears and when it goes, not per sync
             for problem in (p for p in dict.fromkeys(problems) if p not in self._problems):
                 log.warning("agent: %s", problem)
@@ -374,7 +378,9 @@ class Agent:
         }
         ports = noderules.node_ports(snapshot.k8s_services.values(), entered)
         sources = nodeport.snat_sources({encap: datapath.host_port for encap, datapath in self.datapaths.items()})
-        rules = noderules.node_rules(subnet, hostnet.node_address(subnet), ports, sources)
+        external = noderules.external_ports(snapshot.k8s_services.values(), entered)
+        local = noderules.local_ports(snapshot.k8s_services.values(), entered, self._routed_pods())
+        rules = noderules.node_rules(subnet, hostnet.node_address(subnet), ports, sources, external, local)
         if rules == self._node_rules and trio.current_time() < self._node_rules_checked + NODE_RULES_CHECK_SECONDS:
             return
         self._node_rules_checked = trio.current_time()
@@ -386,6 +392,11 @@ class Agent:
         if rewritten:
             log.info("agent: iptables chains rewritten in table %s", ", ".join(rewritten))
         self._node_rules, self._node_rules_problem = rules, ""
+
+    def _routed_pods(self) -> set[str]:
+        """The addresses of this node's pods that its host ports route (the backends its
+        externalTrafficPolicy Local Services can use)."""
+        return {ip for d in self.datapaths.values() if d.last_inputs is not None for ip in hostnet.routed_pods(d.last_inputs.ports())}
 
     async def _audit(self) -> None:
         """Does what each bridge holds equal a from-scratch computation, and does the switch hold

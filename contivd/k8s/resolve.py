@@ -6,14 +6,17 @@ every rule below is unit-tested without a server:
 - headless Services (`clusterIP: None`) and ExternalName Services (no cluster IP) have no
   record and are not reported: there is nothing to proxy;
 - a Service contivd cannot program is skipped with a reason: a port with a protocol other
-  than TCP/UDP (SCTP), `externalTrafficPolicy: Local` (the datapath sends NodePort traffic to
-  any backend), a cluster IP outside `--service-cidr`;
+  than TCP/UDP (SCTP), a cluster IP outside `--service-cidr`;
 - each Service port's backends come from every IPv4 slice port of the same name and protocol
   (kube-proxy's rule: the slice already holds the resolved, possibly named, `targetPort`, and it
   may differ per slice); endpoints whose `conditions.ready` is false are left out (unset means
   ready, as the API documents);
 - `sessionAffinity: ClientIP` keeps a client on its backend for the configured timeout
-  (Kubernetes' default 10800 s).
+  (Kubernetes' default 10800 s);
+- `spec.externalIPs` and `status.loadBalancer.ingress[].ip` (IPv4) are kept: every node serves
+  the Service's ports on them;
+- `externalTrafficPolicy: Local` and `healthCheckNodePort` are kept: each node sends outside
+  clients to its own backends (contivd.agent.noderules) and answers the health check.
 """
 
 from __future__ import annotations
@@ -74,8 +77,6 @@ def _resolve(service: Mapping[str, Any], slices: list[Mapping[str, Any]], servic
         protocol = port.get("protocol") or "TCP"
         if protocol not in PROGRAMMABLE_PROTOCOLS:
             return Skipped(protocol.lower(), f"port {port.get('name') or port.get('port')} uses {protocol}: only TCP and UDP are programmed")
-    if spec.get("externalTrafficPolicy") == "Local":
-        return Skipped("external-traffic-policy-local", "externalTrafficPolicy Local is not supported: traffic may go to any node's backends")
     try:
         address = ipaddress.ip_address(cluster_ip)
     except ValueError:
@@ -104,7 +105,25 @@ def _resolve(service: Mapping[str, Any], slices: list[Mapping[str, Any]], servic
         ports=ports,
         affinity_timeout=affinity,
         resource_version=str(meta.get("resourceVersion") or ""),
+        external_ips=_external_ips(service),
+        local_traffic=spec.get("externalTrafficPolicy") == "Local",
+        health_check_node_port=int(spec.get("healthCheckNodePort") or 0),
     )
+
+
+def _external_ips(service: Mapping[str, Any]) -> tuple[str, ...]:
+    """`spec.externalIPs` and the load balancer's `status.loadBalancer.ingress` IPs: the addresses
+    the nodes serve the Service's ports on, as kube-proxy does. IPv6 addresses and ingress
+    hostnames are left out (the datapath is IPv4)."""
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or ()
+    texts = [*((service.get("spec") or {}).get("externalIPs") or ()), *(entry.get("ip") or "" for entry in ingress)]
+    found = set()
+    for text in texts:
+        try:
+            found.add(ipaddress.IPv4Address(text))
+        except ValueError:
+            continue
+    return tuple(str(address) for address in sorted(found))
 
 
 def _backends(port_name: str, protocol: str, slices: Iterable[Mapping[str, Any]]) -> tuple[KubeBackend, ...]:

@@ -398,6 +398,9 @@ class KubeServiceState(_Record):
     ports: tuple[KubeServicePort, ...]
     affinity_timeout: int  # sessionAffinity ClientIP: seconds a client keeps its backend; 0 = none
     resource_version: str  # the Service's, as last resolved (shown by ctl and the status page)
+    external_ips: tuple[str, ...] = ()  # spec.externalIPs and status.loadBalancer.ingress IPs (IPv4), sorted
+    local_traffic: bool = False  # externalTrafficPolicy Local: a node sends outside clients to its own backends only
+    health_check_node_port: int = 0  # spec.healthCheckNodePort (LoadBalancer + Local): answered by every node's agent
 
     KIND: ClassVar[str] = "kubernetes service"
     WIRE: ClassVar[tuple[Wire, ...]] = (
@@ -413,6 +416,9 @@ class KubeServiceState(_Record):
         ),
         _int("affinity_timeout", "affinityTimeoutSeconds"),
         Wire("resource_version", "resourceVersion"),
+        Wire("external_ips", "externalIPs", lambda v: tuple(str(ip) for ip in v or ()), (), render=list, omit_empty=True),
+        Wire("local_traffic", "externalTrafficPolicyLocal", bool, False, omit_empty=True),
+        Wire("health_check_node_port", "healthCheckNodePort", int, 0, omit_empty=True),
     )
 
     @property

@@ -39,6 +39,7 @@ UNICAST_PRIORITY = 100
 FLOOD_PRIORITY = 10
 UNKNOWN_UNICAST_PRIORITY = 5
 GATEWAY_DROP_PRIORITY = 6
+TO_NODE_PRIORITY = 7  # above the gateway drop: what the gateway does not route otherwise goes to the node
 MULTICAST = (0x010000000000, 0x010000000000)
 
 
@@ -95,11 +96,19 @@ def _routed_to(net: NetworkRef, address: int, fabric: Fabric) -> dict[str, Match
     return {"metadata": meta(NETWORK=net.tag), "eth_dst": fabric.gateway_mac(net), "eth_type": ETH_IPV4, "ipv4_dst": address}
 
 
+def _to_node(net: NetworkRef, fabric: Fabric) -> dict[str, MatchValue]:
+    """A local pod's packets through its gateway to an address nothing here knows: the node is the
+    next hop (its iptables DNATs external IPs to ClusterIPs and un-NATs the replies of its
+    externalTrafficPolicy Local connections; it forwards nothing new from its host port)."""
+    return {"metadata": meta(NETWORK=net.tag, REMOTE=0), "eth_dst": fabric.gateway_mac(net), "eth_type": ETH_IPV4}
+
+
 def network_flows(tables: Tables, net: NetworkRef, round_: int, fabric: Fabric | None = None) -> list[Flow]:
     """Broadcast and multicast of ``net`` to its two flood groups (local-origin, remote-origin);
     with a host port and a gateway, packets routed through the gateway to the node's private
     address (or its NodePort source) go to the host port, and those to a peer's NodePort source
-    (its VTEP: replies of NodePort backends) through the tunnel to that peer."""
+    (its VTEP: replies of NodePort backends) through the tunnel to that peer; a local pod's other
+    packets through the gateway (to no address of the cluster) go to the host port too."""
     key = cookie(Category.FLOOD, net.net_id, round_)
     out = []
     host = fabric.host_port if fabric is not None else None
@@ -107,6 +116,8 @@ def network_flows(tables: Tables, net: NetworkRef, round_: int, fabric: Fabric |
         to_host = (SetField("eth_dst", host.mac), Output(host.ofport))
         for address in (host.address, host.nodeport_source) if host.nodeport_source else (host.address,):
             out.append(tables["forward"].flow(UNICAST_PRIORITY, _routed_to(net, address, fabric), cookie=key, actions=to_host))
+        if not fabric.routed:
+            out.append(tables["forward"].flow(TO_NODE_PRIORITY, _to_node(net, fabric), cookie=key, actions=to_host))
         if host.nodeport_source:
             for tunnel in fabric.tunnels:
                 to_peer = {**_routed_to(net, tunnel.remote_ip, fabric), "metadata": meta(NETWORK=net.tag, REMOTE=0)}

@@ -164,7 +164,7 @@ async def test_kubernetes_services_become_services_and_bad_ones_are_skipped_by_n
     assert [s.service_id for s in tracing.services(snapshot)] == sorted(by_id), "ctl trace judges exactly the services the agent programs"
 
 
-async def test_a_node_port_service_enters_the_network_of_its_backends(state: dict[str, Any]) -> None:
+async def test_every_kubernetes_service_enters_the_network_of_its_backends(state: dict[str, Any]) -> None:
     plain = node_inputs(node="node-a", encap="vxlan", states=state, ports={"pods.default-a1": 5}, tunnels={"198.19.0.2": 9})
     b1 = next(r for r in plain.inputs.remote_endpoints if r.endpoint_id == "pods.default-b1")
     known, unknown = str(ipaddress.IPv4Address(b1.ip)), "198.18.250.1"
@@ -178,4 +178,6 @@ async def test_a_node_port_service_enters_the_network_of_its_backends(state: dic
     )
     built = node_inputs(node="node-a", encap="vxlan", states={**state, **kube}, ports={"pods.default-a1": 5}, tunnels={"198.19.0.2": 9})
     entries = {s.service_id: s.entry_network for s in built.inputs.services if s.service_id.startswith("k8s:")}
-    assert entries == {"k8s:shop/np": b1.network, "k8s:shop/plain": None, "k8s:shop/away": None}
+    assert entries == {"k8s:shop/np": b1.network, "k8s:shop/plain": b1.network, "k8s:shop/away": None}, (
+        "with or without a nodePort (the node's own connections to the ClusterIP), not where no backend's network is known"
+    )

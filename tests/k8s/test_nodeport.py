@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,7 @@ from tests.k8s.test_service_datapath import KubeApi, create_endpoint, dump, endp
 from tests.nodes import Node, attach_pod, cluster_of_nodes, sh, wait_until
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
 from tests.support.processes import terminate
-from tests.support.service_pods import fetch, processes
+from tests.support.service_pods import Processes, fetch, processes
 from tests.support.waiting import free_ports
 
 pytestmark = test_service_datapath.pytestmark  # the same markers and conditions (root, Open vSwitch)
@@ -33,14 +36,14 @@ SERVICE_CIDR, CLUSTER_IP = "198.19.96.0/24", "198.19.96.10"
 OUTSIDE_NODE, OUTSIDE_CLIENT = "198.19.251.1", "198.19.251.2"
 
 
-def node_port_service(node_port: int) -> dict[str, Any]:
-    """shop/web (the Service of test_service_datapath's slices) with its TCP port on `node_port`."""
-    ports = [
-        {"name": "http", "protocol": "TCP", "port": 80, "targetPort": "http", "nodePort": node_port},
-        {"name": "dns", "protocol": "UDP", "port": 53, "targetPort": "dns"},
-    ]
-    spec = {"type": "NodePort", "clusterIP": CLUSTER_IP, "ports": ports}
-    return {"kind": "Service", "apiVersion": "v1", "metadata": {"namespace": "shop", "name": "web"}, "spec": spec}
+def node_port_service(node_port: int = 0, status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    """shop/web (the Service of test_service_datapath's slices) with its TCP port on `node_port`
+    (0: a ClusterIP Service), more `spec` fields, and a `status`."""
+    http = {"name": "http", "protocol": "TCP", "port": 80, "targetPort": "http"} | ({"nodePort": node_port} if node_port else {})
+    ports = [http, {"name": "dns", "protocol": "UDP", "port": 53, "targetPort": "dns"}]
+    spec = {"type": "NodePort" if node_port else "ClusterIP", "clusterIP": CLUSTER_IP, "ports": ports} | spec
+    service = {"kind": "Service", "apiVersion": "v1", "metadata": {"namespace": "shop", "name": "web"}, "spec": spec}
+    return service | ({"status": status} if status else {})
 
 
 def in_node(node: Node, *command: str) -> str:
@@ -68,7 +71,23 @@ def answers(namespace: str, address: str, port: int) -> set[str]:
     return set(fetch(namespace, address, port, 20)) - {"-"}
 
 
-def test_node_port_reaches_the_backends_from_the_node_and_from_outside(tmp_path: Path) -> None:
+@dataclass
+class Cluster:
+    """Two nodes in Kubernetes mode, the test API server in node 1's namespace, backends `near`
+    and `other` on node 1 and `far` on node 2 (TCP 8080-8082, UDP 5353) in shop/web's slices,
+    and `outside`: a host in its own namespace routed to node 1. Both nodes forward, as
+    Kubernetes nodes do. Node 2's second pod namespace is free for a client."""
+
+    node: Node
+    second: Node
+    kube: KubeApi
+    running: Processes
+    outside: str
+    addresses: dict[str, str]  # backend name -> pod address
+
+
+@contextmanager
+def service_cluster(tmp_path: Path) -> Iterator[Cluster]:
     (api_port,) = free_ports(1)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kubeconfig_text(f"http://198.19.0.1:{api_port}", TOKEN))
@@ -81,35 +100,43 @@ def test_node_port_reaches_the_backends_from_the_node_and_from_outside(tmp_path:
             kube = KubeApi(node, api_port)
             set_private_subnet(node, PVT_SUBNET)
             create_network(node, "pods", SUBNET, GATEWAY)
+            addresses = {}
             for host, index, name, port in ((node, 0, "near", 8080), (node, 1, "other", 8081), (second, 0, "far", 8082)):
                 endpoint = create_endpoint(host, name)
                 attach_pod(host, index, endpoint)
                 sh("ip", "netns", "exec", host.pods[index], "ip", "route", "add", "default", "via", GATEWAY)
                 running.serve(host.pods[index], name, port, 5353)
                 kube.apply(endpoint_slice(name, endpoint["ipAddress"], port))
-            kube.apply(node_port_service(NODE_PORT))
+                addresses[name] = endpoint["ipAddress"]
 
             add_outside_host(node, outside)
-
-            every = {"near", "other", "far"}
-            wait_until(lambda: answers(node.ns, node.host, NODE_PORT) == every, 90, "nodeIP:nodePort from the node to reach every backend", node)
-            assert answers(node.ns, OUTSIDE_NODE, NODE_PORT) == every, "every address of the node serves the NodePort"
-            wait_until(lambda: answers(outside, node.host, NODE_PORT) == every, 30, "nodeIP:nodePort from outside to reach every backend", node)
-            rule = f'-A CONTIVD-NODEPORTS -p tcp -m comment --comment "shop/web:http" -m tcp --dport {NODE_PORT} -j DNAT --to-destination {CLUSTER_IP}:80'
-            assert node_ports_chain(node) == [rule]
-            assert f"{CLUSTER_IP} dev cvhost-vxlan" in in_node(node, "ip", "route", "show")
-
-            kube.apply(node_port_service(MOVED_PORT))
-            wait_until(lambda: answers(outside, node.host, MOVED_PORT) == every, 30, "the moved nodePort to serve", node)
-            assert answers(outside, node.host, NODE_PORT) == set(), "the old nodePort still serves"
-            assert len(node_ports_chain(node)) == 1
-
-            kube.delete("Service", "shop", "web")
-            wait_until(lambda: node_ports_chain(node) == [], 30, "the deleted Service's NodePort rule to go", node)
-            wait_until(lambda: CLUSTER_IP not in in_node(node, "ip", "route", "show"), 30, "the ClusterIP's route to go", node)
-            assert answers(node.ns, node.host, MOVED_PORT) == set()
+            in_node(second, "sysctl", "-w", "net.ipv4.ip_forward=1")
+            yield Cluster(node, second, kube, running, outside, addresses)
         finally:
             sh("ip", "netns", "del", outside, check=False)
+
+
+def test_node_port_reaches_the_backends_from_the_node_and_from_outside(tmp_path: Path) -> None:
+    with service_cluster(tmp_path) as cluster:
+        node, kube, outside = cluster.node, cluster.kube, cluster.outside
+        kube.apply(node_port_service(NODE_PORT))
+        every = {"near", "other", "far"}
+        wait_until(lambda: answers(node.ns, node.host, NODE_PORT) == every, 90, "nodeIP:nodePort from the node to reach every backend", node)
+        assert answers(node.ns, OUTSIDE_NODE, NODE_PORT) == every, "every address of the node serves the NodePort"
+        wait_until(lambda: answers(outside, node.host, NODE_PORT) == every, 30, "nodeIP:nodePort from outside to reach every backend", node)
+        rule = f'-A CONTIVD-NODEPORTS -p tcp -m comment --comment "shop/web:http" -m tcp --dport {NODE_PORT} -j DNAT --to-destination {CLUSTER_IP}:80'
+        assert node_ports_chain(node) == [rule]
+        assert f"{CLUSTER_IP} dev cvhost-vxlan" in in_node(node, "ip", "route", "show")
+
+        kube.apply(node_port_service(MOVED_PORT))
+        wait_until(lambda: answers(outside, node.host, MOVED_PORT) == every, 30, "the moved nodePort to serve", node)
+        assert answers(outside, node.host, NODE_PORT) == set(), "the old nodePort still serves"
+        assert len(node_ports_chain(node)) == 1
+
+        kube.delete("Service", "shop", "web")
+        wait_until(lambda: node_ports_chain(node) == [], 30, "the deleted Service's NodePort rule to go", node)
+        wait_until(lambda: CLUSTER_IP not in in_node(node, "ip", "route", "show"), 30, "the ClusterIP's route to go", node)
+        assert answers(node.ns, node.host, MOVED_PORT) == set()
 
 
 BARE_SUBNET, BARE_PORT = "198.19.11.0/24", 30081

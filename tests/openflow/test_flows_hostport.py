@@ -8,6 +8,7 @@ import ipaddress
 
 from openflow import HostPort, desired
 from openflow.flows import classifier, forward
+from openflow.inputs import Router
 from openflow.pipeline import TABLES
 from tests.openflow.scenario import node_a, texts
 
@@ -45,8 +46,11 @@ def test_pods_reach_the_nodes_private_address_through_their_gateway() -> None:
     inputs = dataclasses.replace(base, local_ports=with_gateway, host_port=HOST)
     to_node = [t for t in texts(forward.flows(TABLES, inputs)) if "output:9" in t]
     assert to_node == [
-        "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:c6:13:0a:fe,nw_dst=198.18.255.254 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9"
-    ]
+        "table=8, priority=7,ip,metadata=0x6400000000/0x1ffffff00000000,dl_dst=02:02:c6:13:0a:fe actions=set_field:02:aa:00:00:00:01->eth_dst,output:9",
+        "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:c6:13:0a:fe,nw_dst=198.18.255.254 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9",
+    ], "the node's private address, and the node as next hop of the pods' other routed packets"
+    routed = dataclasses.replace(inputs, encap="vlan", router=Router(12, 0x02AA00000002, int(ipaddress.IPv4Address("198.19.99.1")), 3))
+    assert not [t for t in texts(forward.flows(TABLES, routed)) if "priority=7," in t], "routing mode routes them itself"
     assert not [t for t in texts(forward.flows(TABLES, dataclasses.replace(base, host_port=HOST))) if "output:9" in t], "no gateway, no flow"
     assert desired(inputs).flows, "the whole bridge builds with the host port (no two owners claim one match)"
 
@@ -70,7 +74,7 @@ def test_with_a_nodeport_source_replies_reach_this_node_and_those_for_peers_thei
     source = dataclasses.replace(HOST, nodeport_source=int(ipaddress.IPv4Address("198.18.100.1")))
     inputs = dataclasses.replace(base, local_ports=with_gateway, host_port=source)
     peers = {str(ipaddress.IPv4Address(t.remote_ip)): t.ofport for t in inputs.tunnels}
-    routed = [t for t in texts(forward.flows(TABLES, inputs)) if "dl_dst=02:02:c6:13:0a:fe" in t]
+    routed = [t for t in texts(forward.flows(TABLES, inputs)) if "dl_dst=02:02:c6:13:0a:fe" in t and "priority=7," not in t]
     assert sorted(routed) == sorted(
         [
             "table=8, priority=100,ip,metadata=0x6400000000/0xffffff00000000,dl_dst=02:02:c6:13:0a:fe,nw_dst=198.18.255.254 actions=set_field:02:aa:00:00:00:01->eth_dst,output:9",

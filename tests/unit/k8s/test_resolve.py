@@ -117,6 +117,26 @@ def test_node_port_and_load_balancer_keep_their_node_ports() -> None:
     assert record(resolve_service(service(ports=ports, type="LoadBalancer", externalTrafficPolicy="Cluster"), [], CIDR)).ports[0].node_port == 30080
 
 
+def test_external_ips_and_load_balancer_ingress_ips_are_kept_ipv4_only() -> None:
+    svc = service(type="LoadBalancer", externalIPs=["198.19.200.2", "2001:db8::1", "198.19.200.1"])
+    svc["status"] = {"loadBalancer": {"ingress": [{"ip": "198.19.201.1"}, {"hostname": "lb.example"}, {"ip": "198.19.200.1"}]}}
+    resolved = record(resolve_service(svc, [], CIDR))
+    assert resolved.external_ips == ("198.19.200.1", "198.19.200.2", "198.19.201.1")
+    assert KubeServiceState.from_json(resolved.to_json()) == resolved
+    plain = record(resolve_service(service(), [], CIDR))
+    assert plain.external_ips == () and "externalIPs" not in plain.to_json(), "a record without them keeps its shape"
+
+
+def test_external_traffic_policy_local_and_its_health_check_port_are_kept() -> None:
+    ports = [{"name": "http", "port": 80, "nodePort": 30080}]
+    local = record(resolve_service(service(ports=ports, type="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=32000), [], CIDR))
+    assert (local.local_traffic, local.health_check_node_port) == (True, 32000)
+    assert KubeServiceState.from_json(local.to_json()) == local
+    cluster = record(resolve_service(service(ports=ports, type="NodePort", externalTrafficPolicy="Cluster"), [], CIDR))
+    assert (cluster.local_traffic, cluster.health_check_node_port) == (False, 0)
+    assert not {"externalTrafficPolicyLocal", "healthCheckNodePort"} & cluster.to_json().keys()
+
+
 @pytest.mark.parametrize("spec", [{"clusterIP": "None"}, {"clusterIP": ""}, {"type": "ExternalName", "externalName": "db.example"}])
 def test_headless_and_external_name_services_have_no_record_and_no_complaint(spec: dict[str, Any]) -> None:
     svc = service()
@@ -130,10 +150,6 @@ def test_headless_and_external_name_services_have_no_record_and_no_complaint(spe
     ("svc", "reason"),
     [
         (service(ports=[{"name": "http", "port": 80}, {"name": "sig", "port": 3868, "protocol": "SCTP"}]), "sctp"),
-        (
-            service(type="NodePort", externalTrafficPolicy="Local", ports=[{"name": "http", "port": 80, "nodePort": 30080}]),
-            "external-traffic-policy-local",
-        ),
         (service(cluster_ip="198.19.224.10"), "cluster-ip-outside-service-cidr"),
         (service(cluster_ip="fd00::10"), "cluster-ip-outside-service-cidr"),
         (service(cluster_ip="ten"), "invalid-cluster-ip"),

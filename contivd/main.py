@@ -210,7 +210,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             await nursery.start(context.audit.run)
             api = create_app(context)
             status = StatusContext(
-                store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath, http.ssl_context, bgp_inspect
+                store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath, http.ssl_context, bgp_inspect, kube
             )
             register_status_routes(api.quart, status)
             register_import_route(api.quart, ImportContext(store, context.access, context.audit))

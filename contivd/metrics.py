@@ -28,7 +28,8 @@ from raftstore import Store
 
 from .agent.netpolstats import RuleHits
 from .agent.service import Agent
-from .k8s import KubeHealth
+from .k8s import KubeHealth, KubeStatusView
+from .k8s.status import PHASES
 from .model.rulehits import add_up, contiv_labels, default_drop_of, netpol_labels
 from .state import EndpointState, StateCache, StateSnapshot
 from .state.usage import address_usage, groups_by_network
@@ -138,6 +139,7 @@ class StateCollector(Collector):
         yield GaugeMetricFamily(
             "contivd_k8s_api_up", "1 while the leader's lists and watches of the API server work", value=int(view.watching and not view.problems)
         )
+        yield from kube_watch_metrics(view, kube.watch_counts(), time.time())
         skipped = CounterMetricFamily(
             "contivd_k8s_services_skipped",
             "Kubernetes Services this node (as leader) found it cannot program, by Service and reason (SCTP, a cluster IP outside the service CIDR, ...)",
@@ -271,3 +273,31 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def kube_watch_metrics(view: KubeStatusView, counts: tuple[dict[str, int], dict[str, int]], now: float) -> Iterator[Metric]:
+    """Each watched kind's state (a gauge per kind and state, 1 for the one it is in), how old
+    its resourceVersion is, and how often it relisted or failed."""
+    state = GaugeMetricFamily(
+        "contivd_k8s_watch_state",
+        "1 for the state each watched Kubernetes kind is in (listing, watching, resuming, backing_off)",
+        labels=["kind", "state"],
+    )
+    age = GaugeMetricFamily(
+        "contivd_k8s_resource_version_age_seconds",
+        "Seconds since the kind's resourceVersion last moved (list, event or bookmark; bookmarks come about every minute)",
+        labels=["kind"],
+    )
+    for kind, kind_state in sorted(view.kinds.items()):
+        for phase in PHASES:
+            state.add_metric([kind, phase], int(kind_state.phase == phase))
+        if kind_state.version_seen:
+            age.add_metric([kind], max(0.0, now - kind_state.version_seen))
+    relists, failures = counts
+    relisted = CounterMetricFamily("contivd_k8s_relists", "Lists of a kind after its first (410: its history was gone), by kind", labels=["kind"])
+    failed = CounterMetricFamily("contivd_k8s_watch_failures", "Failed lists or watches of a kind (each retry counts), by kind", labels=["kind"])
+    for kind, count in sorted(relists.items()):
+        relisted.add_metric([kind], count)
+    for kind, count in sorted(failures.items()):
+        failed.add_metric([kind], count)
+    yield from (state, age, relisted, failed)

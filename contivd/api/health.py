@@ -30,8 +30,9 @@ Asgi = Callable[[Scope, ASGIReceiveCallable, ASGISendCallable], Awaitable[None]]
 
 def readiness_failures(store: Store, agent: Agent | None, kube: KubeHealth | None = None) -> dict[str, str]:
     """Failing readiness checks by name, each with the reason; empty when the node is ready.
-    In Kubernetes mode the leader (the one node that watches) is not ready while the API server
-    is unreachable or refuses its token; what is programmed stays."""
+    In Kubernetes mode the leader (the one node that watches) is not ready until every watched
+    kind has listed and is watching: not while one lists, backs off (the API server unreachable
+    or refusing its token) or has not got its watch back; what is programmed stays."""
     failures: dict[str, str] = {}
     stats = store.statistics()
     if stats.leader is None or not stats.has_quorum:
@@ -47,7 +48,7 @@ def readiness_failures(store: Store, agent: Agent | None, kube: KubeHealth | Non
         if not agent_stats.first_sync_done:
             failures["first_reconcile"] = "the node agent has not finished its first reconcile"
     if kube is not None:
-        problems = kube.view().problems
+        problems = kube.view().not_ready(time.time())
         if problems:
             failures["kubernetes_api"] = "; ".join(f"{kind}: {why}" for kind, why in sorted(problems.items()))
     return failures

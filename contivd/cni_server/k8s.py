@@ -1,46 +1,36 @@
-"""A pod's labels from the Kubernetes API server (official `kubernetes` client, extra `k8s`).
+"""A pod's labels from the Kubernetes API server (contivd.k8s.client's PodReader).
 
-Blocking: the server calls `pod_labels` through `trio.to_thread.run_sync`. The client is built
-once per kubeconfig and reused; the import happens on first use so nodes without Kubernetes
-do not need the package.
+Blocking: the server calls `pod_labels` through `trio.to_thread.run_sync`. The reader is built
+once per kubeconfig and reused; lightkube is imported on first use, so nodes without
+Kubernetes never load it.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from cni.protocol import INVALID_NETWORK_CONFIG, TRY_AGAIN_LATER, UNKNOWN_CONTAINER, CniError
 
-TIMEOUT_SECONDS = 10.0
+from ..k8s.client import KubeRefused, KubeUnavailable, PodReader
 
 
 @lru_cache(maxsize=4)
-def _core_api(kubeconfig: Path) -> Any:
+def _reader(kubeconfig: Path) -> PodReader:
     try:
-        from kubernetes import client, config
-    except ImportError:
-        raise CniError(INVALID_NETWORK_CONFIG, "--kubeconfig is set but the kubernetes client is not installed (pip install contivd[k8s])") from None
-    try:
-        api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
-    except Exception as exc:  # noqa: BLE001 - the client raises several unrelated types for a bad file
-        raise CniError(INVALID_NETWORK_CONFIG, f"kubeconfig {kubeconfig} cannot be used: {exc}") from None
-    return client.CoreV1Api(api_client)
+        return PodReader(kubeconfig)
+    except ValueError as exc:
+        raise CniError(INVALID_NETWORK_CONFIG, str(exc)) from None
 
 
 def pod_labels(kubeconfig: Path, namespace: str, name: str) -> dict[str, str]:
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
-
-    api = _core_api(kubeconfig)
     try:
-        pod = api.read_namespaced_pod(name, namespace, _request_timeout=TIMEOUT_SECONDS)
-    except ApiException as exc:
+        pod = _reader(kubeconfig).get(namespace, name)
+    except KubeRefused as exc:
         if exc.status == 404:
             raise CniError(UNKNOWN_CONTAINER, f"pod {namespace}/{name} does not exist in the Kubernetes API") from None
-        raise CniError(TRY_AGAIN_LATER, f"reading pod {namespace}/{name} from the Kubernetes API failed: {exc.status} {exc.reason}") from None
-    except (OSError, HTTPError) as exc:
+        raise CniError(TRY_AGAIN_LATER, f"reading pod {namespace}/{name} from the Kubernetes API failed: {exc}") from None
+    except KubeUnavailable as exc:
         raise CniError(TRY_AGAIN_LATER, f"the Kubernetes API server did not answer: {exc}") from None
-    labels = pod.metadata.labels or {}
+    labels = (pod.get("metadata") or {}).get("labels") or {}
     return {str(k): str(v) for k, v in labels.items()}

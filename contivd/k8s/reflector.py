@@ -1,29 +1,33 @@
-"""List then watch one kind, for ever: what client-go calls a reflector, in a worker thread.
+"""List then watch one kind, for ever: what client-go calls a reflector, as a trio task.
 
 It lists (a `Listed` with every object), then watches from the list's resourceVersion and
 hands each change on (`Changed`), remembering the newest resourceVersion it saw (bookmarks
-included) so a watch the server ended, or a connection that broke (API server restart), resumes
-where it stopped without a relist. Only a 410 (the history was compacted) costs a relist.
-Failures back off (0.5 s doubling to 15 s) and are reported to `KubeHealth`: unreachable, or
-refused (401: the token). Nothing is ever torn down because the API server is away: the syncer
-only acts on what the server says.
+included) so a watch the server ended, or a connection that broke, resumes where it stopped.
+A 410 (the history is gone: compacted, or a real kube-apiserver whose watch cache restarted)
+costs a relist. Failures back off (0.5 s doubling to 4 s: an API server back from a restart
+is found within 4 s) and each kind's state (status.KindState: listing, watching, resuming,
+backing off) is kept in `KubeHealth`, which readiness, the status page and /metrics read and
+which logs one line per change, never one per retry. Nothing is ever torn down because the API
+server is away: the syncer only acts on what the server says. Cancelling the task (leadership
+lost) closes its connection.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
+from . import status
 from .client import KubeApi, KubeRefused, KubeUnavailable
 from .status import KubeHealth
 
 log = logging.getLogger("contivd.k8s")
-FIRST_BACKOFF, MAX_BACKOFF = 0.5, 15.0
+FIRST_BACKOFF, MAX_BACKOFF = 0.5, 4.0
 
 
 @dataclass(frozen=True)
@@ -50,39 +54,53 @@ class Changed:
 Update = Listed | Relisting | Changed
 
 
-def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: KubeHealth, stopping: threading.Event) -> None:
-    """Run until `stopping` is set (or `emit` raises: the consumer is gone)."""
+async def reflect(api: KubeApi, kind: str, emit: Callable[[Update], Awaitable[None]], health: KubeHealth) -> None:
+    """Run until cancelled (or `emit` raises: the consumer is gone)."""
     backoff = FIRST_BACKOFF
     resource_version = ""  # "": list first
-    while not stopping.is_set():
+
+    def note(change: Callable[..., status.KindState], *args: Any) -> None:
+        now = time.time()
+        health.update(kind, lambda state: change(state, *args, now=now))
+
+    while True:
         try:
             if not resource_version:
-                listing = api.list(kind)
-                emit(Listed(kind, listing.items))
+                note(status.listing)
+                listing = await api.list(kind)
+                await emit(Listed(kind, listing.items))
                 resource_version = listing.resource_version
+                note(status.listed, resource_version)
                 log.info("listed %d %s at resourceVersion %s", len(listing.items), kind, resource_version)
-            events = api.watch(kind, resource_version)
-            health.ok(kind)  # the server answered the watch: whatever failed before is over
-            quiet = True
-            for event in events:
-                if stopping.is_set():
-                    return
-                quiet = False
-                resource_version = str(((event.get("object") or {}).get("metadata") or {}).get("resourceVersion") or resource_version)
+            heard = False
+
+            def answered() -> None:
+                nonlocal backoff
+                backoff = FIRST_BACKOFF  # the server is back: the next failure starts the backoff over
+                note(status.watching)
+
+            async def handle(event: dict[str, Any]) -> None:
+                nonlocal resource_version, heard
+                heard = True
+                version = str(((event.get("object") or {}).get("metadata") or {}).get("resourceVersion") or resource_version)
+                if version != resource_version:
+                    resource_version = version
+                    note(status.advanced, version)
                 if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                    emit(Changed(kind, str(event["type"]), event["object"]))
-                backoff = FIRST_BACKOFF
-            if not quiet:
+                    await emit(Changed(kind, str(event["type"]), event["object"]))
+
+            await api.watch(kind, resource_version, answered, handle)
+            note(status.resuming)
+            if heard:
                 continue  # the server ended the watch (its timeout): resume at once
-            if stopping.wait(backoff):  # ended without a word, not even a bookmark: do not spin
-                return
+            await trio.sleep(backoff)  # ended without a word, not even a bookmark: do not spin
             backoff = min(backoff * 2, MAX_BACKOFF)
             continue
         except KubeRefused as exc:
             if exc.status == 410:
-                log.info("watch of %s: resourceVersion %s is gone (%s): relisting", kind, resource_version, exc)
+                note(status.expired)
                 resource_version = ""
-                emit(Relisting(kind))
+                await emit(Relisting(kind))
                 continue
             token = " (check the kubeconfig's token)" if exc.status in (401, 403) else ""
             problem = f"the API server refused the {kind} list/watch: {exc}{token}"
@@ -91,11 +109,8 @@ def reflect(api: KubeApi, kind: str, emit: Callable[[Update], None], health: Kub
         except ValueError as exc:  # a line or a list that is not JSON: start over from a list
             problem = f"the API server sent something unreadable: {exc}"
             resource_version = ""
-        if stopping.is_set():  # the term is over: its failures are nobody's concern now
-            return
-        health.failed(kind, problem)
-        if stopping.wait(backoff):
-            return
+        note(status.failed, problem)
+        await trio.sleep(backoff)
         backoff = min(backoff * 2, MAX_BACKOFF)
 
 
@@ -103,9 +118,9 @@ Consume = Callable[[trio.MemoryReceiveChannel[Update]], Awaitable[None]]
 
 
 async def reflect_kinds(api: KubeApi, health: KubeHealth, subscribers: Sequence[tuple[Iterable[str], Consume]]) -> None:
-    """Reflect every kind a subscriber names, each once, in a worker thread of its own, and hand
-    each update to every subscriber of its kind through a channel of that subscriber's own, until
-    a subscriber returns or the caller is cancelled; then the threads and their watches end.
+    """Reflect every kind a subscriber names, each once, in a task of its own, and hand each
+    update to every subscriber of its kind through a channel of that subscriber's own, until
+    a subscriber returns or the caller is cancelled; then the watches end.
 
     One watch per kind, however many duties need it: the leader's Pods feed both the NetworkPolicy
     compiler and the label follower from one list and one watch (one copy of every pod, one load
@@ -116,29 +131,19 @@ async def reflect_kinds(api: KubeApi, health: KubeHealth, subscribers: Sequence[
     for (kinds, _), (send, _) in zip(subscribers, channels, strict=True):
         for kind in kinds:
             fan_out.setdefault(kind, []).append(send)
-    stopping = threading.Event()
+    health.expect(sorted(fan_out), time.time())
 
     async def hand_on(update: Update) -> None:
         for send in fan_out[update.kind]:
             await send.send(update)
-
-    async def run(kind: str) -> None:
-        def emit(update: Update) -> None:
-            trio.from_thread.run(hand_on, update)
-
-        await trio.to_thread.run_sync(reflect, api, kind, emit, health, stopping, abandon_on_cancel=True)
 
     async def consume_then_stop(consume: Consume, receive: trio.MemoryReceiveChannel[Update], term: trio.CancelScope) -> None:
         async with receive:
             await consume(receive)
         term.cancel()
 
-    try:
-        async with trio.open_nursery() as nursery:
-            for kind in fan_out:
-                nursery.start_soon(run, kind)
-            for (_, consume), (_, receive) in zip(subscribers, channels, strict=True):
-                nursery.start_soon(consume_then_stop, consume, receive, nursery.cancel_scope)
-    finally:
-        stopping.set()
-        api.stop_watches()
+    async with trio.open_nursery() as nursery:
+        for kind in fan_out:
+            nursery.start_soon(reflect, api, kind, hand_on, health)
+        for (_, consume), (_, receive) in zip(subscribers, channels, strict=True):
+            nursery.start_soon(consume_then_stop, consume, receive, nursery.cancel_scope)

@@ -142,8 +142,8 @@ class ServiceSync:
 
 class KubernetesWatch:
     """Kubernetes mode on one node: nothing until it is the Raft leader; then the client is
-    built (off the event loop, once: importing `kubernetes` costs seconds of CPU, which
-    followers never pay) and a ServiceSync, a NetpolSync (and, given the netmaster, a PodSync) run for the term. An unusable kubeconfig is logged
+    built (off the event loop, once: it reads the kubeconfig and imports lightkube, which
+    followers never load) and a ServiceSync, a NetpolSync (and, given the netmaster, a PodSync) run for the term. An unusable kubeconfig is logged
     and reported by readiness; the node keeps serving everything else."""
 
     def __init__(

@@ -35,6 +35,7 @@ from ..http.audit import stored
 from ..http.errors import UnauthorizedError, answer_for
 from ..http.forwarder import ForwardingClient
 from ..http.tokens import Role
+from ..k8s import KubeHealth
 from ..nodes import registered_nodes
 from ..state import StateCache
 from .snapshot import cluster_model, node_report, recent_writes, store_model
@@ -77,6 +78,7 @@ class StatusContext:
     peer_tls: ssl.SSLContext | None = None  # verifies peers' https:// API certificates (the cluster CA)
     # The node's BGP speaker's `/inspect/bgp` answer (BgpSpeaker.inspect; None: no speaker, i.e. no datapath).
     bgp_inspect: Callable[[], Mapping[str, Any]] | None = None
+    kube: KubeHealth | None = None  # Kubernetes mode: the node's watch (the leader's lists and watches)
 
 
 class StatusService:
@@ -93,7 +95,8 @@ class StatusService:
         agent = self.ctx.agent.statistics() if self.ctx.agent is not None else None
         datapath = self.ctx.endpoint_datapath() if self.ctx.endpoint_datapath is not None else None
         bgp = self.ctx.bgp_inspect() if self.ctx.bgp_inspect is not None else None
-        return node_report(self.ctx.node_name, self.ctx.store.statistics(), agent, time.time(), datapath, bgp)
+        kube = self.ctx.kube.view() if self.ctx.kube is not None else None
+        return node_report(self.ctx.node_name, self.ctx.store.statistics(), agent, time.time(), datapath, bgp, kube)
 
     async def _peer_report(self, name: str, api_url: str, out: dict[str, Any]) -> None:
         headers = {}

@@ -20,6 +20,7 @@ from raftstore import StoreStatistics
 from ..agent.service import AgentStatistics
 from ..bgp import bgp_oper
 from ..http.audit import AuditEntry
+from ..k8s import KubeStatusView
 from ..k8s.listing import service_rows
 from ..state import EndpointGroupState, NodeRecord, StateSnapshot
 from ..state.records import Labels
@@ -149,6 +150,28 @@ def bgp_model(inspect: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def kube_model(view: KubeStatusView, now: float) -> dict[str, Any]:
+    """The node's Kubernetes watch as the page shows it: whether it watches (the leader), why
+    it cannot (a kubeconfig problem), and each kind's state, resourceVersion, its age, relists
+    and last error with its time."""
+    kinds = [
+        {
+            "kind": kind,
+            "state": state.phase,
+            "since": state.since,
+            "resourceVersion": state.resource_version,
+            "versionAge": round(now - state.version_seen, 1) if state.version_seen else None,
+            "relists": state.relists,
+            "lastError": state.last_error,
+            "errorSince": state.error_since,
+            "ready": state.ready_problem(now) is None,
+        }
+        for kind, state in sorted(view.kinds.items())
+    ]
+    problems = {what: why for what, why in view.problems.items() if what not in view.kinds}
+    return {"watching": view.watching, "services": view.services, "problems": problems, "kinds": kinds}
+
+
 def node_report(
     name: str,
     store: StoreStatistics,
@@ -156,10 +179,12 @@ def node_report(
     now: float,
     datapath: Mapping[str, list[Any]] | None = None,
     bgp: Mapping[str, Any] | None = None,
+    kube: KubeStatusView | None = None,
 ) -> dict[str, Any]:
     """What one node says about itself (served at /status/api/node, fetched by peers).
     `datapath`: its local endpoints' datapath states (endpoint id → [text, healthy]);
-    `bgp`: its speaker's `/inspect/bgp` answer (None: no speaker, i.e. no datapath here)."""
+    `bgp`: its speaker's `/inspect/bgp` answer (None: no speaker, i.e. no datapath here);
+    `kube`: its Kubernetes watch (None: not in Kubernetes mode)."""
     return {
         "name": name,
         "time": now,
@@ -167,6 +192,7 @@ def node_report(
         "agent": None if agent is None else asdict(agent),
         "datapath": dict(datapath or {}),
         "bgp": None if bgp is None else bgp_model(bgp),
+        "kubernetes": None if kube is None else kube_model(kube, now),
     }
 
 
@@ -236,6 +262,7 @@ def cluster_model(
                 "reasons": reasons,
                 "agent": (report or {}).get("agent"),
                 "bgp": (report or {}).get("bgp"),  # bgp_model of its speaker; None: no Bgp object names it (or no report)
+                "kubernetes": (report or {}).get("kubernetes"),  # kube_model of its watch; None: not in Kubernetes mode (or no report)
                 "unreachableSince": down_since.get(node.raft_address or ""),  # no Raft link from this node since (unix time)
             }
         )
@@ -259,6 +286,7 @@ def cluster_model(
                     "reasons": ["not registered (no node record)"],
                     "agent": None,
                     "bgp": None,
+                    "kubernetes": None,
                     "unreachableSince": down_since.get(address),
                 }
             )

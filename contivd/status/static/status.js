@@ -187,6 +187,30 @@ function renderBgp(cluster) {
   table(document.getElementById("bgp"), ["node", "neighbor", "local AS", "neighbor status", "admin status", "routes", "learned routes", "error"], rows);
 }
 
+const KUBE_STATES = { watching: "ok", resuming: "degraded", listing: "degraded", backing_off: "down" };
+
+function renderKube(cluster) {
+  const watchers = cluster.members.filter((m) => m.kubernetes && (m.kubernetes.watching || Object.keys(m.kubernetes.problems).length));
+  document.getElementById("kube-box").hidden = !watchers.length;
+  const rows = watchers.flatMap((m) => {
+    const k = m.kubernetes;
+    const problems = Object.entries(k.problems).map(([what, why]) =>
+      el("tr", {}, el("td", {}, el("span", { class: "name" }, m.name)), el("td", {}, what), el("td", {}, health("down", [], "cannot start")),
+        el("td", { colspan: 3 }, "–"), el("td", { class: "errors" }, why)));
+    return problems.concat(k.kinds.map((s) =>
+      el("tr", {},
+        el("td", {}, el("span", { class: "name" }, m.name)),
+        el("td", {}, s.kind),
+        el("td", { title: `since ${ago(s.since)}` }, health(s.ready ? "ok" : KUBE_STATES[s.state] || "unknown", [], s.state.replace("_", " "))),
+        el("td", { class: "mono" }, s.resourceVersion || "–", s.versionAge !== null ? el("small", {}, ` ${s.versionAge} s old`) : null),
+        el("td", { class: "num" }, num(s.relists)),
+        el("td", {}, ago(s.since)),
+        el("td", { class: s.lastError ? "errors" : "muted" }, s.lastError ? `${s.lastError} (${ago(s.errorSince)})` : "none"),
+      )));
+  });
+  table(document.getElementById("kube"), ["node", "kind", "state", "resourceVersion", "relists", "state since", "last error"], rows);
+}
+
 // ---- networks and policy --------------------------------------------------------------------
 
 function usageBar(allocated, total) {
@@ -460,6 +484,7 @@ function renderCluster(cluster) {
   renderDiagram(cluster, state.snapshot.store.vlanUplinks);
   renderNodes(cluster);
   renderBgp(cluster);
+  renderKube(cluster);
   if (state.rendered) {  // datapath states changed: the endpoint table and its filter index follow
     indexEndpoints(state.snapshot.store);
     renderEndpoints();

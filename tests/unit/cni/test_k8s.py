@@ -1,4 +1,4 @@
-"""Pod labels through the official kubernetes client, against the test API server on loopback."""
+"""Pod labels through contivd's Kubernetes client (contivd.k8s.client.PodReader), against the test API server on loopback."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import pytest
 from cni.protocol import CniError
 from contivd.cni_server.k8s import pod_labels
 from tests.support.k8s_apiserver import KubeApiServer, kubeconfig_text, pod
-
-pytest.importorskip("kubernetes")
 
 
 @pytest.fixture

@@ -76,8 +76,12 @@ def cpu_seconds(cluster: ContivdCluster) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-async def create_endpoints(run: Run, http: ForwardingClient, cluster: ContivdCluster, names: list[str], concurrency: int) -> None:
-    urls = [node.url for node in cluster.nodes]
+async def create_endpoints(urls: list[str], names: list[str], concurrency: int, http: ForwardingClient | None = None) -> list[float]:
+    """Create the endpoints `names` (network default:bench) through /plugin/createEndpoint from
+    `concurrency` clients spread over `urls`; their latencies in seconds. Without `http`, over a
+    client of its own, closed after: the other benchmarks' way to fill a node."""
+    session = ForwardingClient(timeout=60) if http is None else http
+    latencies: list[float] = []
     pending = iter(names)
     targets = itertools.cycle(urls)
 
@@ -85,17 +89,27 @@ async def create_endpoints(run: Run, http: ForwardingClient, cluster: ContivdClu
         for name in pending:
             body = json.dumps({"TenantName": "default", "NetworkName": "bench", "EndpointID": name, "ConfigEP": {"Container": name}})
             start = time.perf_counter()
-            status, _, text = await http.request(
+            status, _, text = await session.request(
                 "POST", url, "/plugin/createEndpoint", {"Content-Type": "application/json", "Accept": "application/json"}, body.encode()
             )
-            run.latencies.append(time.perf_counter() - start)
+            latencies.append(time.perf_counter() - start)
             if status != 200:
                 raise RuntimeError(f"createEndpoint {name}: {status} {text[:200]!r}")
 
+    try:
+        async with trio.open_nursery() as nursery:
+            for _ in range(concurrency):
+                nursery.start_soon(client, next(targets))
+    finally:
+        if http is None:
+            await session.aclose()
+    return latencies
+
+
+async def timed_batch(run: Run, http: ForwardingClient, cluster: ContivdCluster, names: list[str], concurrency: int) -> None:
+    """One batch of `create_endpoints` on `cluster`, added to `run`: latencies, wall time, server CPU."""
     started, cpu = time.perf_counter(), cpu_seconds(cluster)
-    async with trio.open_nursery() as nursery:
-        for _ in range(concurrency):
-            nursery.start_soon(client, next(targets))
+    run.latencies += await create_endpoints([node.url for node in cluster.nodes], names, concurrency, http)
     run.elapsed += time.perf_counter() - started
     run.server_cpu += cpu_seconds(cluster) - cpu
 
@@ -147,8 +161,8 @@ async def bench(subjects: list[Subject], count: int, rounds: int) -> None:
     per_round = count // rounds
     for index in range(rounds):
         for subject, http in zip(subjects, clients, strict=True):
-            await create_endpoints(subject.seq, http, subject.cluster, [f"r{index}s{i}" for i in range(per_round // 4)], 1)
-            await create_endpoints(subject.conc, http, subject.cluster, [f"r{index}c{i}" for i in range(per_round)], CONCURRENCY)
+            await timed_batch(subject.seq, http, subject.cluster, [f"r{index}s{i}" for i in range(per_round // 4)], 1)
+            await timed_batch(subject.conc, http, subject.cluster, [f"r{index}c{i}" for i in range(per_round)], CONCURRENCY)
     for http in clients:
         await http.aclose()
 

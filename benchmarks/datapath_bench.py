@@ -30,7 +30,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,7 @@ from openflow.inputs import PolicyRuleSpec  # noqa: E402
 from openflow.pipeline import TABLES  # noqa: E402
 from tests.cni.harness import Pod, netconf, socket_of  # noqa: E402
 from tests.nodes import Node, cluster_of_nodes, sh  # noqa: E402
+from tests.support.ovs_netns import ovs_sandbox  # noqa: E402
 
 POD_SUBNET, POD_GATEWAY = "198.19.128.0/20", "198.19.143.254"  # clear of the fabric (198.19.0.0/24) and the VTEPs
 
@@ -108,26 +108,14 @@ async def _measure_flows(count: int, data_dir: Path) -> dict[str, float]:
 
 
 def measure_flows(count: int) -> dict[str, float]:
-    """In a namespace of its own (a netdev OVS must not share the root namespace's tap device)."""
-    ns = f"cdb-{uuid.uuid4().hex[:6]}"
-    sh("ip", "netns", "add", ns)
-    try:
-        sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        with tempfile.TemporaryDirectory(prefix="datapath-bench-") as tmp:
-            env = {**os.environ, "PYTHONPATH": str(ROOT)}
-            try:
-                done = subprocess.run(
-                    ["ip", "netns", "exec", ns, sys.executable, __file__, "--inner-flows", str(count), "--data-dir", tmp],
-                    capture_output=True, text=True, env=env, timeout=900, check=True,
-                )  # fmt: skip
-            finally:
-                for daemon in ("ovs-vswitchd", "ovsdb-server"):  # by PID, whatever happened
-                    pidfile = Path(tmp) / "ovs" / f"{daemon}.pid"
-                    if pidfile.exists():
-                        subprocess.run(["kill", "-9", pidfile.read_text().strip()], check=False, capture_output=True)
-        return dict(json.loads(done.stdout.splitlines()[-1]))
-    finally:
-        sh("ip", "netns", "del", ns, check=False)
+    """In a namespace of its own (a netdev OVS must not share the root namespace's tap device), with
+    the controller: this script again, inside it."""
+    with ovs_sandbox("cdb") as (ns, data_dir):
+        done = subprocess.run(
+            ["ip", "netns", "exec", ns, sys.executable, __file__, "--inner-flows", str(count), "--data-dir", str(data_dir)],
+            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=900, check=True,
+        )  # fmt: skip
+    return dict(json.loads(done.stdout.splitlines()[-1]))
 
 
 class FlowWatch:

@@ -15,7 +15,8 @@ the agents' pure code paths, as the daemons run them).
 * ``trace_ms``: what `ctl trace` spends on one packet, the median: the model's verdict
   (``trace_model_ms``, `explain`: Contiv's EPG rules, ``contiv_rules`` of them over the 20 app
   groups, then `decide` over the compiled NetworkPolicy rules) plus OVS's (``trace_ovs_ms``:
-  `ovs-appctl ofproto/trace` on a bridge of a managed Open vSwitch holding one node's flows: a
+  `ovs-appctl ofproto/trace` on a bridge of a managed Open vSwitch, in a network namespace of its
+  own (a second userspace OVS beside the node's would collide), holding one node's flows: a
   local pod, the other pods as remote endpoints, every Contiv and NetworkPolicy flow). Without
   root or Open vSwitch the OVS half is skipped (null) and ``trace_ms`` is the model's alone.
   One trace across nodes runs ofproto/trace twice (the source's and the destination's node, one
@@ -33,7 +34,6 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from ipaddress import IPv4Address
 from pathlib import Path
@@ -49,12 +49,12 @@ from contivd.agent.trace import trace_flow  # noqa: E402
 from contivd.k8s.netpol import ObjectsCompiler, compile_objects  # noqa: E402
 from contivd.k8s.view import NAMESPACES, NETWORK_POLICIES, PODS  # noqa: E402
 from contivd.model.policytrace import TraceEnd, explain  # noqa: E402
-from contivd.ovs import ManagedOvs  # noqa: E402
 from openflow.desired import desired  # noqa: E402
 from openflow.fields import CATEGORY_SHIFT, Category  # noqa: E402
 from openflow.incremental import FlowState  # noqa: E402
 from openflow.inputs import LocalPort, NetpolPod, NetworkRef, NodeInputs, PolicyRuleSpec, RemoteEndpoint, TunnelPort, vip_mac  # noqa: E402
 from openflow.text import flow_text, group_text  # noqa: E402
+from tests.support.ovs_netns import private_ovs  # noqa: E402
 
 NODES = 3
 APPS = 20
@@ -128,37 +128,32 @@ def policy(i: int, namespaces: int, peer_shift: int = 0) -> dict[str, Any]:
 
 async def ovs_trace_ms(ips: list[int], groups: list[int], netpol: tuple[NetpolPod, ...], rules: tuple[PolicyRuleSpec, ...]) -> float:
     """Median ofproto/trace time of first packets from pod 0 (local, port 1) to other pods,
-    on a managed OVS (temporary directory) holding the node's flows."""
+    on a managed OVS (temporary directory, network namespace of its own) holding the node's flows."""
     net = NetworkRef("pods.default", "vxlan", 1, 100, int(IPv4Address("198.18.255.254")))
     local = LocalPort(1, "pod-0", ips[0], vip_mac(ips[0]), net, groups[0])
     vtep = int(IPv4Address("198.19.0.2"))
     remotes = tuple(RemoteEndpoint(f"pod-{i}", ip, vip_mac(ip), net, groups[i], vtep=vtep) for i, ip in enumerate(ips) if i)
     inputs = NodeInputs("vxlan", (local,), remotes, (TunnelPort(2, vtep),), rules=rules, netpol=netpol)
     want = desired(inputs)
-    with tempfile.TemporaryDirectory(prefix="policy-bench-") as tmp:
-        ovs = ManagedOvs(Path(tmp))
-        async with trio.open_nursery() as nursery:
-            await nursery.start(ovs.run)
-            bridge = "pbench0"
-            vsctl = ["ovs-vsctl", f"--db={ovs.db_socket}"]
-            await trio.run_process(
-                [*vsctl, "add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev", "fail_mode=secure", "protocols=OpenFlow13"]
-            )
-            groups, flows = Path(tmp) / "groups", Path(tmp) / "flows"
-            groups.write_text("".join(group_text(g) + "\n" for g in want.groups))
-            flows.write_text("".join(flow_text(f) + "\n" for f in want.flows))
-            ofctl = ["ovs-ofctl", "-O", "OpenFlow13"]
-            await trio.run_process([*ofctl, "add-groups", ovs.management_socket(bridge), str(groups)])
-            await trio.run_process([*ofctl, "add-flows", ovs.management_socket(bridge), str(flows)])
-            times = []
-            for t in range(20):
-                dst = ips[1 + (t * 13) % (len(ips) - 1)]
-                flow = trace_flow(local, vip_mac(dst), dst, 6, 8080)
-                start = time.perf_counter()
-                await trio.run_process(["ovs-appctl", "-t", ovs.vswitchd_control, "ofproto/trace", bridge, flow], capture_stdout=True)
-                times.append((time.perf_counter() - start) * 1000)
-            await trio.run_process([*vsctl, "del-br", bridge])
-            nursery.cancel_scope.cancel()
+    async with private_ovs("pbench") as ovs:  # beside any other userspace OVS on the machine (contivd's own)
+        bridge = "pbench0"
+        vsctl = ["ovs-vsctl", f"--db={ovs.db_socket}"]
+        await trio.run_process(
+            [*vsctl, "add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev", "fail_mode=secure", "protocols=OpenFlow13"]
+        )
+        group_file, flow_file = ovs.run_dir / "groups", ovs.run_dir / "flows"
+        group_file.write_text("".join(group_text(g) + "\n" for g in want.groups))
+        flow_file.write_text("".join(flow_text(f) + "\n" for f in want.flows))
+        ofctl = ["ovs-ofctl", "-O", "OpenFlow13"]
+        await trio.run_process([*ofctl, "add-groups", ovs.management_socket(bridge), str(group_file)])
+        await trio.run_process([*ofctl, "add-flows", ovs.management_socket(bridge), str(flow_file)])
+        times = []
+        for t in range(20):
+            dst = ips[1 + (t * 13) % (len(ips) - 1)]
+            flow = trace_flow(local, vip_mac(dst), dst, 6, 8080)
+            start = time.perf_counter()
+            await trio.run_process(["ovs-appctl", "-t", ovs.vswitchd_control, "ofproto/trace", bridge, flow], capture_stdout=True)
+            times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times)
 
 

@@ -26,10 +26,8 @@ import httpx
 import trio
 from playwright.sync_api import Browser, sync_playwright
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
-from api_bench import NETWORK, create_endpoints  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: benchmarks, tests.support
+from benchmarks.api_bench import NETWORK, create_endpoints  # noqa: E402
 from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS, ContivdCluster  # noqa: E402
 
 

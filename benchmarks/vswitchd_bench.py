@@ -26,9 +26,7 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +42,7 @@ from openflow import Controller  # noqa: E402
 from openflow.encode import encode_flow_bundle  # noqa: E402
 from openflow.flow import Flow  # noqa: E402
 from openflow.pipeline import TABLES  # noqa: E402
+from tests.support.ovs_netns import ovs_sandbox  # noqa: E402
 
 SAMPLES = 8
 SETTLE_TIMEOUT_S = 60.0
@@ -163,25 +162,12 @@ def main() -> None:
         print(json.dumps(trio.run(_inner, [int(c) for c in args.counts.split(",")], args.inner)))
         return
     counts = [0, 50] if args.quick else [0, 50, 100, 250]
-    ns = f"cvb-{uuid.uuid4().hex[:6]}"  # link events of other work on the machine must not reach this vswitchd
-    sh("ip", "netns", "add", ns)
-    try:
-        sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        with tempfile.TemporaryDirectory(prefix="vswitchd-bench-") as tmp:
-            env = {**os.environ, "PYTHONPATH": str(ROOT)}
-            try:
-                command = ["ip", "netns", "exec", ns, sys.executable, __file__, "--inner", tmp, "--counts", ",".join(map(str, counts))]
-                done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=env, timeout=1800, check=True)
-            finally:
-                for daemon in ("ovs-vswitchd", "ovsdb-server"):  # by PID, whatever happened
-                    pidfile = Path(tmp) / "ovs" / f"{daemon}.pid"
-                    if pidfile.exists():
-                        subprocess.run(["kill", "-9", pidfile.read_text().strip()], check=False, capture_output=True)
-        lines = done.stdout.splitlines()
-        print("\n".join(lines[:-1]), flush=True)
-        print(lines[-1])
-    finally:
-        sh("ip", "netns", "del", ns)
+    with ovs_sandbox("cvb") as (ns, data_dir):  # link events of other work on the machine must not reach this vswitchd
+        command = ["ip", "netns", "exec", ns, sys.executable, __file__, "--inner", str(data_dir), "--counts", ",".join(map(str, counts))]
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=1800, check=True)
+    lines = done.stdout.splitlines()
+    print("\n".join(lines[:-1]), flush=True)
+    print(lines[-1])
 
 
 if __name__ == "__main__":

@@ -140,11 +140,7 @@ class BridgeDatapath:
             return None
         full = full or self.ports is None
         if full:
-            while True:  # one OVSDB read serves every kind of port; again if a pod came or went meanwhile
-                changes = self._port_changes
-                listed = await self.bridge.list_ports()
-                if changes == self._port_changes:
-                    break
+            listed, changes = await self._list_ports()  # one OVSDB read serves every kind of port
             if self.encap == "vxlan":
                 self._tunnels = await self._ensure_tunnels(listed, vtep_peers(snapshot.nodes, self.node))
             else:
@@ -153,6 +149,12 @@ class BridgeDatapath:
             if self.routed:
                 self._router, self._routes = await self._ensure_router(listed)
             self._routed = None
+            if changes != self._port_changes:
+                # A pod came or went while the steps above awaited: the listing may lack its port
+                # (or still hold it), and `ports` is what incremental syncs, and so the pod's
+                # ADD or DEL, trust until the next full sync. No await from here to the assignment.
+                log.debug("%s: a pod came or went during a full sync; its ports listed again", self.bridge.name)
+                listed, _ = await self._list_ports()
             self.ports = {
                 p.external_ids[ENDPOINT_ID]: AttachedPort(p.name, p.ofport, (p.ingress_policing_rate_kbps, p.ingress_policing_burst_kb))
                 for p in listed
@@ -186,6 +188,15 @@ class BridgeDatapath:
         problems += tuple(self._router_problems)
         self.last = SyncResult(problems, len(built.inputs.local_ports), len(self._tunnels), len(self._uplinks), full)
         return self.last
+
+    async def _list_ports(self) -> tuple[list[PortInfo], int]:
+        """The bridge's ports as OVSDB lists them, read again until no `add_port`/`remove_ports`
+        overlapped the read; with the count of those calls the listing is current for."""
+        while True:
+            changes = self._port_changes
+            listed = await self.bridge.list_ports()
+            if changes == self._port_changes:
+                return listed, changes
 
     async def _ensure_host_port(self, listed: list[PortInfo], snapshot: StateSnapshot) -> HostPort | None:
         """The bridge's internal port into the node and the node's private address; None (and a

@@ -44,10 +44,17 @@ def test_one_pod_attach_and_detach_send_only_its_flows(tmp_path: Path) -> None:
         try:
             create_network(node, "pods", "198.18.20.0/24", "198.18.20.254")
             wait_ready(node)
+            flows = None
             for _ in range(20):
                 pod = Pod().create()
                 pods.append(pod)
                 assert pod.add(node, network="pods").status == 0
+                # Every ADD answers once its own flows are on the switch: a pod's flows sent later
+                # (a periodic full sync racing the attach lost its port once) would also be
+                # counted against the next pod's ADD below.
+                now = agent_stats(node)["flows"]
+                assert flows is None or now - flows == FLOWS_PER_LOCAL_POD, f"ADD of pod {len(pods)} answered with {now - flows} new flows"
+                flows = now
             before = agent_stats(node)
             extra = Pod().create()
             pods.append(extra)

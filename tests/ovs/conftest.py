@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -16,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from contivd.ovs import ManagedOvs
-
-from .helpers import running
+from tests.support.ovs_netns import kill_ovs_daemons, running
 
 OVS_BINARIES = ("ovsdb-server", "ovs-vswitchd", "ovsdb-tool", "ovs-vsctl", "ovs-appctl", "ip")
 
@@ -45,19 +43,8 @@ def data_dir() -> Iterator[Path]:
     try:
         yield path
     finally:
-        for pidfile in path.glob("**/*.pid"):
-            _kill_if_ours(pidfile)
+        kill_ovs_daemons(path)
         shutil.rmtree(path, ignore_errors=True)
-
-
-def _kill_if_ours(pidfile: Path) -> None:
-    try:
-        pid = int(pidfile.read_text().strip())
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
-        return
-    if str(pidfile).encode() in cmdline:
-        os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture

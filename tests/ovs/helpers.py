@@ -5,23 +5,13 @@ from __future__ import annotations
 import os
 import select
 import subprocess
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 
 import trio
 
 from contivd.ovs import ManagedOvs
 
 POLL_S = 0.02
-
-
-@asynccontextmanager
-async def running(ovs: ManagedOvs) -> AsyncIterator[ManagedOvs]:
-    """Run `ovs` the way main.py would (nursery.start), cancel it on exit."""
-    async with trio.open_nursery() as nursery:
-        await nursery.start(ovs.run)
-        yield ovs
-        nursery.cancel_scope.cancel()
 
 
 def sh(*argv: str) -> str:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from contivd.ovs import BridgeSpec, ManagedOvs, OvsError, PortKind, PortSpec, open_ovsdb
+from tests.support.ovs_netns import running
 
-from .helpers import exited, pids, running, vsctl, wait_for
+from .helpers import exited, pids, vsctl, wait_for
 
 pytestmark = pytest.mark.ovs
 

@@ -20,8 +20,9 @@ from contivd.ovs import (
     PortSpec,
     open_ovsdb,
 )
+from tests.support.ovs_netns import running
 
-from .helpers import POLL_S, running, sh
+from .helpers import POLL_S, sh
 
 pytestmark = pytest.mark.ovs
 

@@ -17,7 +17,6 @@ import ipaddress
 import os
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,6 +113,14 @@ def test_pods_added_through_cni_back_a_selector_service_whose_slices_the_control
         assert sorted((b["ip"], b["port"]) for b in port["backends"]) == sorted([(web_a.ip, 8080), (web_b.ip, 8080)]), record
 
 
+def node_port_rules(node: Node) -> str:
+    return sh("ip", "netns", "exec", node.ns, "iptables", "-t", "nat", "-S", "CONTIVD-NODEPORTS").stdout
+
+
+def readiness(node: Node) -> tuple[int, Any]:
+    return node.api_call("GET", "/readyz")
+
+
 def test_a_node_port_allocated_by_the_api_server_reaches_both_backends_from_each_node(cluster: RealCluster) -> None:
     stored = apply_service(cluster.plane, "shop", "web-np", {"type": "NodePort", "selector": WEB, "ports": HTTP})
     node_port = int(stored["spec"]["ports"][0]["nodePort"])
@@ -122,8 +129,9 @@ def test_a_node_port_allocated_by_the_api_server_reaches_both_backends_from_each
         wait_until(lambda n=node: answers(n.ns, n.host, node_port) == BOTH, SYNC, f"{node.name}'s address:nodePort to reach both backends", node)
     delete_service(cluster.plane, "shop", "web-np")
     for node in cluster.nodes:
-        rules = lambda n=node: sh("ip", "netns", "exec", n.ns, "iptables", "-t", "nat", "-S", "CONTIVD-NODEPORTS").stdout  # noqa: E731
-        wait_until(lambda r=rules: f"--dport {node_port}" not in r(), SYNC, f"the deleted Service's NodePort rule to leave {node.name}", node)
+        wait_until(
+            lambda n=node: f"--dport {node_port}" not in node_port_rules(n), SYNC, f"the deleted Service's NodePort rule to leave {node.name}", node
+        )
         assert answers(node.ns, node.host, node_port, 3) == set()
 
 
@@ -165,7 +173,10 @@ def test_network_policy_default_deny_then_allow_from_the_client(cluster: RealClu
     apply_network_policy(plane, "shop", "web-deny", {"podSelector": {"matchLabels": WEB}, "policyTypes": ["Ingress"]})
     wait_until(lambda: answers(client.netns.name, WEB_VIP, 80, 3) == set(), SYNC, "the default deny to close the ClusterIP", first)
     assert fetch(other.netns.name, web_a.ip, 8080, 1) == ["-"], "the default deny holds pod to pod"
-    allow = {"podSelector": {"matchLabels": WEB}, "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "client"}}}], "ports": [{"port": "http"}]}]}
+    allow = {
+        "podSelector": {"matchLabels": WEB},
+        "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "client"}}}], "ports": [{"port": "http"}]}],
+    }
     apply_network_policy(plane, "shop", "web-from-client", allow)
     wait_until(lambda: answers(client.netns.name, WEB_VIP, 80) == BOTH, SYNC, "the client allowed through the ClusterIP", first)
     assert fetch(other.netns.name, web_a.ip, 8080, 1) == ["-"], "other is still denied"
@@ -180,8 +191,12 @@ def test_an_api_server_restart_after_compaction_relists_and_reconciles(cluster: 
 
     # The nodes lose the API server; meanwhile a Service goes, another comes and etcd's history is compacted.
     cluster.pause_api()
-    readiness = lambda: leader.api_call("GET", "/readyz")  # noqa: E731
-    wait_until(lambda: readiness()[0] == 503 and "unreachable" in str(readiness()[1]), 60, "the leader's readiness to name the API server", leader)
+    wait_until(
+        lambda: readiness(leader)[0] == 503 and "unreachable" in str(readiness(leader)[1]),
+        60,
+        "the leader's readiness to name the API server",
+        leader,
+    )
     delete_service(plane, "shop", "gone")
     apply_service(plane, "shop", "fresh", {"selector": WEB, "clusterIP": FRESH_VIP, "ports": HTTP})
     plane.compact_etcd()
@@ -198,7 +213,7 @@ def test_an_api_server_restart_after_compaction_relists_and_reconciles(cluster: 
         assert GONE_VIP not in flows(node)
     logs = [(n.data / "contivd.log").read_text(errors="replace") for n in nodes]
     assert any("watch of services: resourceVersion" in log and "relisting" in log for log in logs), "the Service watch relisted after a 410"
-    wait_until(lambda: readiness()[0] == 200, SYNC, "the leader ready again", leader)
+    wait_until(lambda: readiness(leader)[0] == 200, SYNC, "the leader ready again", leader)
 
 
 @pytest.mark.xfail(strict=False, reason="mode-off cleanup lands with branch nodeport")
@@ -214,7 +229,7 @@ def test_turning_kubernetes_mode_off_removes_its_services_and_policies_on_every_
     for node in nodes:
         wait_until(lambda n=node: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 60, f"{node.name}'s API", node)
     for node in nodes:
-        wait_until(lambda n=node: stored_services(n) == {}, SYNC, f"{node.name}'s Kubernetes Service records to go", node)
+        wait_until(lambda n=node: stored_services(n) == {}, 30, f"{node.name}'s Kubernetes Service records to go", node)
         wait_until(lambda n=node: WEB_VIP not in flows(n), SYNC, f"{node.name}'s ClusterIP flows to go", node)
 
         def policy_rules(n: Node = node) -> list[str]:

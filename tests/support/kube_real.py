@@ -300,4 +300,3 @@ def real_cluster(root: Path, count: int, service_cidr: str, *extra: str) -> Iter
         finally:
             for relay in relays:
                 stop(relay)
-

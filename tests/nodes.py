@@ -128,6 +128,16 @@ class Node:
         return (self.data / "contivd.log").read_text(errors="replace")[-4000:]
 
 
+def leader_of(nodes: list[Node]) -> Node | None:
+    """The running node that says it leads (None while there is no leader)."""
+    for node in nodes:
+        if node.proc is not None and node.proc.poll() is None:
+            status, info = node.api_call("GET", "/info")
+            if status == 200 and info.get("current-state") == "leader":
+                return node
+    return None
+
+
 def reaches(pod: str, address: str) -> bool:
     """One ping from a pod namespace, answered within a second."""
     return sh("ip", "netns", "exec", pod, "ping", "-c", "1", "-W", "1", address, check=False).returncode == 0

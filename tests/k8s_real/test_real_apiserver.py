@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 
 from tests.cni.harness import create_network, netconf, run_plugin, set_private_subnet
-from tests.k8s.test_pod_labels_datapath import leader_of
-from tests.nodes import Node, sh, start_member, wait_until
+from tests.nodes import Node, leader_of, sh, start_member, wait_until
 from tests.support.kube_real import (
     KubePod,
     RealCluster,
     apply_network_policy,
     apply_service,
+    control_plane,
     delete_service,
     ensure_namespace,
     ready_addresses,
@@ -60,7 +60,8 @@ SYNC = 90  # generous: the machine is shared; a new leader first loads the Kuber
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    with real_cluster(tmp_path_factory.mktemp("k8s-real"), 2, SERVICE_CIDR) as cluster:
+    root = tmp_path_factory.mktemp("k8s-real")
+    with control_plane(root / "k8s", SERVICE_CIDR) as plane, real_cluster(plane, root, 2) as cluster:
         first, second = cluster.nodes
         set_private_subnet(first, PVT_SUBNET)
         create_network(first, "pods", SUBNET, GATEWAY)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -147,8 +148,14 @@ class ControlPlane:
 
 
 @contextmanager
-def control_plane(directory: Path, service_cidr: str, apiserver_flags: str = "") -> Iterator[ControlPlane]:
+def control_plane(directory: Path, service_cidr: str, apiserver_flags: str = "", identity_of: ControlPlane | None = None) -> Iterator[ControlPlane]:
+    """A control plane in `directory`, stopped at the end whatever happens. With `identity_of`,
+    it takes that plane's token and serving certificate, so one kubeconfig is good for both
+    (benchmarks/k8s_bench.py moves the nodes from one to the other)."""
     plane = ControlPlane(directory, control_plane_port(), service_cidr)
+    if identity_of is not None:
+        shutil.copytree(identity_of.directory / "certs", directory / "certs")
+        shutil.copy2(identity_of.directory / "token", directory / "token")
     try:
         plane.up(apiserver_flags)
         yield plane
@@ -191,20 +198,34 @@ def relabel_pod(plane: ControlPlane, namespace: str, name: str, labels: dict[str
     plane.core.patch_namespaced_pod(name, namespace, {"metadata": {"labels": patch}})
 
 
-def apply_service(plane: ControlPlane, namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """Create the Service, or replace its spec (the cluster IP kept); the Service as stored."""
-    body = {"metadata": {"name": name}, "spec": spec}
+def apply_object(plane: ControlPlane, obj: dict[str, Any]) -> dict[str, Any]:
+    """Create a namespaced Service or EndpointSlice, or replace it (a Service keeps its cluster
+    IP unless `obj` names one); the object as stored."""
+    namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    if obj["kind"] == "Service":
+        core = plane.core
+        create, read, replace = core.create_namespaced_service, core.read_namespaced_service, core.replace_namespaced_service
+    else:
+        discovery = kube.DiscoveryV1Api(plane.api)
+        create = discovery.create_namespaced_endpoint_slice
+        read, replace = discovery.read_namespaced_endpoint_slice, discovery.replace_namespaced_endpoint_slice
     try:
-        created = plane.core.create_namespaced_service(namespace, body)
+        stored = create(namespace, obj)
     except kube.ApiException as exc:
         if exc.status != 409:
             raise
-        current = plane.core.read_namespaced_service(name, namespace)
-        body["spec"] = {"clusterIP": current.spec.cluster_ip} | spec
-        body["metadata"]["resourceVersion"] = current.metadata.resource_version
-        created = plane.core.replace_namespaced_service(name, namespace, body)
-    stored: dict[str, Any] = plane.api.sanitize_for_serialization(created)
-    return stored
+        current = read(name, namespace)
+        body = {**obj, "metadata": {**obj["metadata"], "resourceVersion": current.metadata.resource_version}}
+        if obj["kind"] == "Service":
+            body["spec"] = {"clusterIP": current.spec.cluster_ip} | obj["spec"]
+        stored = replace(name, namespace, body)
+    answer: dict[str, Any] = plane.api.sanitize_for_serialization(stored)
+    return answer
+
+
+def apply_service(plane: ControlPlane, namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """Create the Service, or replace its spec (the cluster IP kept); the Service as stored."""
+    return apply_object(plane, {"kind": "Service", "apiVersion": "v1", "metadata": {"namespace": namespace, "name": name}, "spec": spec})
 
 
 def delete_service(plane: ControlPlane, namespace: str, name: str) -> None:
@@ -262,12 +283,13 @@ class RealCluster:
 
     def pause_api(self) -> None:
         """The API server unreachable for the nodes: their connections are cut, new ones refused."""
-        self._move(control_plane_port())  # a port nothing listens on
+        self.point_relay_at(control_plane_port())  # a port nothing listens on
 
     def resume_api(self) -> None:
-        self._move(self.plane.port)
+        self.point_relay_at(self.plane.port)
 
-    def _move(self, port: int) -> None:
+    def point_relay_at(self, port: int) -> None:
+        """The nodes' connections to the API server are cut; new ones go to 127.0.0.1:`port`."""
         assert self.relay.stdin is not None and self.relay.stdout is not None
         self.relay.stdin.write(f"{port}\n")
         self.relay.stdin.flush()
@@ -275,18 +297,19 @@ class RealCluster:
 
 
 @contextmanager
-def real_cluster(root: Path, count: int, service_cidr: str, *extra: str) -> Iterator[RealCluster]:
-    """`count` nodes (cluster_of_nodes) in Kubernetes mode on a fresh control plane, a Node object
-    for each; the relay listens in every node's namespace before any contivd starts."""
+def real_cluster(plane: ControlPlane, root: Path, count: int, *extra: str) -> Iterator[RealCluster]:
+    """`count` nodes (cluster_of_nodes) in Kubernetes mode on `plane` (its Service range as
+    --service-cidr), a Node object for each; the relay listens in every node's namespace before
+    any contivd starts."""
     relays: list[subprocess.Popen[str]] = []
-    with control_plane(root / "k8s", service_cidr) as plane, processes() as running:
+    with processes() as running:
 
         def start_relay(nodes: list[Node]) -> None:
             argv = [sys.executable, "-m", "tests.support.tcp_relay", "127.0.0.1", str(plane.port), str(plane.port), *(n.ns for n in nodes)]
             relays.append(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
             assert relays[0].stdout is not None and relays[0].stdout.readline().strip() == "ready", "the relay did not start"
 
-        options = ("--kubeconfig", str(plane.kubeconfig), "--service-cidr", service_cidr, *extra)
+        options = ("--kubeconfig", str(plane.kubeconfig), "--service-cidr", plane.service_cidr, *extra)
         try:
             with cluster_of_nodes(root, count, *options, prepare=start_relay) as nodes:
                 for node in nodes:

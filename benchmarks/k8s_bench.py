@@ -15,7 +15,18 @@ watching the test API server (tests/support/k8s_apiserver.py, in node 1's namesp
   group modification (the backend out of the select group) before that flow deletion, so this
   bounds the group change from above.
 
-Usage: python3 benchmarks/k8s_bench.py [--quick] [--services N]   (root; Open vSwitch installed)
+``--real`` measures the same through the REAL kube-apiserver (../shared/kube-apiserver, via
+tests/support/kube_real.py) beside the test server's figures, in one run, the real ones prefixed
+``real_``: the nodes watch an empty control plane first, then the relay in front of it moves to a
+second one (same token and certificate) loaded with the N Services (no selector) and their
+hand-made EndpointSlices, its etcd compacted and its kube-apiserver restarted (a fresh watch
+cache: the resumed watch gets 410 and relists, as after a real restart). Changes are written
+through the official client. ``leader_rss_mb_*``: the leader's RSS — with Kubernetes mode
+watching the empty plane (``real_leader_rss_mb_idle``), with the N Services, and of a leader of
+three nodes without Kubernetes mode (``leader_rss_mb_no_k8s``); ``real_leader_rss_ratio`` is the
+first over the last (target ≤ 1.2).
+
+Usage: python3 benchmarks/k8s_bench.py [--quick] [--services N] [--real]   (root; Open vSwitch installed)
 The last line printed is one JSON object with every figure (``cold_1000_services_s`` and
 ``agent_rss_mb_1000_services`` name the default size whatever N is, for comparison across runs).
 """
@@ -30,6 +41,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +52,23 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from benchmarks.datapath_bench import _client_in  # noqa: E402
-from tests.nodes import Node, cluster_of_nodes, sh  # noqa: E402
+from tests.nodes import Node, cluster_of_nodes, leader_of, sh, wait_until  # noqa: E402
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text  # noqa: E402
 from tests.support.kube_objects import endpoint_slice, service  # noqa: E402
+from tests.support.kube_real import ControlPlane, apply_object, control_plane, ensure_namespace, real_cluster, unavailable  # noqa: E402
 from tests.support.service_pods import processes  # noqa: E402
 from tests.support.waiting import free_ports  # noqa: E402
 
 SERVICE_CIDR = "198.18.96.0/20"  # 4096 cluster IPs
 ENDPOINTS = 10
+SETTLE = 1.0  # seconds for a posted event to reach the leader, or for a process's RSS to settle
 POST = "import httpx,sys; httpx.post(sys.argv[1], timeout=10).raise_for_status()"
+Apply = Callable[[dict[str, Any]], None]  # writes one object (Service, EndpointSlice) to the API server the nodes watch
 
 
 def cluster_ip(index: int) -> str:
-    return f"198.18.{96 + index // 250}.{1 + index % 250}"
+    """From 198.18.97.1: a real API server gives its range's first address to its own Service."""
+    return f"198.18.{97 + index // 250}.{1 + index % 250}"
 
 
 def backend(index: int) -> str:
@@ -121,8 +138,8 @@ def percentiles(prefix: str, latencies: list[float]) -> dict[str, float]:
 
 
 def run(count: int, changes: int, keep: Path | None = None) -> dict[str, Any]:
-    """The figures; with `keep`, the nodes' data directories (logs included) are made there and
-    kept, for finding where the time of a slow change went."""
+    """The figures through the test API server; with `keep`, the nodes' data directories (logs
+    included) are made there and kept, for finding where the time of a slow change went."""
     with tempfile.TemporaryDirectory(prefix="k8s-bench-") as tmp, processes() as running:
         root = Path(tmp) if keep is None else keep
         relay_port, empty_port, full_port = free_ports(3)
@@ -132,48 +149,115 @@ def run(count: int, changes: int, keep: Path | None = None) -> dict[str, Any]:
         preload.write_text(json.dumps(objects(count)))
         with cluster_of_nodes(root, 3, "--kubeconfig", str(kubeconfig), "--service-cidr", SERVICE_CIDR) as nodes:
             first = nodes[0]
-            fabric = first.fabric_ns
-            assert fabric is not None
-            sh("ip", "-n", fabric, "addr", "add", "198.19.0.254/24", "dev", "ctl")  # the benchmark's seat on the control network
             # Two API servers in node 1's namespace: an empty one the leader watches first, and
             # one holding every Service (its history compacted, as after an API server restart).
             running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(empty_port))
             running.start(first.ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(full_port), str(preload))
             sh("ip", "netns", "exec", first.ns, sys.executable, "-c", POST, f"http://127.0.0.1:{full_port}/_test/compact")
             relay = running.start(first.ns, sys.executable, "-m", "tests.support.tcp_relay", first.host, str(relay_port), str(empty_port))
-            client = _client_in(fabric, first)  # from here on this thread's sockets live in the fabric
-            agents = [
-                httpx.Client(
-                    base_url=n.url(n.agent),
-                    headers={"Authorization": f"Bearer {n.token}"},
-                    timeout=10,
-                    verify=ssl.create_default_context(cafile=n.ca_file),
-                )
-                for n in nodes
-            ]
-            wait_watching(client, nodes)
-            warm_up(client, first.host, relay_port)
-            wait_programmed(agents, 0, 60)
-            follower = next(n for n in nodes if client.get(n.url() + "/info").json().get("current-state") == "follower")
-            figures: dict[str, Any] = {"services": count, "endpoints_per_service": ENDPOINTS, "agent_rss_mb_idle": rss_mb(follower)}
-            # Cold start: the leader's watch is cut and finds the full server (410, relist).
+            client, agents = node_clients(nodes)  # from here on this thread's sockets live in the fabric
+            api = httpx.Client(base_url=f"http://{first.host}:{relay_port}", timeout=10)
+
+            def apply(obj: dict[str, Any]) -> None:
+                api.post("/_test/apply", json=obj).raise_for_status()
+
+            return measure(nodes, client, agents, apply, lambda: move(relay, full_port), count, changes)
+
+
+def run_real(count: int, changes: int) -> dict[str, Any]:
+    """The same figures through the real kube-apiserver (see the module's docstring)."""
+    with tempfile.TemporaryDirectory(prefix="k8s-bench-real-") as tmp:
+        root = Path(tmp)
+        with (
+            control_plane(root / "empty", SERVICE_CIDR) as empty,
+            control_plane(root / "full", SERVICE_CIDR, identity_of=empty) as full,
+            ThreadPoolExecutor(max_workers=1) as in_root,
+        ):
+            in_root.submit(time.sleep, 0).result()  # its thread starts now, in the root namespace, where the API servers are
             started = time.perf_counter()
-            move(relay, full_port)
-            wait_programmed(agents, count, 300)
-            figures["cold_1000_services_s"] = time.perf_counter() - started
-            figures["agent_rss_mb_1000_services"] = rss_mb(follower)
-            print(f"{count} services x {ENDPOINTS} endpoints on 3 nodes from a cold start: {figures['cold_1000_services_s']:.1f} s", flush=True)
-            monitors = [Monitor(node) for node in nodes]
-            try:
-                api = httpx.Client(base_url=f"http://{first.host}:{relay_port}", timeout=10)
-                figures.update(service_latencies(api, monitors, count, changes))
-                figures.update(removal_latencies(api, monitors, count + changes, max(5, changes // 2)))
-            finally:
-                for monitor in monitors:
-                    monitor.proc.kill()
-                    monitor.proc.wait()
-            client.close()
-            return figures
+            load_real(full, count)
+            print(f"{count} Services and EndpointSlices written to the real API server in {time.perf_counter() - started:.1f} s", flush=True)
+            full.compact_etcd()
+            full.down()
+            full.up()  # a fresh watch cache: the nodes' resumed watches get 410, as after a real restart
+            ensure_namespace(empty, "warm-up")
+            with real_cluster(empty, root, 3) as cluster:
+                client, agents = node_clients(cluster.nodes)
+                watched = [empty]  # the plane the relay points the nodes at
+
+                def apply(obj: dict[str, Any]) -> None:
+                    in_root.submit(apply_object, watched[0], obj).result()
+
+                def load() -> None:
+                    cluster.point_relay_at(full.port)
+                    watched[0] = full
+
+                return measure(cluster.nodes, client, agents, apply, load, count, changes)
+
+
+def load_real(plane: ControlPlane, count: int) -> None:
+    """The Services (no selector) and their hand-made EndpointSlices, written 8 at a time."""
+    ensure_namespace(plane, "bench")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for _ in pool.map(lambda obj: apply_object(plane, obj), objects(count)):
+            pass
+
+
+def node_clients(nodes: list[Node]) -> tuple[httpx.Client, list[httpx.Client]]:
+    """A client of the nodes' APIs and one per agent, from the fabric namespace (the calling
+    thread moves there for good: run it in a thread of its own, see in_thread)."""
+    fabric = nodes[0].fabric_ns
+    assert fabric is not None
+    sh("ip", "-n", fabric, "addr", "add", "198.19.0.254/24", "dev", "ctl")  # the benchmark's seat on the control network
+    client = _client_in(fabric, nodes[0])
+    agents = [
+        httpx.Client(
+            base_url=n.url(n.agent), headers={"Authorization": f"Bearer {n.token}"}, timeout=10, verify=ssl.create_default_context(cafile=n.ca_file)
+        )
+        for n in nodes
+    ]
+    return client, agents
+
+
+def measure(
+    nodes: list[Node], client: httpx.Client, agents: list[httpx.Client], apply: Apply, load: Callable[[], None], count: int, changes: int
+) -> dict[str, Any]:
+    """The figures, from nodes watching an empty API server: `load` moves them to the full one
+    (the cold start: the leader's cut watch gets 410 and relists); changes are written with `apply`."""
+    wait_watching(client, nodes)
+    warm_up(apply)
+    wait_programmed(agents, 0, 60)
+    baseline = programmed_groups(agents)  # the control plane's own Service (`kubernetes`), if any
+    role = {n.name: client.get(n.url() + "/info").json().get("current-state") for n in nodes}
+    leader = next(n for n in nodes if role[n.name] == "leader")
+    follower = next(n for n in nodes if role[n.name] == "follower")
+    figures: dict[str, Any] = {"services": count, "endpoints_per_service": ENDPOINTS}
+    figures |= {"agent_rss_mb_idle": rss_mb(follower), "leader_rss_mb_idle": rss_mb(leader)}
+    started = time.perf_counter()
+    load()
+    wait_programmed(agents, baseline + count, 300)
+    figures["cold_1000_services_s"] = time.perf_counter() - started
+    figures |= {"agent_rss_mb_1000_services": rss_mb(follower), "leader_rss_mb_1000_services": rss_mb(leader)}
+    print(f"{count} services x {ENDPOINTS} endpoints on 3 nodes from a cold start: {figures['cold_1000_services_s']:.1f} s", flush=True)
+    monitors = [Monitor(node) for node in nodes]
+    try:
+        figures.update(service_latencies(apply, monitors, count, changes))
+        figures.update(removal_latencies(apply, monitors, count + changes, max(5, changes // 2)))
+    finally:
+        for monitor in monitors:
+            monitor.proc.kill()
+            monitor.proc.wait()
+    client.close()
+    return figures
+
+
+def leader_rss_without_kubernetes() -> float:
+    """The leader's RSS in three nodes without Kubernetes mode, once ready and settled."""
+    with tempfile.TemporaryDirectory(prefix="k8s-bench-off-") as tmp, cluster_of_nodes(Path(tmp), 3) as nodes:
+        leader: Node = wait_until(lambda: leader_of(nodes), 60, "a leader", nodes[0])
+        wait_until(lambda: leader.api_call("GET", "/readyz")[0] == 200, 60, "the leader ready", leader)
+        time.sleep(SETTLE)
+        return rss_mb(leader)
 
 
 def move(relay: Any, port: int) -> None:
@@ -182,15 +266,13 @@ def move(relay: Any, port: int) -> None:
     assert relay.stdout.readline().strip() == "moved"
 
 
-def warm_up(client: httpx.Client, host: str, port: int) -> None:
+def warm_up(apply: Apply) -> None:
     """One event on each watch of the empty server. The leader's reflector resets its retry
     backoff only on an event (it grew while no API server answered yet): without one, the cut
     below would wait out up to 15 s of backoff instead of measuring the datapath."""
-    headless = service("warm-up", "none", "None")
-    orphan = endpoint_slice("warm-up", "none-1", "none", [], 8080)
-    for obj in (headless, orphan):
-        client.post(f"http://{host}:{port}/_test/apply", json=obj).raise_for_status()
-    time.sleep(1)  # the events reach the leader's reflector (nothing observable changes: headless, no Service)
+    apply(service("warm-up", "none", "None"))
+    apply(endpoint_slice("warm-up", "none-1", "none", [], 8080))
+    time.sleep(SETTLE)  # the events reach the leader's reflector (nothing observable changes: headless, no Service)
 
 
 def wait_watching(client: httpx.Client, nodes: list[Node], timeout: float = 60) -> None:
@@ -202,6 +284,11 @@ def wait_watching(client: httpx.Client, nodes: list[Node], timeout: float = 60) 
             return
         time.sleep(0.1)
     raise RuntimeError(f"the nodes were not ready within {timeout} s: {[client.get(url).text for url in urls]}")
+
+
+def programmed_groups(agents: list[httpx.Client]) -> int:
+    """The fewest service groups any node's bridge holds."""
+    return min(int(agent.get("/inspect/driver").json()["vxlan"]["groups"]) for agent in agents)
 
 
 def wait_programmed(agents: list[httpx.Client], groups: int, timeout: float) -> None:
@@ -224,14 +311,14 @@ def note_slow(what: str, wall: float, latency: float) -> None:
         print(f"slow: {what} posted at {stamp}, {latency * 1000:.0f} ms", file=sys.stderr, flush=True)
 
 
-def service_latencies(api: httpx.Client, monitors: list[Monitor], first: int, changes: int) -> dict[str, float]:
+def service_latencies(apply: Apply, monitors: list[Monitor], first: int, changes: int) -> dict[str, float]:
     latencies = []
     for k in range(first, first + changes):
         port = 20000 + k
         name = f"svc{k}"
         started, wall = time.perf_counter(), time.time()
-        api.post("/_test/apply", json=endpoint_slice("bench", f"{name}-1", name, [backend(k * ENDPOINTS)], 8080)).raise_for_status()
-        api.post("/_test/apply", json=service("bench", name, cluster_ip(k), port=port)).raise_for_status()
+        apply(endpoint_slice("bench", f"{name}-1", name, [backend(k * ENDPOINTS)], 8080))
+        apply(service("bench", name, cluster_ip(k), port=port))
         latencies.append(max(monitor.wait("ADDED", f"tp_dst={port}") for monitor in monitors) - started)
         note_slow(f"Service {name}", wall, latencies[-1])
     result = percentiles("svc_to_flows", latencies)
@@ -239,20 +326,20 @@ def service_latencies(api: httpx.Client, monitors: list[Monitor], first: int, ch
     return result
 
 
-def removal_latencies(api: httpx.Client, monitors: list[Monitor], first: int, changes: int) -> dict[str, float]:
+def removal_latencies(apply: Apply, monitors: list[Monitor], first: int, changes: int) -> dict[str, float]:
     """Affinity Services of 2 endpoints; the second turns not ready: its endpoint_dnat flow goes."""
     affinity = {"sessionAffinity": "ClientIP", "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 600}}}
     latencies = []
     for k in range(first, first + changes):
         name, port = f"svc{k}", 20000 + k
         addresses = [backend(k * ENDPOINTS), backend(k * ENDPOINTS + 1)]
-        api.post("/_test/apply", json=endpoint_slice("bench", f"{name}-1", name, addresses, 8080)).raise_for_status()
-        api.post("/_test/apply", json=service("bench", name, cluster_ip(k), port=port, **affinity)).raise_for_status()
+        apply(endpoint_slice("bench", f"{name}-1", name, addresses, 8080))
+        apply(service("bench", name, cluster_ip(k), port=port, **affinity))
         gone = f"reg0={int.from_bytes(bytes(int(o) for o in addresses[1].split('.')), 'big'):#x}"
         for monitor in monitors:
             monitor.wait("ADDED", gone)
         started, wall = time.perf_counter(), time.time()
-        api.post("/_test/apply", json=endpoint_slice("bench", f"{name}-1", name, addresses[:1], 8080, not_ready=addresses[1:])).raise_for_status()
+        apply(endpoint_slice("bench", f"{name}-1", name, addresses[:1], 8080, not_ready=addresses[1:]))
         latencies.append(max(monitor.wait("DELETED", gone) for monitor in monitors) - started)
         note_slow(f"endpoint removal of {name}", wall, latencies[-1])
     result = percentiles("endpoint_removal", latencies)
@@ -263,15 +350,48 @@ def removal_latencies(api: httpx.Client, monitors: list[Monitor], first: int, ch
     return result
 
 
+def in_thread(work: Callable[[], Any]) -> Any:
+    """`work` in a thread of its own: node_clients moves its thread into a fabric namespace for good."""
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(work).result()
+
+
+ROWS = (  # --real's side-by-side table: (figure, key; the real one is prefixed real_)
+    ("cold start, all 3 nodes programmed (s)", "cold_1000_services_s"),
+    ("Service -> flows on 3 nodes, p50 (ms)", "svc_to_flows_p50_ms"),
+    ("Service -> flows on 3 nodes, p99 (ms)", "svc_to_flows_p99_ms"),
+    ("endpoint removal, p50 (ms)", "endpoint_removal_p50_ms"),
+    ("endpoint removal, p99 (ms)", "endpoint_removal_p99_ms"),
+    ("leader RSS, watching an empty server (MB)", "leader_rss_mb_idle"),
+    ("leader RSS with the Services (MB)", "leader_rss_mb_1000_services"),
+    ("follower RSS with the Services (MB)", "agent_rss_mb_1000_services"),
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100 Services and 20 changes instead of 1000 and 100")
     parser.add_argument("--services", type=int, help="Services present from the cold start (default 1000; --quick: 100)")
     parser.add_argument("--keep", type=Path, help="make the nodes' data directories (logs, OVS databases) here and keep them")
+    parser.add_argument("--real", action="store_true", help="also through the real kube-apiserver (../shared/kube-apiserver), side by side")
     args = parser.parse_args()
+    if args.real and unavailable():
+        raise SystemExit(f"--real: {unavailable()}")
     count = args.services if args.services is not None else (100 if args.quick else 1000)
-    figures = run(count, 20 if args.quick else 100, args.keep)
-    print(json.dumps(figures))
+    changes = 20 if args.quick else 100
+    figures: dict[str, Any] = in_thread(lambda: run(count, changes, args.keep))
+    if args.real:
+        real: dict[str, Any] = in_thread(lambda: run_real(count, changes))
+        figures |= {f"real_{key}": value for key, value in real.items() if key not in ("services", "endpoints_per_service")}
+        figures["leader_rss_mb_no_k8s"] = in_thread(leader_rss_without_kubernetes)
+        figures["real_leader_rss_ratio"] = figures["real_leader_rss_mb_idle"] / figures["leader_rss_mb_no_k8s"]
+        print(f"{'figure':44} {'test server':>12} {'real':>12}")
+        for label, key in ROWS:
+            print(f"{label:44} {figures[key]:12.1f} {figures['real_' + key]:12.1f}")
+        print(
+            f"leader RSS without Kubernetes mode {figures['leader_rss_mb_no_k8s']:.1f} MB; with it (real, idle) x{figures['real_leader_rss_ratio']:.2f}"
+        )
+    print(json.dumps({key: round(value, 2) if isinstance(value, float) else value for key, value in figures.items()}))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -128,6 +128,16 @@ class Node:
         return (self.data / "contivd.log").read_text(errors="replace")[-4000:]
 
 
+def leader_of(nodes: list[Node]) -> Node | None:
+    """The running node that says it leads (None while there is no leader)."""
+    for node in nodes:
+        if node.proc is not None and node.proc.poll() is None:
+            status, info = node.api_call("GET", "/info")
+            if status == 200 and info.get("current-state") == "leader":
+                return node
+    return None
+
+
 def reaches(pod: str, address: str) -> bool:
     """One ping from a pod namespace, answered within a second."""
     return sh("ip", "netns", "exec", pod, "ping", "-c", "1", "-W", "1", address, check=False).returncode == 0
@@ -225,11 +235,23 @@ def add_underlay(node: Node, vtep: str) -> None:
     sh("ip", "-n", node.ns, "link", "set", "cvphy", "up")
 
 
+def start_member(node: Node, index: int, voters: list[Node], *extra: str) -> None:
+    """Start contivd on the `index`th node of a cluster_of_nodes (also to start it again with
+    other options): a voter if it is among `voters`, else a read-only member."""
+    peers = ",".join(other.raft_address for other in voters if other is not node)
+    member = () if node in voters else ("--readonly",)
+    node.start("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index), *member, *extra)
+
+
 @contextmanager
-def cluster_of_nodes(root: Path, count: int, *extra: str, readonly: int = 0) -> Iterator[list[Node]]:
+def cluster_of_nodes(
+    root: Path, count: int, *extra: str, readonly: int = 0, prepare: Callable[[list[Node]], None] | None = None
+) -> Iterator[list[Node]]:
     """`count` nodes on one fabric, each with a VXLAN underlay and `vl0` as its VLAN uplink
     link; yields them once every API answers. The last `readonly` of them join as read-only
-    members (never leaders), the others vote. Stops every node and removes every namespace."""
+    members (never leaders), the others vote. `prepare` runs once the nodes' namespaces exist,
+    before any contivd starts (what the nodes must find from their first moment, e.g. the API
+    server's relay). Stops every node and removes every namespace."""
     fabric = Fabric()
     nodes = [Node(root, f"node-{i + 1}", f"198.19.0.{i + 1}") for i in range(count)]
     voters = nodes[: count - readonly]
@@ -238,10 +260,10 @@ def cluster_of_nodes(root: Path, count: int, *extra: str, readonly: int = 0) -> 
         for index, node in enumerate(nodes):
             node.create_namespace()
             fabric.plug(node, index)
+        if prepare is not None:
+            prepare(nodes)
         for index, node in enumerate(nodes):
-            peers = ",".join(other.raft_address for other in voters if other is not node)
-            member = () if node in voters else ("--readonly",)
-            node.start("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index), *member, *extra)
+            start_member(node, index, voters, *extra)
         token = nodes[0].bootstrap_token("tests-admin")  # the nodes' callers are other hosts: they need a token
         for index, node in enumerate(nodes):
             node.token = token

@@ -26,7 +26,7 @@ from contivd.cni_server.resolve import Attachment
 from tests.cni.harness import Pod, create_network, netconf, run_plugin
 from tests.cni.test_host_access import deny_all_group
 from tests.k8s.test_service_datapath import KubeApi
-from tests.nodes import Node, cluster_of_nodes, reaches, sh, wait_until
+from tests.nodes import Node, cluster_of_nodes, leader_of, reaches, sh, wait_until
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text, pod
 from tests.support.service_pods import processes
 from tests.support.waiting import free_ports
@@ -42,15 +42,6 @@ pytestmark = [
 
 GROUP = "io.contiv.net-group"
 SYNC = 90  # a new leader first loads the kubernetes client: seconds of CPU on a loaded machine
-
-
-def leader_of(nodes: list[Node]) -> Node | None:
-    for node in nodes:
-        if node.proc is not None and node.proc.poll() is None:
-            status, info = node.api_call("GET", "/info")
-            if status == 200 and info.get("current-state") == "leader":
-                return node
-    return None
 
 
 def add_pod(node: Node, pods: list[Pod], name: str) -> tuple[Pod, str]:

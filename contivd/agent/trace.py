@@ -101,6 +101,19 @@ def datapath_verdict(output: str) -> tuple[str, str]:
     return ("allow" if leaves else "drop"), actions
 
 
+NODE_FORWARDS_NOTHING = "handed to the node through the host port, whose CONTIVD-FORWARD chain forwards nothing new but DNATed external IPs"
+_OUTPUTS = re.compile(r"\boutput:(\d+)")
+
+
+def handed_to_node(output: str, host_ofport: int) -> bool:
+    """Whether an ofproto/trace answer's only OpenFlow output is the host port: a local pod's
+    packet through its gateway to an address nothing in the cluster routes (docs/pipeline.md,
+    forward priority 7) goes to the node, which drops it (docs/kubernetes.md, contivd's iptables
+    chains) unless it is an external IP the node DNATs to a Service (not traced here)."""
+    ports = {int(port) for port in _OUTPUTS.findall(output)}
+    return ports == {host_ofport}
+
+
 def external_arrival_flow(inputs: NodeInputs, src_ip: int, port: LocalPort, proto: int, dport: int) -> str | None:
     """The ofproto/trace flow of a packet from `src_ip`, an address of no endpoint, to the local
     `port`, entering where docs/pipeline.md's classifier takes such packets in: the node's own
@@ -170,7 +183,9 @@ async def ovs_trace(
     port = next((p for p in inputs.ports() if p.ip == src_ip), None)
     if port is None:
         return None
-    return await _run(node, bridge, appctl, trace_flow(port, destination_mac(inputs, port, dst_ip), dst_ip, proto, dport))
+    host = inputs.host_port
+    to_node = host.ofport if host is not None and dst_ip not in node_addresses(host) else None
+    return await _run(node, bridge, appctl, trace_flow(port, destination_mac(inputs, port, dst_ip), dst_ip, proto, dport), to_node)
 
 
 async def arrival_trace(
@@ -188,7 +203,10 @@ async def arrival_trace(
     return None if flow is None else await _run(node, bridge, appctl, flow)
 
 
-async def _run(node: str, bridge: str, appctl: list[str], flow: str) -> OvsTrace:
+async def _run(node: str, bridge: str, appctl: list[str], flow: str, to_node: int | None = None) -> OvsTrace:
+    """ofproto/trace `flow`; with `to_node` (the host port's OpenFlow port, for a packet to an
+    address other than the node's own), a packet the switch hands only to the node is judged by
+    what the node does with it (`handed_to_node`)."""
     try:
         with trio.fail_after(TRACE_SECONDS):
             done = await trio.run_process([*appctl, "ofproto/trace", bridge, flow], capture_stdout=True, capture_stderr=True, check=False)
@@ -196,5 +214,8 @@ async def _run(node: str, bridge: str, appctl: list[str], flow: str) -> OvsTrace
         raise TraceError(f"ovs-appctl ofproto/trace {bridge} {flow}: {exc or f'no answer in {TRACE_SECONDS:g} s'}") from None
     if done.returncode != 0:
         raise TraceError(f"ovs-appctl ofproto/trace {bridge} {flow}: {done.stderr.decode(errors='replace').strip()[:400]}")
-    verdict, actions = datapath_verdict(done.stdout.decode(errors="replace"))
+    output = done.stdout.decode(errors="replace")
+    verdict, actions = datapath_verdict(output)
+    if verdict == "allow" and to_node is not None and handed_to_node(output, to_node):
+        verdict, actions = "drop", f"{NODE_FORWARDS_NOTHING}: {actions}"
     return OvsTrace(node, bridge, verdict, actions, flow)

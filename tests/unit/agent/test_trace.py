@@ -10,6 +10,7 @@ from contivd.agent.trace import (
     arrival_flow,
     arrival_trace,
     datapath_verdict,
+    handed_to_node,
     destination_mac,
     external_arrival_flow,
     ovs_trace,
@@ -66,6 +67,16 @@ def test_on_a_vlan_network_an_outside_address_is_a_host_on_the_vlan_the_node_and
 )
 def test_the_last_datapath_actions_decide(output: str, verdict: str) -> None:
     assert datapath_verdict(output)[0] == verdict
+
+
+def test_a_packet_whose_only_output_is_the_host_port_is_handed_to_the_node() -> None:
+    to_node = (
+        "20. ip,metadata=0x100000000/0xff00000000,dl_dst=02:02:c6:12:0a:fe, priority 7\n    set_field:02:aa:00:00:00:01->eth_dst\n    output:7\n"
+    )
+    assert handed_to_node(to_node, 7)
+    assert not handed_to_node(to_node.replace("output:7", "output:3"), 7), "a pod's port"
+    assert not handed_to_node(to_node + "    output:3\n", 7), "more than the node"
+    assert not handed_to_node("Datapath actions: drop\n", 7)
 
 
 def test_the_destination_half_arrives_through_the_tunnel_or_tagged_on_the_uplink() -> None:

@@ -91,6 +91,8 @@ class OpsEndpoints:
         elif path == "/readyz":
             failures = readiness_failures(self.store, self.agent, self.kube)
             body = {"ready": not failures, "failing": failures, "raft": raft_view(self.store.statistics(), time.time())}
+            if self.agent is not None:  # serving, but not everything it was asked to (e.g. a NodePort backend it cannot reach)
+                body["degraded"] = list(self.agent.statistics().problems)
             await _respond(send, 503 if failures else 200, "application/json", (json.dumps(body) + "\n").encode())
         elif path == "/metrics":
             refused = self.refusal(scope)

@@ -219,6 +219,8 @@ def test_node_port_on_a_single_node_with_a_loopback_vtep_as_installed_by_default
             kube.apply(bare_slice(bare["ipAddress"]))
             problem = f"NodePort of service shop/bare: backend {bare['ipAddress']} on a network without a gateway cannot answer NodePort connections"
             wait_until(lambda: any(p.startswith(problem) for p in agent_problems(node)), 30, "the agent to report the bare backend", node)
+            status, ready = node.api_call("GET", "/readyz")
+            assert status == 200 and any(p.startswith(problem) for p in ready["degraded"]), ready  # serving, and says what it cannot
             syncs = agent_syncs(node)
             wait_until(lambda: agent_syncs(node) >= syncs + 3, 30, "three more syncs", node)
             log = (node.data / "contivd.log").read_text(errors="replace")

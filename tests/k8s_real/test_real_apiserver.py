@@ -3,7 +3,7 @@ v1.24 and kube-controller-manager): two contivd nodes in Kubernetes mode on real
 through the API and attached through the `contiv` CNI plugin with their Kubernetes names, their
 status (podIP = the address contivd gave) set as a kubelet would; the controller manager writes
 the EndpointSlices of Services with selectors. Real traffic from pod namespaces: ClusterIP,
-NodePort, ClientIP affinity, a pod's label change, NetworkPolicy default deny then allow, an API
+NodePort, ClientIP affinity, the nodes' own connections and an external IP (no kube-proxy), a pod's label change, NetworkPolicy default deny then allow, an API
 server restart after etcd compaction (410, relist), Kubernetes mode turned off.
 
 The tests share one control plane, one cluster and its pods (module scope, in file order): each
@@ -112,6 +112,27 @@ def test_pods_added_through_cni_back_a_selector_service_whose_slices_the_control
         assert record["clusterIP"] == WEB_VIP, record
         (port,) = record["ports"]
         assert sorted((b["ip"], b["port"]) for b in port["backends"]) == sorted([(web_a.ip, 8080), (web_b.ip, 8080)]), record
+
+
+EXTERNAL_IP, EXTERNAL_VIP = "198.19.97.1", "198.19.96.14"  # shop/ext's externalIPs (an address of no node) and ClusterIP
+
+
+def test_no_kube_proxy_the_nodes_own_connections_and_an_external_ip_reach_the_backends(cluster: RealCluster) -> None:
+    """kube-proxy's part, done by contivd (docs/kubernetes.md): each node's own sockets (kubelet,
+    hostNetwork pods) reach the ClusterIP, and an externalIP the API server accepted on a
+    Service is served from the node; it goes with the Service."""
+    first = cluster.nodes[0]
+    for node in cluster.nodes:
+        wait_until(lambda n=node: answers(n.ns, WEB_VIP, 80) == BOTH, SYNC, f"{node.name}'s own connections to the ClusterIP", node)
+    # the external address lies beyond the node (a link of its own routes it; the node DNATs before it leaves)
+    sh("ip", "-n", first.ns, "link", "add", "cvext", "type", "veth", "peer", "name", "cvext1")
+    sh("ip", "-n", first.ns, "link", "set", "cvext", "up")
+    sh("ip", "-n", first.ns, "link", "set", "cvext1", "up")
+    sh("ip", "-n", first.ns, "route", "add", f"{EXTERNAL_IP}/32", "dev", "cvext")
+    apply_service(cluster.plane, "shop", "ext", {"selector": WEB, "clusterIP": EXTERNAL_VIP, "ports": HTTP, "externalIPs": [EXTERNAL_IP]})
+    wait_until(lambda: answers(first.ns, EXTERNAL_IP, 80) == BOTH, SYNC, "the external IP from the node", first)
+    delete_service(cluster.plane, "shop", "ext")
+    wait_until(lambda: answers(first.ns, EXTERNAL_IP, 80, 3) == set(), SYNC, "the external IP to go with its Service", first)
 
 
 def node_port_rules(node: Node) -> str:

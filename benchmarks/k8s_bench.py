@@ -164,10 +164,11 @@ def run(count: int, changes: int, keep: Path | None = None) -> dict[str, Any]:
             return measure(nodes, client, agents, apply, lambda: move(relay, full_port), count, changes)
 
 
-def run_real(count: int, changes: int) -> dict[str, Any]:
-    """The same figures through the real kube-apiserver (see the module's docstring)."""
+def run_real(count: int, changes: int, keep: Path | None = None) -> dict[str, Any]:
+    """The same figures through the real kube-apiserver (see the module's docstring); with
+    `keep`, the control planes' and nodes' directories are made in keep/real and kept."""
     with tempfile.TemporaryDirectory(prefix="k8s-bench-real-") as tmp:
-        root = Path(tmp)
+        root = Path(tmp) if keep is None else keep / "real"
         with (
             control_plane(root / "empty", SERVICE_CIDR) as empty,
             control_plane(root / "full", SERVICE_CIDR, identity_of=empty) as full,
@@ -381,7 +382,7 @@ def main() -> None:
     changes = 20 if args.quick else 100
     figures: dict[str, Any] = in_thread(lambda: run(count, changes, args.keep))
     if args.real:
-        real: dict[str, Any] = in_thread(lambda: run_real(count, changes))
+        real: dict[str, Any] = in_thread(lambda: run_real(count, changes, args.keep))
         figures |= {f"real_{key}": value for key, value in real.items() if key not in ("services", "endpoints_per_service")}
         figures["leader_rss_mb_no_k8s"] = in_thread(leader_rss_without_kubernetes)
         figures["real_leader_rss_ratio"] = figures["real_leader_rss_mb_idle"] / figures["leader_rss_mb_no_k8s"]

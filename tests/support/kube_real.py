@@ -161,6 +161,10 @@ def control_plane(directory: Path, service_cidr: str, apiserver_flags: str = "",
         yield plane
     finally:
         plane.down()
+        # ~190 MB of executables and etcd data per run; the logs stay for whoever reads a failure
+        for executable in ("kube-apiserver", "kube-controller-manager"):
+            (directory / executable).unlink(missing_ok=True)
+        shutil.rmtree(directory / "etcd", ignore_errors=True)
 
 
 # Objects as a kubelet-less cluster needs them.

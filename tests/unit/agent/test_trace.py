@@ -10,9 +10,9 @@ from contivd.agent.trace import (
     arrival_flow,
     arrival_trace,
     datapath_verdict,
-    handed_to_node,
     destination_mac,
     external_arrival_flow,
+    handed_to_node,
     ovs_trace,
     trace_flow,
 )

@@ -58,8 +58,8 @@ BOTH = {"web-a", "web-b"}
 SYNC = 90  # generous: the machine is shared; a new leader first loads the Kubernetes client
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+@pytest.fixture(scope="module", name="cluster")
+def fixture_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
     root = tmp_path_factory.mktemp("k8s-real")
     with control_plane(root / "k8s", SERVICE_CIDR) as plane, real_cluster(plane, root, 2) as cluster:
         first, second = cluster.nodes

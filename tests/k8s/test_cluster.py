@@ -8,6 +8,7 @@ import ipaddress
 import re
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,9 @@ def api() -> Iterator[KubeApiServer]:
         yield server
 
 
-@pytest.fixture
-def cluster(api: KubeApiServer, tmp_path: Path) -> Iterator[ContivdCluster]:
-    populate(api)
+@contextmanager
+def kubernetes_cluster(api: KubeApiServer, tmp_path: Path) -> Iterator[ContivdCluster]:
+    """Three contivd nodes in Kubernetes mode watching `api`, started; closed at the end."""
     kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
     nodes = ContivdCluster(tmp_path, 3)
     try:
@@ -46,6 +47,13 @@ def cluster(api: KubeApiServer, tmp_path: Path) -> Iterator[ContivdCluster]:
         yield nodes.start(90)  # generous: 3 processes importing on a loaded 2-vCPU machine
     finally:
         nodes.close()
+
+
+@pytest.fixture
+def cluster(api: KubeApiServer, tmp_path: Path) -> Iterator[ContivdCluster]:
+    populate(api)
+    with kubernetes_cluster(api, tmp_path) as nodes:
+        yield nodes
 
 
 def populate(api: KubeApiServer) -> None:

@@ -18,13 +18,13 @@ import trio
 from contivd.k8s.modeoff import KubernetesModeOff, kubernetes_nodes
 from contivd.state import NodeRecord, keys
 from raftstore import MemoryStore
+from tests.k8s.test_cluster import kubernetes_cluster
 from tests.k8s.test_netpol_sync import namespace, pod, policy
 from tests.support.contivd_nodes import ContivdCluster, ContivdProcess
 from tests.support.k8s_apiserver import KubeApiServer
 from tests.support.kube_objects import endpoint_slice, service
 from tests.support.waiting import wait_for
 
-CIDR = "198.19.112.0/20"
 SYNC_TIMEOUT = 90  # a new leader first loads the kubernetes client: seconds of CPU on a loaded machine
 
 
@@ -116,12 +116,7 @@ def api() -> Iterator[KubeApiServer]:
 @pytest.mark.cluster
 def test_restarting_every_node_without_kubeconfig_removes_the_records_on_every_node(api: KubeApiServer, tmp_path: Path) -> None:
     populate(api)
-    kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
-    cluster = ContivdCluster(tmp_path, 3)
-    try:
-        for member in cluster.nodes:
-            member.extra = ("--kubeconfig", str(kubeconfig), "--service-cidr", CIDR)
-        cluster.start(90)
+    with kubernetes_cluster(api, tmp_path) as cluster:
         wait_for(lambda: holds_all(cluster), SYNC_TIMEOUT, "every node to hold the Services and the NetworkPolicy rules")
 
         # A rolling restart without --kubeconfig, the leader first (SIGTERM hands the leadership
@@ -143,5 +138,3 @@ def test_restarting_every_node_without_kubeconfig_removes_the_records_on_every_n
         wait_for(lambda: holds_none(cluster), SYNC_TIMEOUT, "every node's Kubernetes records to be removed")
         logs = "".join((n.data_dir / "contivd.log").read_text(errors="replace") for n in cluster.nodes)
         assert len(re.findall(r"Kubernetes mode is off \(no live node has --kubeconfig\): removed \d+ records, 2 Services and \d+ pods'", logs)) == 1
-    finally:
-        cluster.close()

@@ -181,7 +181,32 @@ OPTIONS: tuple[Option, ...] = (
         "bridge (L2 within a network, Contiv's default) or routing (the VLAN bridge routes pods' traffic; needs one --vlan-uplink to the "
         "BGP top-of-rack router and the node's Bgp object, see docs/bgp.md).",
     ),
-    Option("agent_listen", _listen_address, lambda: "127.0.0.1:9090", "The node agent's REST API (netplugin's /inspect/driver, /svcstats, ...)."),
+    Option(
+        "api_socket",
+        _socket_path,
+        lambda: Path("/run/contivd/api.sock"),
+        "Root-only unix socket of the API: root on this node is admin there without a token (`contivd ctl` as root uses it); "
+        "relative = under --data-dir.",
+    ),
+    Option(
+        "loopback_access",
+        _choice("viewer", "none"),
+        lambda: "viewer",
+        "What a loopback TCP caller without a token may do: viewer (read, e.g. the status page) or none (401). Never more: writes need "
+        "a token or --api-socket.",
+    ),
+    Option(
+        "agent_listen",
+        _listen_address,
+        lambda: "127.0.0.1:9090",
+        "The node agent's REST API (netplugin's /inspect/driver, /svcstats, ...): the netmaster's signed calls only.",
+    ),
+    Option(
+        "agent_socket",
+        _socket_path,
+        lambda: Path("/run/contivd/agent.sock"),
+        "Root-only unix socket of the node agent's REST API; relative = under --data-dir.",
+    ),
     Option(
         "audit_interval",
         _audit_interval,
@@ -252,7 +277,10 @@ class Config:
     net_mode: str
     vlan_uplinks: tuple[str, ...]
     fwd_mode: str
+    api_socket: Path
+    loopback_access: str
     agent_listen: str
+    agent_socket: Path
     audit_interval: float
     log_level: str
     contiv_error_compat: bool
@@ -325,7 +353,18 @@ class Config:
     @property
     def cni_socket_path(self) -> Path:
         """The CNI socket; a relative --cni-socket lives under the data dir (one per node on a test host)."""
-        return self.cni_socket if self.cni_socket.is_absolute() else self.data_dir / self.cni_socket
+        return self._under_data_dir(self.cni_socket)
+
+    @property
+    def api_socket_path(self) -> Path:
+        return self._under_data_dir(self.api_socket)
+
+    @property
+    def agent_socket_path(self) -> Path:
+        return self._under_data_dir(self.agent_socket)
+
+    def _under_data_dir(self, path: Path) -> Path:
+        return path if path.is_absolute() else self.data_dir / path
 
     def store_config(self) -> StoreConfig:
         """The embedded store's settings; raises ConfigError for unsafe combinations."""
@@ -342,8 +381,8 @@ class Config:
     def describe(self) -> dict[str, Any]:
         """The effective configuration with the secret masked, for logs and check-config."""
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
-        shown["data_dir"] = str(self.data_dir)
-        shown["cni_socket"] = str(self.cni_socket)
+        for name in ("data_dir", "cni_socket", "api_socket", "agent_socket"):
+            shown[name] = str(getattr(self, name))
         shown["kubeconfig"] = str(self.kubeconfig) if self.kubeconfig else None
         shown["service_cidr"] = str(self.service_cidr)
         for name in ("tls_cert", "tls_key", "tls_ca"):

@@ -28,13 +28,14 @@ from .agent_api import create_agent_app
 from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
 from .backup.route import SnapshotContext, register_snapshot_route
 from .bgp import BgpSpeaker
-from .cni_server import CniServer, SocketInUseError
+from .cni_server import CniServer
 from .cni_server.orphans import OrphanReaper
 from .config import Config, ConfigError
 from .http import auth
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
+from .http.local_socket import SocketInUseError
 from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
 from .k8s.modeoff import KubernetesModeOff
 from .metrics import StoreSummaries, observe_cni, observe_orphan

@@ -2,4 +2,3 @@
 
 from .server import CniServer as CniServer
 from .server import CniStatistics as CniStatistics
-from .server import SocketInUseError as SocketInUseError

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
-import stat
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -46,6 +44,7 @@ from cni.protocol import (
 
 from ..agent.hostnet import HostAccessError, ensure_node_address, private_subnet
 from ..agent.service import Agent
+from ..http.local_socket import bind_socket, remove_socket
 from ..netmaster.control import ControlPlane, DeleteEndpoint, UpdateEndpoint
 from ..ovs import OvsError
 from ..state import EndpointState, NetworkState, StateCache, StateSnapshot
@@ -129,10 +128,6 @@ async def _timed(steps: dict[str, float], name: str, call: Callable[[], Awaitabl
         steps[name] = time.perf_counter() - started
 
 
-class SocketInUseError(Exception):
-    """Another process answers on the CNI socket path."""
-
-
 @dataclass(frozen=True)
 class CniStatistics:
     socket: str
@@ -140,34 +135,6 @@ class CniStatistics:
     failures: int
     in_flight: int
     last_error: str
-
-
-def bind_socket(path: Path) -> socket.socket:
-    """A listening unix socket at `path` (0600, parent 0700); replaces a stale socket file,
-    refuses a live one or anything that is not a socket."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
-    if path.exists() or path.is_symlink():
-        if not stat.S_ISSOCK(os.lstat(path).st_mode):
-            raise SocketInUseError(f"{path} exists and is not a socket; remove it or choose another --cni-socket")
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(path))
-        except ConnectionRefusedError:
-            path.unlink()  # nobody listens: a stale socket from a previous run
-        else:
-            raise SocketInUseError(f"{path} is served by another process (a running contivd?)")
-        finally:
-            probe.close()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(str(path))
-        os.chmod(path, 0o600)
-        sock.listen(128)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 class CniServer:
@@ -197,7 +164,7 @@ class CniServer:
         self._last_error = ""
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        sock = bind_socket(self.socket_path)
+        sock = bind_socket(self.socket_path, "--cni-socket")
         inode = os.stat(self.socket_path).st_ino
         try:
             listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
@@ -206,11 +173,7 @@ class CniServer:
             await trio.serve_listeners(self._serve_connection, [listener])
         finally:
             sock.close()
-            try:
-                if os.stat(self.socket_path).st_ino == inode:  # not a successor's socket
-                    self.socket_path.unlink()
-            except FileNotFoundError:
-                pass
+            remove_socket(self.socket_path, inode)
 
     @property
     def adding(self) -> frozenset[Attachment]:

@@ -23,7 +23,7 @@ from contivd.cni_server.resolve import (
     stray_host_interfaces,
     valid_attachments,
 )
-from contivd.cni_server.server import SocketInUseError, bind_socket
+from contivd.http.local_socket import SocketInUseError, bind_socket
 from contivd.model import ConflictError, ModelError, NotFoundError, ValidationError
 from contivd.state import EndpointState
 from raftstore import UnavailableError
@@ -136,13 +136,13 @@ def test_socket_is_private_replaces_a_stale_one_and_refuses_a_live_one(tmp_path:
     path.parent.mkdir()
     stale.bind(str(path))
     stale.close()  # the file stays, nobody listens
-    live = bind_socket(path)
+    live = bind_socket(path, "--cni-socket")
     try:
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
         with pytest.raises(SocketInUseError):
-            bind_socket(path)
+            bind_socket(path, "--cni-socket")
     finally:
         live.close()
     (tmp_path / "file").write_text(json.dumps({}))
     with pytest.raises(SocketInUseError):
-        bind_socket(tmp_path / "file")
+        bind_socket(tmp_path / "file", "--cni-socket")

@@ -16,6 +16,7 @@ from . import __version__, logs
 from .backup.commands import snapshot_group
 from .config import OPTIONS, Config, ConfigError, load
 from .ctl import build as build_ctl
+from .node_secret import with_cluster_secret
 
 
 def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -44,7 +45,10 @@ def cli() -> None:
 @_config_options
 def run(config_file: Path | None, **flags: Any) -> None:
     """Run this node: embedded store member (and, as they land, netmaster, agent, CNI)."""
-    config = _load(config_file, flags)
+    try:
+        config = with_cluster_secret(_load(config_file, flags))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(f"cannot read or create this node's cluster secret: {exc}") from None
     logs.configure(config.log_level, config.log_format, secrets=[config.cluster_secret])
     from raftstore import JournalDamagedError
 

@@ -434,6 +434,11 @@ def load(flags: Mapping[str, Any], config_file: Path | None = None, environ: Map
         raise ConfigError(
             f"--fwd-mode routing: needs --datapath ovs and exactly one --vlan-uplinks interface (the link to the BGP router), got {list(config.vlan_uplinks)}"
         )
+    if not config.cluster_secret and (config.peers or config.readonly):
+        raise ConfigError(
+            "--peers/--readonly: a node of a cluster needs --cluster-secret, the same on every node (it authenticates and encrypts "
+            "Raft; without one, any local user could join the store)"
+        )
     for flag, listen in (("--api-listen", config.api_listen), ("--agent-listen", config.agent_listen)):
         if not config.cluster_secret and not is_loopback(listen.rpartition(":")[0].strip("[]")):
             raise ConfigError(f"{flag} {listen}: refusing a non-loopback API without a cluster secret (node-to-node calls are authenticated with it)")

@@ -40,6 +40,28 @@ MessageHandler = Callable[[Node, dict[str, Any]], None]
 _RECV_BYTES = 256 * 1024
 _READ = POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR
 _SOCKET_BUFFER_BYTES = 4 * 1024 * 1024
+DROP_LOG_SECONDS = 10.0
+
+
+class _DropLog:
+    """At most one warning per kind of dropped peer every DROP_LOG_SECONDS: a peer redialling
+    twice a second with a wrong secret, or a local process probing the port, must not fill the
+    log. The next warning of a kind says how many it stands for."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._quiet: dict[str, int] = {}
+
+    def warn(self, kind: str, message: str, *args: object) -> None:
+        now = self._clock()
+        if now - self._last.get(kind, -DROP_LOG_SECONDS) < DROP_LOG_SECONDS:
+            self._quiet[kind] = self._quiet.get(kind, 0) + 1
+            return
+        self._last[kind] = now
+        quiet = self._quiet.pop(kind, 0)
+        suffix = f" ({quiet} more like it in the last {DROP_LOG_SECONDS:g} s not logged)" if quiet else ""
+        log.warning(message + suffix, *args)
 
 
 class _Connection:
@@ -94,6 +116,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         self._pending: set[_Connection] = set()  # handshake under way
         self._last_attempt: dict[TCPNode, float] = {}
         self._down_since: dict[str, float] = {}  # voter address → wall-clock time its link went down (or we started)
+        self._drops = _DropLog()
         self._server: socket.socket | None = None
         self._bind_attempts = 0
         self._last_bind = 0.0
@@ -198,7 +221,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             pass
         now = time.monotonic()
         for connection in [c for c in self._pending if now - c.opened > self._conf.connectionTimeout]:
-            log.warning("raft peer %s: no handshake within %.1f s, dropped", self._describe(connection), self._conf.connectionTimeout)
+            self._drops.warn("silent", "raft peer %s: no handshake within %.1f s, dropped", self._describe(connection), self._conf.connectionTimeout)
             self._drop(connection)
         for node in self._nodes:
             self._dial_if_needed(node, now)
@@ -307,7 +330,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         try:
             messages = connection.channel.feed(b"".join(chunks))
         except WireError as exc:
-            log.warning("raft peer %s dropped: %s", self._describe(connection), exc)
+            self._drops.warn("wire", "raft peer %s dropped: %s", self._describe(connection), exc)
             self._drop(connection)
             return
         if connection.outgoing and not connection.ident_sent and connection.channel.negotiated is not None:
@@ -336,14 +359,14 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             elif isinstance(address, str) and address in self._by_address:
                 node = self._by_address[address]
             else:
-                log.warning("raft peer %s: not a member (%r), dropped", self._describe(connection), address)
+                self._drops.warn("stranger", "raft peer %s: not a member (%r), dropped", self._describe(connection), address)
                 self._drop(connection)
                 return
             self._write(connection, connection.channel.frame({"type": "hello_welcome"}))
             if not connection.closed:
                 self._established(connection, node)
         else:
-            log.warning("raft peer %s: %s during the handshake, dropped", self._describe(connection), message["type"])
+            self._drops.warn("handshake", "raft peer %s: %s during the handshake, dropped", self._describe(connection), message["type"])
             self._drop(connection)
 
     def _established(self, connection: _Connection, node: Node | None) -> None:

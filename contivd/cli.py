@@ -179,18 +179,24 @@ def auth_group() -> None:
 @click.option("--login/--no-login", default=False, help="Also store the server and token in ~/.config/contivd/ctl.toml (mode 0600).")
 @_config_options
 def bootstrap(name: str, role: str, ttl: float | None, login: bool, config_file: Path | None, **flags: Any) -> None:
-    """As root on a node: mint a token NAME (the first admin token) by signing the request with
-    the node's cluster secret, read from its configuration; print it (it is shown only once)."""
+    """As root on a node: mint a token NAME (the first admin token) through the node's root-only
+    API socket (--api-socket), else over TCP signed with the node's cluster secret, read from its
+    configuration; print it (it is shown only once)."""
     import os
 
     from .ctl.config import save_login
     from .http.bootstrap import BootstrapError, mint_token
 
     if os.geteuid() != 0:
-        raise click.ClickException("contivd auth bootstrap is for root on a node (it reads the cluster secret); others ask an admin for a token")
+        raise click.ClickException(
+            "contivd auth bootstrap is for root on a node (it uses the root-only API socket or the cluster secret); others ask an admin for a token"
+        )
     config = _load(config_file, flags)
+    socket = config.api_socket_path if config.api_socket_path.exists() else None
     try:
-        answer = mint_token(config.api_url, config.cluster_secret, name, role, ttl, who=f"bootstrap:{config.node_name}", ca_file=config.api_ca_file)
+        answer = mint_token(
+            config.api_url, config.cluster_secret, name, role, ttl, who=f"bootstrap:{config.node_name}", ca_file=config.api_ca_file, socket=socket
+        )
     except BootstrapError as exc:
         raise click.ClickException(str(exc)) from None
     if login:

@@ -67,7 +67,7 @@ def test_snapshot_shows_networks_endpoints_and_the_leader(node: ContivdProcess) 
     assert row[1] == MARKUP and row[7] == f"app={MARKUP}"
     report = node.get("/status/api/node").json()
     assert report["name"] == "node0" and report["store"]["role"] == "leader" and report["agent"] is None
-    written = {"who": "local", "method": "POST", "route": "/plugin/updateEndpoint", "status": 200}
+    written = {"who": "root", "method": "POST", "route": "/plugin/updateEndpoint", "status": 200}
     writes = wait_for(
         lambda: (w := node.get("/status/api/snapshot").json()["writes"]) and written.items() <= w[0].items() and w, 10, "the last write shown"
     )

@@ -61,13 +61,17 @@ def store_view(node: ContivdProcess) -> tuple[int, list[Any]]:
     return revision, [node.get(path).json() for path in ("/api/v1/tenants/", "/api/v1/networks/", "/api/v1/auth/tokens/")]
 
 
+def wait_audited(node: ContivdProcess, written: dict[str, Any]) -> None:
+    """Until root's write `written` is in the stored audit trail (stored in batches: a revision of its own)."""
+    wait_for(lambda: any(written.items() <= entry.items() for entry in node.get("/api/v1/audit/").json()), 10, f"the audit entry {written}")
+
+
 def test_root_on_the_socket_is_admin_without_a_token(node: ContivdProcess) -> None:
     assert stat.S_IMODE(os.stat(node.socket.parent).st_mode) == 0o700 and stat.S_IMODE(os.stat(node.socket).st_mode) == 0o600
     assert node.post("/api/v1/tenants/by-root/", {"tenantName": "by-root"}).status_code == 200
     minted = node.post("/api/v1/auth/tokens/by-root/", {"role": "viewer"})
     assert minted.status_code == 200 and minted.json()["token"].startswith("ctd1.by-root.")
-    written = {"who": "root", "method": "POST", "route": "/api/v1/auth/tokens/<name>/", "object": "by-root", "status": 200}
-    wait_for(lambda: any(written.items() <= entry.items() for entry in node.get("/api/v1/audit/").json()), 10, f"the audit entry {written}")
+    wait_audited(node, {"who": "root", "method": "POST", "route": "/api/v1/auth/tokens/<name>/", "object": "by-root", "status": 200})
 
 
 @pytest.mark.parametrize("route", [r for r in ROUTES if r.write or r.role > Role.VIEWER], ids=lambda r: f"{r.method} {r.path}")
@@ -121,7 +125,9 @@ def curl_as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
 def test_an_unprivileged_user_changes_nothing(tmp_path: Path) -> None:
     if os.geteuid() != 0 or shutil.which("setpriv") is None or shutil.which("curl") is None:
         pytest.skip("needs root, setpriv and curl")
-    reachable = Path(tempfile.mkdtemp(prefix="cdt-trust-", dir="/tmp"))  # pytest's tmp dirs are root's only: the user must reach the socket's directory
+    reachable = Path(
+        tempfile.mkdtemp(prefix="cdt-trust-", dir="/tmp")
+    )  # pytest's tmp dirs are root's only: the user must reach the socket's directory
     try:
         os.chmod(reachable, 0o755)
         with running_cluster(tmp_path, 1) as cluster:
@@ -131,6 +137,7 @@ def test_an_unprivileged_user_changes_nothing(tmp_path: Path) -> None:
             node.start()
             cluster.wait_ready()
             assert node.post("/api/v1/networks/default:local/", NETWORK).status_code == 200
+            wait_audited(node, {"who": "root", "route": "/api/v1/<collection>/<key>/", "object": "networks/default:local", "status": 200})
             before = store_view(node)
             for path, body in (("/api/v1/auth/tokens/pwn/", {"role": "admin"}), ("/api/v1/tenants/pwn/", {"tenantName": "pwn"}),
                                ("/api/v1/networks/default:pwn/", {**NETWORK, "networkName": "pwn"})):  # fmt: skip
@@ -187,4 +194,7 @@ def test_ctl_and_bootstrap_over_the_socket(node: ContivdProcess, tmp_path: Path,
                  "--api-listen", f"127.0.0.1:{api}", "--raft-listen", f"127.0.0.1:{raft}")  # fmt: skip
     assert minted.exit_code == 0, minted.stderr
     token = minted.stdout.strip()
-    assert token.startswith("ctd1.by-bootstrap.") and tcp(node, "GET", "/api/v1/auth/tokens/", {}, {"Authorization": f"Bearer {token}"}).status_code == 200
+    assert (
+        token.startswith("ctd1.by-bootstrap.")
+        and tcp(node, "GET", "/api/v1/auth/tokens/", {}, {"Authorization": f"Bearer {token}"}).status_code == 200
+    )

@@ -50,13 +50,14 @@ def http_target(server: str) -> tuple[str, httpx.HTTPTransport | None]:
 
 def unreachable_socket(path: Path) -> str | None:
     """Why the API socket at `path` cannot be used by this process, or None if it may be."""
-    if not path.exists():
-        if path.parent.exists() and not os.access(path.parent, os.X_OK):
-            return f"permission denied on {path.parent}: the API socket is root's; run as root, or use --server URL with --token"
+    denied = f"permission denied on {path}: the API socket is root's; run as root, or use --server URL with --token"
+    try:
+        path.stat()
+    except PermissionError:  # its directory (0700 root) keeps others out
+        return denied
+    except OSError:
         return f"no contivd API socket at {path}: is contivd running on this node (its --api-socket)? Else use --server URL"
-    if not os.access(path, os.R_OK | os.W_OK):
-        return f"permission denied on {path}: the API socket is root's; run as root, or use --server URL with --token"
-    return None
+    return None if os.access(path, os.R_OK | os.W_OK) else denied
 
 
 class CtlError(Exception):

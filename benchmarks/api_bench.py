@@ -1,8 +1,12 @@
-"""createEndpoint through the REST API, on 1 node and on 3 nodes (plain HTTP and TLS), in one run.
+"""createEndpoint through the REST API, on 1 node (loopback TCP and the API's unix socket) and
+on 3 nodes (plain HTTP and TLS), in one run.
 
 Each run starts real `contivd run --datapath none` processes on loopback (with a cluster
 secret), creates one /16 network, then creates endpoints: sequentially (latency) and from 32
-concurrent clients (throughput). On 3 nodes the clients spread over all nodes, as every
+concurrent clients (throughput). Over TCP the clients send an admin token (a tokenless
+loopback caller only reads). On 1 node the same client also calls the node's root-only unix
+socket (`--api-socket`, no token), the two paths taking turns batch by batch against the same
+node: `ratio_unix_vs_tcp_1` is the socket's concurrent createEndpoint/s over TCP's. On 3 nodes the clients spread over all nodes, as every
 node's CNI server calls its local API: followers forward to the leader. The 3-node TLS
 cluster serves every listener with TLS (`--tls always`, the cluster CA's certificates) and
 forwards over it; it runs beside the plain 3-node cluster, the two taking turns batch by batch
@@ -76,11 +80,15 @@ def cpu_seconds(cluster: ContivdCluster) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-async def create_endpoints(urls: list[str], names: list[str], concurrency: int, http: ForwardingClient | None = None) -> list[float]:
+async def create_endpoints(
+    urls: list[str], names: list[str], concurrency: int, http: ForwardingClient | None = None, token: str | None = None
+) -> list[float]:
     """Create the endpoints `names` (network default:bench) through /plugin/createEndpoint from
-    `concurrency` clients spread over `urls`; their latencies in seconds. Without `http`, over a
-    client of its own, closed after: the other benchmarks' way to fill a node."""
+    `concurrency` clients spread over `urls` (http(s) URLs with `token`, or a node's `unix:/path`
+    socket, as root); their latencies in seconds. Without `http`, over a client of its own,
+    closed after: the other benchmarks' way to fill a node."""
     session = ForwardingClient(timeout=60) if http is None else http
+    headers = {"Content-Type": "application/json", "Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
     latencies: list[float] = []
     pending = iter(names)
     targets = itertools.cycle(urls)
@@ -89,9 +97,7 @@ async def create_endpoints(urls: list[str], names: list[str], concurrency: int, 
         for name in pending:
             body = json.dumps({"TenantName": "default", "NetworkName": "bench", "EndpointID": name, "ConfigEP": {"Container": name}})
             start = time.perf_counter()
-            status, _, text = await session.request(
-                "POST", url, "/plugin/createEndpoint", {"Content-Type": "application/json", "Accept": "application/json"}, body.encode()
-            )
+            status, _, text = await session.request("POST", url, "/plugin/createEndpoint", headers, body.encode())
             latencies.append(time.perf_counter() - start)
             if status != 200:
                 raise RuntimeError(f"createEndpoint {name}: {status} {text[:200]!r}")
@@ -106,10 +112,12 @@ async def create_endpoints(urls: list[str], names: list[str], concurrency: int, 
     return latencies
 
 
-async def timed_batch(run: Run, http: ForwardingClient, cluster: ContivdCluster, names: list[str], concurrency: int) -> None:
-    """One batch of `create_endpoints` on `cluster`, added to `run`: latencies, wall time, server CPU."""
+async def timed_batch(run: Run, http: ForwardingClient, subject: Subject, names: list[str], concurrency: int) -> None:
+    """One batch of `create_endpoints` on `subject`'s cluster, added to `run`: latencies, wall time, server CPU."""
+    cluster = subject.cluster
     started, cpu = time.perf_counter(), cpu_seconds(cluster)
-    run.latencies += await create_endpoints([node.url for node in cluster.nodes], names, concurrency, http)
+    urls = [f"unix:{node.socket}" for node in cluster.nodes] if subject.unix else [node.url for node in cluster.nodes]
+    run.latencies += await create_endpoints(urls, names, concurrency, http, None if subject.unix else subject.token)
     run.elapsed += time.perf_counter() - started
     run.server_cpu += cpu_seconds(cluster) - cpu
 
@@ -135,6 +143,8 @@ class Subject:
     label: str
     cluster: ContivdCluster
     tls: ssl.SSLContext | None
+    token: str  # an admin token: TCP clients send it
+    unix: bool = False  # call the nodes' API sockets instead (root: no token)
     seq: Run = field(default_factory=Run)
     conc: Run = field(default_factory=Run)
 
@@ -142,10 +152,12 @@ class Subject:
 def start(root: Path, size: int, tls: bool) -> Subject:
     label = f"{size}_tls" if tls else str(size)
     cluster = ContivdCluster(root / f"cluster{label}", size, tls=tls)
-    subject = Subject(label, cluster, None)
     cluster.start(timeout=60)
-    answer = cluster.nodes[0].post("/api/v1/networks/default:bench/", NETWORK)
+    answer = cluster.nodes[0].post("/api/v1/networks/default:bench/", NETWORK)  # over the node's socket, as root
     assert answer.status_code == 200, answer.text
+    minted = cluster.nodes[0].post("/api/v1/auth/tokens/bench/", {"role": "admin"})
+    assert minted.status_code == 200, minted.text
+    subject = Subject(label, cluster, None, minted.json()["token"])
     if tls:
         subject.tls = ssl.create_default_context(cafile=cluster.nodes[0].ca_file)
         subject.tls.set_alpn_protocols(["http/1.1"])
@@ -161,8 +173,8 @@ async def bench(subjects: list[Subject], count: int, rounds: int) -> None:
     per_round = count // rounds
     for index in range(rounds):
         for subject, http in zip(subjects, clients, strict=True):
-            await timed_batch(subject.seq, http, subject.cluster, [f"r{index}s{i}" for i in range(per_round // 4)], 1)
-            await timed_batch(subject.conc, http, subject.cluster, [f"r{index}c{i}" for i in range(per_round)], CONCURRENCY)
+            await timed_batch(subject.seq, http, subject, [f"{subject.label}r{index}s{i}" for i in range(per_round // 4)], 1)
+            await timed_batch(subject.conc, http, subject, [f"{subject.label}r{index}c{i}" for i in range(per_round)], CONCURRENCY)
     for http in clients:
         await http.aclose()
 
@@ -179,6 +191,9 @@ def main() -> None:
             try:
                 for size, tls in sizes:
                     subjects.append(start(Path(tmp), size, tls))
+                if sizes == ((1, False),):  # the same node over its unix socket, batch by batch with TCP
+                    tcp = subjects[0]
+                    subjects.append(Subject("1_unix", tcp.cluster, None, tcp.token, unix=True))
                 trio.run(bench, subjects, count, ROUNDS)
                 for subject in subjects:
                     if subject.label.startswith("3"):
@@ -191,13 +206,15 @@ def main() -> None:
                 for run, label in ((subject.seq, "create_ep_seq"), (subject.conc, "create_ep")):
                     r = run.figures()
                     print(
-                        f"{subject.label:5} node(s) {label:14} {r['per_s']:8.1f}/s  p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms"
+                        f"{subject.label:6} node(s) {label:14} {r['per_s']:8.1f}/s  p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms"
                         f"  server CPU {r['cpu_ms']:.2f} ms/request"
                     )
                     figures[f"{label}_per_s_{subject.label}"] = r["per_s"]
                     figures[f"{label}_p50_ms_{subject.label}"] = r["p50_ms"]
                     figures[f"{label}_p99_ms_{subject.label}"] = r["p99_ms"]
                     figures[f"{label}_cpu_ms_{subject.label}"] = r["cpu_ms"]
+    figures["ratio_unix_vs_tcp_1"] = round(float(figures["create_ep_per_s_1_unix"]) / float(figures["create_ep_per_s_1"]), 3)
+    figures["cpu_ratio_unix_vs_tcp_1"] = round(float(figures["create_ep_cpu_ms_1_unix"]) / float(figures["create_ep_cpu_ms_1"]), 3)
     figures["ratio_tls_vs_plain_3"] = round(float(figures["create_ep_per_s_3_tls"]) / float(figures["create_ep_per_s_3"]), 3)
     figures["cpu_ratio_tls_vs_plain_3"] = round(float(figures["create_ep_cpu_ms_3_tls"]) / float(figures["create_ep_cpu_ms_3"]), 3)
     figures["quick"] = args.quick

@@ -66,14 +66,14 @@ with IPRoute() as ipr:
 
 DRIVER = """
 import httpx, json, sys, time
-url, count, gap, host = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+socket, count, gap, host = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 h = {"Accept": "application/json"}
-with httpx.Client(timeout=30) as client:
+with httpx.Client(transport=httpx.HTTPTransport(uds=socket), timeout=30) as client:  # the node's API socket: root, no token
     for i in range(count):
         name = f"{sys.argv[5]}{i}"
         body = {"TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name, "Host": host}}
         started = time.time()
-        r = client.post(url + "/plugin/createEndpoint", json=body, headers=h)
+        r = client.post("http://contivd/plugin/createEndpoint", json=body, headers=h)
         r.raise_for_status()
         print(r.json()["EndpointConfig"]["ipAddress"], repr(started), repr(time.time()), flush=True)
         if gap:
@@ -120,7 +120,7 @@ class RouteMonitor:
 
 def create_endpoints(node: Node, count: int, gap: float, prefix: str) -> dict[str, tuple[float, float]]:
     """Create `count` endpoints from inside the node's namespace; address → wall times the call started and returned."""
-    argv = ["ip", "netns", "exec", node.ns, sys.executable, "-c", DRIVER, f"http://{node.host}:{node.api}", str(count), str(gap), node.name, prefix]
+    argv = ["ip", "netns", "exec", node.ns, sys.executable, "-c", DRIVER, str(node.socket), str(count), str(gap), node.name, prefix]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=max(600, count * (gap + 1)), check=False)
     if done.returncode:
         raise RuntimeError(f"creating endpoints failed: {done.stderr[-500:]}")

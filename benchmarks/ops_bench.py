@@ -76,11 +76,11 @@ def time_to_ready(root: Path, size: int) -> float:
 def scrape_ms(node: ContivdProcess, after_write: bool, runs: int) -> float:
     """Median GET /metrics on a kept-alive connection (as Prometheus scrapes)."""
     samples = []
-    with httpx.Client(base_url=node.url, timeout=30) as client:
+    with httpx.Client(base_url=node.url, timeout=30) as client, node.socket_client(timeout=30) as writer:  # writes: root's socket
         client.get("/healthz")
         for index in range(runs):
             if after_write:
-                assert client.post("/plugin/createEndpoint", json=endpoint_request(f"scrape{index}")).status_code == 200
+                assert writer.post("/plugin/createEndpoint", json=endpoint_request(f"scrape{index}")).status_code == 200
             started = time.perf_counter()
             answer = client.get("/metrics")
             samples.append(time.perf_counter() - started)
@@ -118,7 +118,7 @@ def at_10k(root: Path, quick: bool) -> dict[str, Any]:
         node = cluster.start().nodes[0]
         assert node.post("/api/v1/networks/default:bench/", NETWORK).status_code == 200
         started = time.perf_counter()
-        trio.run(create_endpoints, [node.url], [f"ep{i}" for i in range(ENDPOINTS)], 32)
+        trio.run(create_endpoints, [f"unix:{node.socket}"], [f"ep{i}" for i in range(ENDPOINTS)], 32)
         created_s = time.perf_counter() - started
         wait_for(
             lambda: f'contivd_endpoints{{node="{node.name}"}} {ENDPOINTS}.0' in node.get("/metrics").text or None, 30, "the endpoints in /metrics"

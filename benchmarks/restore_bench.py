@@ -27,13 +27,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-import trio
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 
-from contivd.netmaster.service import Netmaster
-from raftstore import MemoryStore, encode_image
-from tests.support.contivd_nodes import SECRET, ContivdProcess
-from tests.support.waiting import free_ports, wait_for
+import httpx  # noqa: E402
+import trio  # noqa: E402
+
+from contivd.netmaster.service import Netmaster  # noqa: E402
+from raftstore import MemoryStore, encode_image  # noqa: E402
+from tests.support.contivd_nodes import SECRET, ContivdProcess  # noqa: E402
+from tests.support.waiting import free_ports, wait_for  # noqa: E402
 
 NETWORK = {"tenantName": "default", "networkName": "bench", "encap": "vxlan", "subnet": "198.18.0.0/15", "gateway": "198.19.255.254"}
 
@@ -88,7 +90,7 @@ def run(root: Path, endpoints: int) -> dict[str, Any]:
         node.start()
         wait_for(lambda: endpoint_count(node) == endpoints, 600, f"the restored node to serve {endpoints} endpoints", interval=0.5)
         serving_s = time.perf_counter() - started
-        save_s = contivd("ctl", "--server", node.url, "cluster", "snapshot", "save", str(root / "again.snap"))
+        save_s = contivd("ctl", "--server", f"unix:{node.socket}", "cluster", "snapshot", "save", str(root / "again.snap"))  # root on the node
     finally:
         node.kill()
     return {

@@ -67,7 +67,7 @@ def main() -> None:
             cluster.start(timeout=60)
             node = cluster.nodes[0]
             assert node.post("/api/v1/networks/default:bench/", NETWORK).status_code == 200
-            trio.run(create_endpoints, [node.url], [f"ep{i}" for i in range(count)], 32)
+            trio.run(create_endpoints, [f"unix:{node.socket}"], [f"ep{i}" for i in range(count)], 32)
             uncached, size = timed_get(node.url + "/status/api/snapshot")
             cached, _ = timed_get(node.url + "/status/api/snapshot")
             figures.update(snapshot_ms_uncached=round(uncached, 1), snapshot_ms_cached=round(cached, 1), snapshot_kb=round(size / 1024))
@@ -94,14 +94,14 @@ def main() -> None:
                     page.fill("#ep-search", "live-probe")
                     page.wait_for_selector("#endpoints td:has-text('no endpoint matches')")
                     started = time.perf_counter()
-                    trio.run(create_endpoints, [node.url], ["live-probe"], 1)
+                    trio.run(create_endpoints, [f"unix:{node.socket}"], ["live-probe"], 1)
                     page.wait_for_selector("#endpoints td.name:has-text('live-probe')", timeout=10000)
                     figures["live_ms"] = round((time.perf_counter() - started) * 1000, 1)
                     print(f"endpoint created → row on screen: {figures['live_ms']:.0f} ms")
 
                     before = len(fetches)
                     started = time.perf_counter()
-                    trio.run(create_endpoints, [node.url], [f"burst{i}" for i in range(BURST)], 32)
+                    trio.run(create_endpoints, [f"unix:{node.socket}"], [f"burst{i}" for i in range(BURST)], 32)
                     burst_s = time.perf_counter() - started
                     page.fill("#ep-search", f"burst{BURST - 1}")
                     page.wait_for_selector(f"#endpoints td.name:has-text('burst{BURST - 1}')", timeout=20000)

@@ -92,9 +92,13 @@ def check_config(config_file: Path | None, **flags: Any) -> None:
 @cli.command("import-contiv")
 @click.option("--etcd", required=True, help="Client URL of the Contiv cluster's etcd (v2 API), e.g. http://HOST:2379; only read.")
 @click.option(
-    "--server", envvar="CONTIVD_SERVER", default="http://127.0.0.1:9999", show_default=True, help="A contivd node's API [env CONTIVD_SERVER]."
+    "--server",
+    envvar="CONTIVD_SERVER",
+    default=None,
+    help="A contivd node's API URL, or unix:/path of its API socket (root's default when /run/contivd/api.sock exists, "
+    "else http://127.0.0.1:9999) [env CONTIVD_SERVER].",
 )
-@click.option("--token", envvar="CONTIVD_TOKEN", default=None, help="An admin token, from other hosts [env CONTIVD_TOKEN].")
+@click.option("--token", envvar="CONTIVD_TOKEN", default=None, help="An admin token, needed except as root over the API socket [env CONTIVD_TOKEN].")
 @click.option(
     "--ca-file",
     envvar="CONTIVD_CA_FILE",
@@ -103,14 +107,18 @@ def check_config(config_file: Path | None, **flags: Any) -> None:
 )
 @click.option("--dry-run", is_flag=True, help="Print what would be imported and the verification plan; write nothing.")
 @click.option("--force", is_flag=True, help="Replace the contents of a contivd store that is not empty.")
-def import_contiv(etcd: str, server: str, token: str | None, ca_file: str | None, dry_run: bool, force: bool) -> None:
+def import_contiv(etcd: str, server: str | None, token: str | None, ca_file: str | None, dry_run: bool, force: bool) -> None:
     """Move a running Contiv installation into contivd: read its etcd tree, import it atomically
     (every address, MAC, VLAN/VXLAN and EPG id kept), then verify it object by object."""
+    import os
     import ssl
 
     import httpx
 
+    from .ctl.client import default_server, http_target
     from .migrate import ContivTree, MigrationError, plan_import, read_contiv_values, submit_import, verification_plan, verify_import
+
+    server = server or default_server(os.geteuid())
 
     try:
         values = read_contiv_values(etcd)
@@ -122,13 +130,14 @@ def import_contiv(etcd: str, server: str, token: str | None, ca_file: str | None
             click.echo("dry run: nothing written. After an import, verification compares:")
             click.echo("\n".join(f"  - {line}" for line in verification_plan(tree)))
             return
-        reply = submit_import(server, values, force, token, ca_file)
+        reply = submit_import(server, values, force, token, ca_file, http_target(server))
     except MigrationError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"imported at store revision {reply.get('revision')}; verifying against {server}")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    base_url, transport = http_target(server)
     with httpx.Client(
-        base_url=server.rstrip("/"), headers=headers, timeout=30.0, verify=ssl.create_default_context(cafile=ca_file) if ca_file else True
+        base_url=base_url, transport=transport, headers=headers, timeout=30.0, verify=ssl.create_default_context(cafile=ca_file) if ca_file else True
     ) as http:
         counts, differences = verify_import(tree, http)
     click.echo("\n".join(f"  {line}" for line in counts))
@@ -183,18 +192,24 @@ def auth_group() -> None:
 @click.option("--login/--no-login", default=False, help="Also store the server and token in ~/.config/contivd/ctl.toml (mode 0600).")
 @_config_options
 def bootstrap(name: str, role: str, ttl: float | None, login: bool, config_file: Path | None, **flags: Any) -> None:
-    """As root on a node: mint a token NAME (the first admin token) by signing the request with
-    the node's cluster secret, read from its configuration; print it (it is shown only once)."""
+    """As root on a node: mint a token NAME (the first admin token) through the node's root-only
+    API socket (--api-socket), else over TCP signed with the node's cluster secret, read from its
+    configuration; print it (it is shown only once)."""
     import os
 
     from .ctl.config import save_login
     from .http.bootstrap import BootstrapError, mint_token
 
     if os.geteuid() != 0:
-        raise click.ClickException("contivd auth bootstrap is for root on a node (it reads the cluster secret); others ask an admin for a token")
+        raise click.ClickException(
+            "contivd auth bootstrap is for root on a node (it uses the root-only API socket or the cluster secret); others ask an admin for a token"
+        )
     config = _load(config_file, flags)
+    socket = config.api_socket_path if config.api_socket_path.exists() else None
     try:
-        answer = mint_token(config.api_url, config.cluster_secret, name, role, ttl, who=f"bootstrap:{config.node_name}", ca_file=config.api_ca_file)
+        answer = mint_token(
+            config.api_url, config.cluster_secret, name, role, ttl, who=f"bootstrap:{config.node_name}", ca_file=config.api_ca_file, socket=socket
+        )
     except BootstrapError as exc:
         raise click.ClickException(str(exc)) from None
     if login:

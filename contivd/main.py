@@ -35,7 +35,8 @@ from .http import auth
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
-from .http.local_socket import SocketInUseError
+from .http.local_socket import SocketInUseError, serve_unix
+from .http.tokens import Role
 from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
 from .k8s.modeoff import KubernetesModeOff
 from .metrics import StoreSummaries, observe_cni, observe_orphan
@@ -186,6 +187,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 agent,
                 kube,
                 tls_ca=tls.ca_pem if tls is not None else None,
+                loopback_role=Role.VIEWER if config.loopback_access == "viewer" else None,
             )
             endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None  # the orphan scan's view, with a CNI server
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent
@@ -217,20 +219,18 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             register_import_route(api.quart, ImportContext(store, context.access, context.audit))
             register_snapshot_route(api.quart, SnapshotContext(store, context.access))
             api_stopped = trio.Event()
+            api_app = Hardened(api.asgi, {IMPORT_PATH: MAX_IMPORT_BODY_BYTES})
+            api_hconfig = _hypercorn_config(config.api_listen, tls if config.listener_tls(config.api_listen) else None)
 
             async def serve_api(task_status: trio.TaskStatus[list[str]]) -> None:
                 try:
-                    await serve(
-                        Hardened(api.asgi, {IMPORT_PATH: MAX_IMPORT_BODY_BYTES}),
-                        _hypercorn_config(config.api_listen, tls if config.listener_tls(config.api_listen) else None),
-                        shutdown_trigger=stop.wait,
-                        task_status=task_status,
-                    )
+                    await serve(api_app, api_hconfig, shutdown_trigger=stop.wait, task_status=task_status)
                 finally:
                     api_stopped.set()
 
             bound = await nursery.start(serve_api)
-            log.info("API listening on %s", ", ".join(bound))
+            socket_bound = await _serve_api_socket(nursery, api_app, api_hconfig, config, stop)
+            log.info("API listening on %s", ", ".join([*bound, *socket_bound]))
             nursery.start_soon(_report_status, store, agent, kube, context.summaries, notifier, config)
             async for signum in signals:
                 if signum == signal.SIGHUP:
@@ -247,6 +247,18 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
         with trio.CancelScope(shield=True):
             await http.aclose()
     log.info("contivd stopped")
+
+
+async def _serve_api_socket(nursery: trio.Nursery, app: Hardened, hconfig: HypercornConfig, config: Config, stop: trio.Event) -> list[str]:
+    """The API for root on this node, on its unix socket (no TLS: the kernel vouches for the
+    caller); [] when the socket is another live process's: this node keeps serving TCP."""
+    path = config.api_socket_path
+    try:
+        await nursery.start(partial(serve_unix, app, hconfig, path, "--api-socket", shutdown_trigger=stop.wait))
+    except (SocketInUseError, OSError) as exc:
+        log.error("API socket not served: %s", exc)
+        return []
+    return [f"unix:{path}"]
 
 
 async def _hand_over_leadership(store: Store) -> None:

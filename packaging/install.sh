@@ -57,8 +57,9 @@ sys.exit(urllib.request.urlopen('$api/readyz', timeout=2, context=tls).status !=
     fi
     sleep 0.5
 done
-# The first admin token, stored for root (contivd ctl reads it from ctl.toml): on loopback root
-# needs none, but other hosts do, and it is what `contivd ctl login` elsewhere is given.
+# The first admin token, stored for root (contivd ctl reads it from ctl.toml): on the node's
+# API socket root needs none, but other hosts do, and it is what `contivd ctl login` elsewhere
+# is given (loopback TCP without a token only reads).
 ctl_config="${XDG_CONFIG_HOME:-$HOME/.config}/contivd/ctl.toml"
 if [ ! -s "$ctl_config" ]; then
     token_name="root-admin-$(date -u +%Y%m%d%H%M%S)"

@@ -26,9 +26,10 @@ from tests.support.waiting import free_ports
 
 CALL = (
     # Accept: application/json: contivd's typed errors (4xx + JSON), not Contiv's 500 + text (Decision 1);
-    # argv[5]: the CA file https:// answers are verified against
+    # argv[5]: the CA file https:// answers are verified against; argv[6]: the unix socket to call over, if any
     "import httpx,json,ssl,sys; h={'Accept': 'application/json'} | ({'Authorization': 'Bearer '+sys.argv[4]} if sys.argv[4] else {});"
-    " r=httpx.request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h, timeout=10, verify=ssl.create_default_context(cafile=sys.argv[5]) if sys.argv[5] else True);"
+    " t=httpx.HTTPTransport(uds=sys.argv[6]) if sys.argv[6] else None;"
+    " r=httpx.Client(transport=t, timeout=10, verify=ssl.create_default_context(cafile=sys.argv[5]) if sys.argv[5] else True).request(sys.argv[1], sys.argv[2], content=sys.argv[3].encode(), headers=h);"
     " print(json.dumps([r.status_code, r.text]))"
 )
 
@@ -46,6 +47,7 @@ class Node:
         self.ns, self.pods = f"cdt-{tag}-n", [f"cdt-{tag}-p1", f"cdt-{tag}-p2"]
         self.api, self.raft, self.of, self.agent = free_ports(4)
         self.data = root / name
+        self.socket = self.data / "run" / "api.sock"  # the API for root on the node: admin without a token
         self.proc: subprocess.Popen[bytes] | None = None
         self.fabric_ns: str | None = None  # set when plugged into a Fabric
 
@@ -67,12 +69,14 @@ class Node:
     def api_call(
         self, method: str, path: str, body: Any = None, port: int | None = None, token: str | None = None, host: str | None = None
     ) -> tuple[int, Any]:
-        """Call, from this node's namespace, the node's API (or another port, e.g. the agent's; or another host)."""
-        url = self.url(port, host) + path
+        """Call, from this node's namespace, the node's API (or another port, e.g. the agent's; or another host).
+        Without a token, the node's own API is called over its socket, as root on the node does."""
+        token = self.token if token is None else token
+        uds = str(self.socket) if port is None and host is None and not token else ""
+        url = ("http://contivd" if uds else self.url(port, host)) + path
         payload = json.dumps(body) if body is not None else ""
         verify = str(self.ca_file) if url.startswith("https") else ""
-        token = self.token if token is None else token
-        out = sh("ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, token, verify, check=False)
+        out = sh("ip", "netns", "exec", self.ns, sys.executable, "-c", CALL, method, url, payload, token, verify, uds, check=False)
         if out.returncode:
             return 0, out.stderr[-300:]
         status, text = json.loads(out.stdout)
@@ -86,7 +90,8 @@ class Node:
         args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", self.name,
                 "--datapath", "ovs", "--ovs", "managed", "--data-dir", str(self.data),
                 "--api-listen", f"{self.host}:{self.api}", "--raft-listen", self.raft_address,
-                "--openflow-listen", f"127.0.0.1:{self.of}", "--agent-listen", f"{self.host}:{self.agent}", "--cni-socket", "cni.sock", *extra]  # fmt: skip
+                "--openflow-listen", f"127.0.0.1:{self.of}", "--agent-listen", f"{self.host}:{self.agent}", "--cni-socket", "cni.sock",
+                "--api-socket", str(self.socket), *extra]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
         self.data.mkdir(parents=True, exist_ok=True)
         self.log = open(self.data / "contivd.log", "ab")

@@ -80,6 +80,7 @@ class ApiContext:
     agent: Agent | None = None  # None when the node runs without a datapath (--datapath none)
     kube: KubeHealth | None = None  # Kubernetes mode (--kubeconfig): how the leader's watch is doing
     tls_ca: str | None = None  # PEM of the CA this node's TLS certificate chains to; None: plain HTTP
+    loopback_role: tokens.Role | None = None  # a tokenless loopback TCP caller's role (--loopback-access); None: refused
     # The store summary (endpoints per node, IPAM usage) the metrics and systemd's STATUS=
     # line both read: one cache, so a changed store is summarised once, not once per reader.
     summaries: StoreSummaries = field(init=False)
@@ -88,7 +89,7 @@ class ApiContext:
 
     def __post_init__(self) -> None:
         self.summaries = StoreSummaries(self.cache)
-        self.access = auth.Authenticator(self.secret, auth.store_lookup(self.store))
+        self.access = auth.Authenticator(self.secret, auth.store_lookup(self.store), loopback_role=self.loopback_role)
         self.audit = AuditTrail(self.store, self.node_name)
 
 
@@ -446,7 +447,9 @@ class Dispatcher:
             answer = await self._run(route, params, req)
         except Exception as exc:  # noqa: BLE001 - every error becomes an answer
             answer = _error_answer(exc, wants_contiv_errors(req.headers, self.ctx.contiv_error_compat))
-        if route.write and principal is not None:  # executed (or refused) here: the leader's trail
+        # Executed (or refused) here: the leader's trail. A tokenless loopback caller is anyone on
+        # the node: its refusals are not stored, or any local user could flush the bounded trail.
+        if route.write and principal is not None and principal is not self.ctx.access.loopback:
             self.ctx.audit.record(principal.name, route.method, route.path, object_key(params, req.body), answer[0])
         return answer
 

@@ -3,8 +3,9 @@ Prometheus and TLS clients ask.
 
 They are answered in front of the Quart app (like the plugin fast path) so a scrape or a probe
 costs no routing. `/healthz` says the process and its event loop answer; `/readyz` says the node
-can do its job, listing every failing check; `/metrics` is authenticated like the API (loopback,
-a node signature or a token of any role) because it names nodes and networks.
+can do its job, listing every failing check; `/metrics` is authenticated like the API (root on the
+socket, a node signature, a token of any role, or a tokenless loopback caller unless
+--loopback-access none) because it names nodes and networks.
 `/ca.crt` is the CA the node's TLS certificate chains to (public, unauthenticated): `contivd ctl
 --fingerprint` fetches it and trusts it only when its SHA-256 is the pinned one.
 """

@@ -18,6 +18,7 @@ import httpx
 
 from raftstore import BackupFileError, BackupHeader, read_backup_file
 
+from ..ctl.client import http_target
 from .protocol import SNAPSHOT_PATH
 
 SAVE_TIMEOUT_SECONDS = 300.0  # between two chunks of the stream, not for the whole file
@@ -39,15 +40,21 @@ def _error_text(answer: httpx.Response) -> tuple[str, str | None]:
     return str(body.get("error") or f"HTTP {answer.status_code}"), leader if isinstance(leader, str) else None
 
 
-def _download(url: str, headers: dict[str, str], partial: Path, verify: bool | ssl.SSLContext) -> str | None:
-    """Stream `url` into `partial`; the leader's URL if this node is not the leader."""
-    with httpx.stream("GET", url, headers=headers, timeout=SAVE_TIMEOUT_SECONDS, verify=verify) as answer:
+def _download(server: str, headers: dict[str, str], partial: Path, verify: bool | ssl.SSLContext) -> str | None:
+    """Stream the snapshot of `server` (a URL or `unix:/path`) into `partial`; the leader's URL
+    if this node is not the leader."""
+    base_url, transport = http_target(server)
+    url = base_url + SNAPSHOT_PATH
+    with (
+        httpx.Client(transport=transport, timeout=SAVE_TIMEOUT_SECONDS, verify=verify) as http,
+        http.stream("GET", url, headers=headers) as answer,
+    ):
         if answer.status_code != 200:
             answer.read()
             message, leader = _error_text(answer)
             if answer.status_code == 503 and leader:
                 return leader
-            raise SnapshotSaveError(f"{url} refused the snapshot (HTTP {answer.status_code}): {message}")
+            raise SnapshotSaveError(f"{server}{SNAPSHOT_PATH} refused the snapshot (HTTP {answer.status_code}): {message}")
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as out:
             for chunk in answer.iter_bytes(CHUNK_BYTES):
@@ -66,7 +73,7 @@ def save_snapshot(server: str, token: str | None, path: Path, verify: bool | ssl
     try:
         for _ in range(2):
             try:
-                leader = _download(target + SNAPSHOT_PATH, headers, partial, verify)
+                leader = _download(target, headers, partial, verify)
             except httpx.HTTPError as exc:
                 raise SnapshotSaveError(f"snapshot from {target} failed: {exc or type(exc).__name__}") from None
             except OSError as exc:

@@ -10,6 +10,7 @@ daemon internals, so it works against any contivd (or Contiv) server.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +20,7 @@ from click.core import ParameterSource
 
 from . import actions
 from .access import audit_group, auth_group, login
-from .client import DEFAULT_SERVER, Client, CtlError
+from .client import DEFAULT_SERVER, DEFAULT_SOCKET, UNIX_SCHEME, Client, CtlError, default_server
 from .commands import ALIASES, DEFAULT_TENANT, GROUPS, RESOURCES, SETTERS, SHOWS, Arg, Option, Resource, Setter, Show
 from .config import config_path, effective, read_settings
 from .trust import TrustError, verification
@@ -221,8 +222,12 @@ def _setter_command(setter: Setter) -> click.Command:
 
 
 def _server_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if value.startswith(UNIX_SCHEME):
+        if not value.removeprefix(UNIX_SCHEME).startswith("/"):
+            raise click.BadParameter(f"{value!r}: a unix socket server is unix:/absolute/path, e.g. unix:{DEFAULT_SOCKET}")
+        return value
     if not value.startswith(("http://", "https://")):
-        raise click.BadParameter(f"{value!r} is not an http:// or https:// URL")
+        raise click.BadParameter(f"{value!r} is not an http:// or https:// URL, nor unix:/path of the node's API socket")
     return value
 
 
@@ -231,7 +236,10 @@ def _connect(ctx: click.Context, server: str, token: str | None, insecure: bool,
     """The client for the subcommand, with flags over the environment over ctl.toml; the
     resolved server and token go back into the params, where every subcommand finds them."""
     given = ctx.get_parameter_source("server") not in (ParameterSource.DEFAULT, None)
-    settings = effective(server, given, token, read_settings(config_path()))
+    saved = read_settings(config_path())
+    if not given and saved.server is None:
+        server = default_server(os.geteuid())
+    settings = effective(server, given, token, saved)
     target = settings.server or server
     ctx.params.update(server=target, token=settings.token)
     try:
@@ -253,11 +261,13 @@ def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.G
             click.Option(
                 ["server", "--server", "--netmaster"], envvar=["CONTIVD_SERVER", "NETMASTER"], default=DEFAULT_SERVER,
                 show_default=True, callback=_server_url,
-                help="contivd API URL; --netmaster as netctl [env CONTIVD_SERVER, else NETMASTER].",
+                help=f"contivd API URL, or unix:/path of a node's API socket (root's default when {DEFAULT_SOCKET} exists); "
+                "--netmaster as netctl [env CONTIVD_SERVER, else NETMASTER].",
             ),
             click.Option(
                 ["token", "--token"], envvar="CONTIVD_TOKEN", default=None,
-                help="Operator token (`auth token create`), sent as a bearer token; needed from other hosts [env CONTIVD_TOKEN, else ctl.toml].",
+                help="Operator token (`auth token create`), sent as a bearer token; needed for writes except as root over the API socket "
+                "[env CONTIVD_TOKEN, else ctl.toml].",
             ),
             click.Option(
                 ["insecure", "--insecure"], envvar="INSECURE", is_flag=True,

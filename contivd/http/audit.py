@@ -35,7 +35,7 @@ _BODY_KEYS = ("TenantName", "Tenant", "NetworkName", "Network", "ServiceName", "
 class AuditEntry:
     time: float  # unix time the write was answered
     node: str  # the member that executed it
-    who: str  # token:<name>, node:<name>, node (a member's own call) or local (loopback)
+    who: str  # token:<name>, node:<name>, node (a member's own call) or root (the API socket)
     method: str
     route: str  # the route's path template, e.g. /api/v1/<collection>/<key>/
     object: str  # the object key: the path's parameters, or the body's identifying fields

@@ -6,6 +6,8 @@ only what forwarding needs: one request per connection at a time, Content-Length
 idle connections kept per leader URL and dropped when a send finds them closed. `https://`
 URLs are called over TLS with the given context (the cluster CA's: the peer's certificate must
 chain to it and name the address called); keep-alive makes the handshake a once-per-connection cost.
+A base URL `unix:/path` is a node's API socket (root's; benchmarks compare it with TCP using
+this same client).
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ class ForwardingClient:
         self._idle: dict[str, list[_Connection]] = {}
 
     async def _open(self, scheme: str, host: str, port: int) -> _Connection:
-        """A new connection, TLS-wrapped and verified for `https`."""
-        stream = await self._connect(host, port)
+        """A new connection, TLS-wrapped and verified for `https`; `unix` connects to the socket `host`."""
+        stream = await self._connect(host, port) if scheme != "unix" else await trio.open_unix_socket(host)
         if scheme != "https":
             return _Connection(stream)
         if self.ssl_context is None:
@@ -78,14 +80,17 @@ class ForwardingClient:
 
     async def request(self, method: str, base_url: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
         parts = urlsplit(base_url)
-        host, port = parts.hostname or "127.0.0.1", parts.port or (443 if parts.scheme == "https" else 80)
+        if parts.scheme == "unix":
+            host, port = parts.path, 0
+        else:
+            host, port = parts.hostname or "127.0.0.1", parts.port or (443 if parts.scheme == "https" else 80)
         idle = self._idle.setdefault(base_url, [])
         with trio.fail_after(self.timeout):
             for attempt in range(2):  # an idle connection may have been closed by the server
                 reused = bool(idle) and attempt == 0
                 conn = idle.pop() if reused else await self._open(parts.scheme, host, port)
                 try:
-                    answer = await conn.exchange(method, target, f"{host}:{port}", headers, body)
+                    answer = await conn.exchange(method, target, "localhost" if parts.scheme == "unix" else f"{host}:{port}", headers, body)
                 except (OSError, ConnectionError, h11.ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
                     await conn.stream.aclose()
                     if reused:

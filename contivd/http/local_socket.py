@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 import trio
 from hypercorn.app_wrappers import ASGIWrapper
@@ -114,7 +115,7 @@ class _WithPeer:
 
     async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         if scope["type"] in ("http", "websocket"):
-            scope = {**scope, "client": self.client}  # type: ignore[typeddict-item]
+            scope = cast(Scope, {**scope, "client": self.client})
         await self.app(scope, receive, send)
 
 

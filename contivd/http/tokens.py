@@ -54,15 +54,18 @@ TOKEN_ROLES = (Role.VIEWER, Role.OPERATOR, Role.ADMIN)
 
 @dataclass(frozen=True)
 class Principal:
-    """Who made a request, as the audit trail names them: `token:<name>`, `node:<name>` or `local`."""
+    """Who made a request, as the audit trail names them: `token:<name>`, `node:<name>`, `root`
+    (the unix socket) or `loopback` (a tokenless loopback caller)."""
 
     name: str
     role: Role
+    refusal_hint: str = ""  # what a caller refused for its role should do instead
 
 
 def require(principal: Principal, needed: Role) -> None:
     if principal.role < needed:
-        raise ForbiddenError(f"{principal.name} has role {principal.role.label}; this request needs role {needed.label}")
+        hint = f": {principal.refusal_hint}" if principal.refusal_hint else ""
+        raise ForbiddenError(f"{principal.name} has role {principal.role.label}; this request needs role {needed.label}{hint}")
 
 
 @dataclass(frozen=True)

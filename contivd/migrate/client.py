@@ -18,21 +18,27 @@ from .source import MigrationError
 IMPORT_TIMEOUT_SECONDS = 300.0  # planning and one transaction of a whole installation on the leader
 
 
-def submit_import(server: str, values: Mapping[str, str], force: bool, token: str | None = None, ca_file: str | None = None) -> dict[str, Any]:
+def submit_import(
+    server: str,
+    values: Mapping[str, str],
+    force: bool,
+    token: str | None = None,
+    ca_file: str | None = None,
+    via: tuple[str, httpx.BaseTransport | None] | None = None,
+) -> dict[str, Any]:
     """Send the tree to the leader; its answer (`revision`, `counts`). `ca_file`: the CA an
-    https:// server is verified against (the cluster CA), else the system's."""
+    https:// server is verified against (the cluster CA), else the system's. `via`: the base URL
+    and transport that reach `server` (e.g. a node's API socket, where root needs no token)."""
     headers = {"Accept": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
     body = {"values": dict(values), "force": force}
     target = server.rstrip("/")
+    base_url, transport = via if via is not None else (target, None)
     for _ in range(2):
         try:
-            answer = httpx.post(
-                target + IMPORT_PATH,
-                json=body,
-                headers=headers,
-                timeout=IMPORT_TIMEOUT_SECONDS,
-                verify=ssl.create_default_context(cafile=ca_file) if ca_file else True,
-            )
+            with httpx.Client(
+                transport=transport, timeout=IMPORT_TIMEOUT_SECONDS, verify=ssl.create_default_context(cafile=ca_file) if ca_file else True
+            ) as http:
+                answer = http.post(base_url + IMPORT_PATH, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise MigrationError(f"cannot reach contivd at {target}: {exc or type(exc).__name__}") from None
         try:
@@ -43,7 +49,8 @@ def submit_import(server: str, values: Mapping[str, str], force: bool, token: st
             return dict(reply)
         leader = reply.get("leader") if isinstance(reply, dict) else None
         if answer.status_code == 503 and isinstance(leader, str) and leader.rstrip("/") != target:
-            target = leader.rstrip("/")
+            target = base_url = leader.rstrip("/")  # the leader's TCP API: root's socket is this node's only
+            transport = None
             continue
         message = reply.get("error") if isinstance(reply, dict) else None
         raise MigrationError(f"contivd at {target} refused the import (HTTP {answer.status_code}): {message or answer.text.strip()}")

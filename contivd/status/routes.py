@@ -1,8 +1,9 @@
 """HTTP face of the status page: the page and its assets, the snapshot, this node's report and
 the live event stream, on the API listener.
 
-Read-only, and authenticated like every other read (contivd.http.auth: loopback needs
-nothing, other hosts a node signature or an operator token of any role). The store part
+Read-only, and authenticated like every other read (contivd.http.auth: root on the API
+socket, a node signature or an operator token of any role; a tokenless loopback caller is a
+viewer unless --loopback-access none). The store part
 of the snapshot is built from the node's StateCache and cached per snapshot revision, the
 cluster part (peer reports, with each node's BGP peering, fetched over HTTP, signed like forwarded requests) for
 CLUSTER_TTL_SECONDS, so many open pages cost one build. The event stream waits on the cache

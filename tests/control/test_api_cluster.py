@@ -36,10 +36,10 @@ def test_concurrent_create_endpoint_from_three_nodes_never_duplicates_an_address
     answers: list[httpx.Response] = []
 
     def burst(node: ContivdProcess) -> None:
-        with httpx.Client(timeout=30) as client:
+        with node.socket_client(timeout=30) as client:
             for i in range(40):
                 ep = f"{node.name}-{i}"
-                answers.append(client.post(node.url + "/plugin/createEndpoint", json={
+                answers.append(client.post("/plugin/createEndpoint", json={
                     "TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": {"Container": ep}}))  # fmt: skip
 
     threads = [threading.Thread(target=burst, args=(n,)) for n in cluster3.nodes]
@@ -63,12 +63,12 @@ def test_leader_sigkill_during_create_endpoint_stream_loses_and_leaks_nothing(cl
 
     def stream() -> None:
         i = 0
-        with httpx.Client(timeout=30, headers={"Accept": "application/json"}) as client:  # typed errors: 503 while no leader
+        with writer.socket_client(timeout=30, headers={"Accept": "application/json"}) as client:  # typed errors: 503 while no leader
             while not stop.is_set():
                 ep = f"ep{i}"
                 attempted.append(ep)
                 try:
-                    answer = client.post(writer.url + "/plugin/createEndpoint", json={
+                    answer = client.post("/plugin/createEndpoint", json={
                         "TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": {"Container": ep}})  # fmt: skip
                     if answer.status_code == 200:
                         acknowledged[ep] = answer.json()["EndpointConfig"]["ipAddress"]

@@ -60,7 +60,7 @@ PARAMETERS = st.one_of(
 
 @pytest.fixture(scope="module")
 def client(node: ContivdProcess) -> Any:
-    with httpx.Client(base_url=node.url, headers={"Accept": "application/json"}, timeout=30) as client:
+    with node.socket_client(headers={"Accept": "application/json"}, timeout=30) as client:
         yield client
 
 

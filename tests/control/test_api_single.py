@@ -61,15 +61,15 @@ def test_invalid_input_is_a_4xx_naming_the_problem_and_writes_nothing(node: Cont
     answer = node.post(path, body)
     assert answer.status_code == status and words in answer.json()["error"], answer.text
     assert {c: node.get(f"/api/v1/{c}/").json() for c in collections} == before
-    refused = {"who": "local", "method": "POST", "route": "/api/v1/<collection>/<key>/", "object": path.split("/", 3)[3].strip("/"), "status": status}
+    refused = {"who": "root", "method": "POST", "route": "/api/v1/<collection>/<key>/", "object": path.split("/", 3)[3].strip("/"), "status": status}
     wait_for(lambda: any(refused.items() <= entry.items() for entry in node.get("/api/v1/audit/").json()), 10, f"the audit entry {refused}")
 
 
 def test_malformed_requests(node: ContivdProcess) -> None:
-    raw = httpx.post(node.url + "/api/v1/tenants/t1/", content=b"{not json", headers={"Accept": "application/json"}, timeout=10)
+    raw = node.request("POST", "/api/v1/tenants/t1/", content=b"{not json")
     assert raw.status_code == 400 and "not valid JSON" in raw.json()["error"]
     assert node.get("/api/v1/nonsense/").status_code == 404
-    assert httpx.post(node.url + "/plugin/createEndpoint", content=b"[1]", headers={"Accept": "application/json"}, timeout=10).status_code == 400
+    assert node.request("POST", "/plugin/createEndpoint", content=b"[1]").status_code == 400
     assert node.get("/api/v1/volumes/").json() == []
 
 

@@ -121,7 +121,8 @@ def test_snapshot_from_a_cluster_restores_into_a_new_cluster_that_serves_it_all(
         before = served(cluster.nodes[0])
         backup = tmp_path / "backup" / "store.snap"
         backup.parent.mkdir()
-        saved = contivd("ctl", "--server", cluster.followers()[0].url, "cluster", "snapshot", "save", str(backup))
+        admin = cluster.nodes[0].mint_token("backup-admin")  # the follower sends the client on to the leader's TCP API
+        saved = contivd("ctl", "--server", cluster.followers()[0].url, "--token", admin, "cluster", "snapshot", "save", str(backup))
         assert saved.returncode == 0, saved.stderr
         assert "revision" in saved.stdout and "keys" in saved.stdout
         assert stat.S_IMODE(backup.stat().st_mode) == 0o600
@@ -149,7 +150,7 @@ def test_a_truncated_or_corrupted_snapshot_is_refused_naming_the_fault(tmp_path:
         cluster.start(90)
         ok(cluster.nodes[0], "/api/v1/networks/default:pods/", NET)
         backup = tmp_path / "store.snap"
-        assert contivd("ctl", "--server", cluster.nodes[0].url, "cluster", "snapshot", "save", str(backup)).returncode == 0
+        assert contivd("ctl", "--server", f"unix:{cluster.nodes[0].socket}", "cluster", "snapshot", "save", str(backup)).returncode == 0
     finally:
         cluster.close()
     data = backup.read_bytes()

@@ -107,9 +107,9 @@ CASES: list[tuple[str, str, str, dict[str, Any] | None, dict[str, Any]]] = [
 def test_contiv_clients_get_500_text_with_contivs_first_line(
     world: ContivdProcess, case: str, method: str, path: str, body: dict[str, Any] | None, values: dict[str, Any]
 ) -> None:
-    answer = httpx.request(method, world.url + path, json=body, headers=CONTIV, timeout=15)
+    answer = world.request(method, path, json=body, headers=CONTIV)
     assert contiv_error(answer) == contiv_line(case, **values)
-    typed = httpx.request(method, world.url + path, json=body, headers={"Accept": "application/json"}, timeout=15)
+    typed = world.request(method, path, json=body)
     assert 400 <= typed.status_code < 500 and typed.json()["error"], "Accept: application/json keeps the typed answer"
 
 
@@ -123,14 +123,14 @@ def test_followers_answer_by_the_original_clients_contract(cluster3) -> None:  #
     follower = next(n for n in cluster3.nodes if n is not leader)
     path = "/api/v1/endpointGroups/default:g10/"
     body = {"tenantName": "default", "groupName": "g10", "networkName": "nonet"}
-    assert contiv_error(httpx.post(follower.url + path, json=body, headers=CONTIV, timeout=15)) == contiv_line("network-missing-named", name="nonet")
+    assert contiv_error(follower.post(path, body, headers=CONTIV)) == contiv_line("network-missing-named", name="nonet")
     typed = follower.post(path, body)
     assert typed.status_code == 404 and "nonet" in typed.json()["error"]
 
 
 def test_go_decoding_folds_case_and_ignores_trailing_data_but_refuses_unknown_fields(node: ContivdProcess) -> None:
     body = b'{"Hostname": "h1", "routerip": "198.18.70.1/24", "As": "65000", "neighbor-as": "65001", "neighbor": "198.18.70.2"} trailing'
-    answer = httpx.post(node.url + "/api/v1/Bgps/h1/", content=body, headers={"Accept": "application/json"}, timeout=15)
+    answer = node.request("POST", "/api/v1/Bgps/h1/", content=body)
     assert answer.status_code == 200, answer.text
     assert answer.json()["as"] == "65000" and answer.json()["hostname"] == "h1"
     unknown = node.post("/api/v1/Bgps/h2/", {"hostname": "h2", "routerip": "198.18.70.1/24", "bogus": 1})

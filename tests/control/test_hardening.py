@@ -57,12 +57,12 @@ def nested(depth: int) -> str:
 )
 def test_deeply_nested_json_is_a_400_naming_the_limit(node: ContivdProcess, path: str, depth: int) -> None:
     body = nested(depth) if depth < 100_000 else "[" * depth + "]" * depth
-    answer = httpx.post(node.url + path, content=body.encode(), headers=JSON, timeout=30)
+    answer = node.request("POST", path, content=body.encode(), timeout=30)
     assert answer.status_code == 400 and "nested deeper" in answer.json()["error"], answer.text
 
 
 def test_json_at_the_nesting_limit_reaches_the_handler(node: ContivdProcess) -> None:
-    answer = httpx.post(node.url + "/plugin/allocAddress", content=nested(MAX_JSON_DEPTH - 1).encode(), headers=JSON, timeout=30)
+    answer = node.request("POST", "/plugin/allocAddress", content=nested(MAX_JSON_DEPTH - 1).encode(), timeout=30)
     assert answer.status_code == 400 and "nested deeper" not in answer.json()["error"], answer.text
 
 

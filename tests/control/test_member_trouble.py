@@ -123,12 +123,12 @@ def test_every_node_sigkilled_during_create_endpoint_streams_keeps_every_acknowl
 
     def stream(node: ContivdProcess) -> None:
         i = 0
-        with httpx.Client(timeout=10, headers={"Accept": "application/json"}) as client:
+        with node.socket_client(timeout=10, headers={"Accept": "application/json"}) as client:
             while not stop.is_set():
                 ep = f"{node.name}-{i}"
                 body = {"TenantName": "default", "NetworkName": "pods", "EndpointID": ep, "ConfigEP": {"Container": ep}}
                 try:
-                    answer = client.post(node.url + "/plugin/createEndpoint", json=body)
+                    answer = client.post("/plugin/createEndpoint", json=body)
                     if answer.status_code == 200:
                         acknowledged[ep] = answer.json()["EndpointConfig"]["ipAddress"]
                 except httpx.HTTPError:

@@ -43,7 +43,7 @@ def test_ready_after_the_api_answers_watchdog_keeps_coming_stopping_on_sigterm(t
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
     env.update(NOTIFY_SOCKET=path, WATCHDOG_USEC="400000")
     args = [sys.executable, "-m", "contivd", "run", "--data-dir", str(tmp_path / "d"),
-            "--api-listen", f"127.0.0.1:{api}", "--raft-listen", f"127.0.0.1:{raft}", "--datapath", "none"]  # fmt: skip
+            "--api-listen", f"127.0.0.1:{api}", "--raft-listen", f"127.0.0.1:{raft}", "--datapath", "none", "--api-socket", "run/api.sock"]  # fmt: skip
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         before_ready = receive_until(sock, "READY=1")

@@ -27,7 +27,7 @@ def voters(node: ContivdProcess) -> list[str]:
 
 
 def ctl(node: ContivdProcess, *args: str) -> str:
-    done = contivd("ctl", "--server", node.url, "cluster", "voter", *args)
+    done = contivd("ctl", "--server", f"unix:{node.socket}", "cluster", "voter", *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -94,7 +94,7 @@ def test_wrong_voter_changes_are_refused_with_the_reason_and_change_nothing(tmp_
             assert answer.status_code == status, answer.text
             assert message in answer.json()["error"]
         assert voters(node) == [node.raft]
-        refused = contivd("ctl", "--server", node.url, "cluster", "voter", "remove", node.raft)
+        refused = contivd("ctl", "--server", f"unix:{node.socket}", "cluster", "voter", "remove", node.raft)
         assert refused.returncode != 0 and "is the Raft leader" in refused.stderr, refused.stderr
         assert voters(node) == [node.raft]
         ok(node, "/api/v1/networks/default:pods/", NET)  # the cluster still commits

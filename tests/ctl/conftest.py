@@ -65,4 +65,5 @@ class Ctl:
 
 @pytest.fixture(scope="module")
 def ctl(node: ContivdProcess) -> Ctl:
-    return Ctl(node.url)
+    """ctl as root on the node: over its API socket, admin without a token."""
+    return Ctl(f"unix:{node.socket}")

@@ -18,7 +18,9 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import socket
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ from click.testing import CliRunner
 from contivd.cli import cli
 from tests.support.contivd_nodes import ContivdProcess
 from tests.support.netctl_build import NetctlUnavailable, netctl_binary
+from tests.support.tcp_relay import Relay
 
 from .conftest import NO_CTL_ENV
 
@@ -336,11 +339,25 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield tmp_path_factory.mktemp("netctl-home")
 
 
+@pytest.fixture(scope="module")
+def server(node: ContivdProcess) -> Iterator[str]:
+    """The URL both clients call: a loopback port relayed to the node's root-only API socket.
+    Loopback TCP without a token only reads, and netctl sends a token only over https from
+    root's own ~/.netctl/config.json, which a test must not write; through the relay both
+    clients write as root on the node does (the comparison is about what they print)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=Relay([listener], str(node.socket)).serve, args=(listener,), daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.close()
+
+
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
-def test_netctl_and_ctl_agree(chapter: str, netctl: Path, node: ContivdProcess, home: Path) -> None:
+def test_netctl_and_ctl_agree(chapter: str, netctl: Path, node: ContivdProcess, server: str, home: Path) -> None:
     steps = CHAPTERS[chapter]
-    theirs = run_chapter(node, steps, lambda step: run_netctl(netctl, node.url, step.args, home))
-    ctl = run_chapter(node, steps, lambda step: run_ctl(node.url, step.args))
+    theirs = run_chapter(node, steps, lambda step: run_netctl(netctl, server, step.args, home))
+    ctl = run_chapter(node, steps, lambda step: run_ctl(server, step.args))
     problems = [
         f"--- {' '.join(step.args)}\n{why}"
         for step, netctl_outcome, ours in zip(steps, theirs, ctl, strict=True)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.support.contiv_tree import ContivTreeBuilder
-from tests.support.contivd_nodes import ContivdCluster, running_cluster
+from tests.support.contivd_nodes import ContivdCluster, ContivdProcess, running_cluster
 from tests.support.waiting import free_ports, wait_for
 
 ETCD = "/usr/bin/etcd"
@@ -114,9 +114,10 @@ def contiv_installation() -> dict[str, str]:
     return t.finish()
 
 
-def run_import(url: str, etcd_url: str, *flags: str) -> subprocess.CompletedProcess[str]:
+def run_import(server: ContivdProcess, etcd_url: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    """`contivd import-contiv` as root on the node: over its API socket, admin without a token."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
-    args = [sys.executable, "-m", "contivd", "import-contiv", "--etcd", etcd_url, "--server", url, *flags]
+    args = [sys.executable, "-m", "contivd", "import-contiv", "--etcd", etcd_url, "--server", f"unix:{server.socket}", *flags]
     return subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
 
 
@@ -129,12 +130,12 @@ def test_import_keeps_every_object_address_and_id(etcd: Etcd, node: ContivdClust
     before = etcd.dump()
     server = node.leader()
 
-    dry = run_import(server.url, etcd.url, "--dry-run")
+    dry = run_import(server, etcd.url, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "dry run: nothing written" in dry.stdout and "network default:full: vxlan 5001 (local vlan 2), 5 endpoints" in dry.stdout
     assert server.get("/api/v1/networks/").json() == []  # nothing written
 
-    done = run_import(server.url, etcd.url)
+    done = run_import(server, etcd.url)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "verified: 18 objects and 9 endpoints match" in done.stdout
 
@@ -163,11 +164,11 @@ def test_import_keeps_every_object_address_and_id(etcd: Etcd, node: ContivdClust
     pooled = server.post("/plugin/createEndpoint", {"TenantName": "blue", "NetworkName": "web", "ServiceName": "backend", "EndpointID": "b2"})
     assert pooled.json()["EndpointConfig"]["ipAddress"] == "198.18.10.100"
 
-    again = run_import(server.url, etcd.url)
+    again = run_import(server, etcd.url)
     assert again.returncode != 0 and "not empty" in again.stderr and "--force" in again.stderr
     assert server.get("/api/v1/inspect/networks/blue:web/").json()["Oper"]["numEndpoints"] == 5  # refused: nothing changed
 
-    forced = run_import(server.url, etcd.url, "--force")
+    forced = run_import(server, etcd.url, "--force")
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert server.get("/api/v1/inspect/networks/blue:web/").json()["Oper"]["numEndpoints"] == 3  # back to Contiv's state
 
@@ -177,21 +178,21 @@ def test_import_keeps_every_object_address_and_id(etcd: Etcd, node: ContivdClust
 def test_clear_errors(tmp_path: Path, etcd: Etcd, node: ContivdCluster) -> None:
     server = node.leader()
     (port,) = free_ports(1)
-    unreachable = run_import(server.url, f"http://127.0.0.1:{port}")
+    unreachable = run_import(server, f"http://127.0.0.1:{port}")
     assert unreachable.returncode != 0 and "cannot reach etcd" in unreachable.stderr
 
-    empty = run_import(server.url, etcd.url)
+    empty = run_import(server, etcd.url)
     assert empty.returncode != 0 and "not a Contiv installation" in empty.stderr
 
     etcd.load({"/contiv.io/obj/modeldb/tenant/bad_name": '{"key": "bad_name", "tenantName": "bad_name"}'})
-    invalid = run_import(server.url, etcd.url)
+    invalid = run_import(server, etcd.url)
     assert invalid.returncode != 0 and "tenant bad_name: contivd refuses it" in invalid.stderr, invalid.stderr
     assert server.get("/api/v1/tenants/").json() == [server.get("/api/v1/tenants/default/").json()]
 
     (tmp_path / "v3").mkdir()
     v3_only = Etcd(tmp_path / "v3", enable_v2=False)
     try:
-        disabled = run_import(server.url, v3_only.url)
+        disabled = run_import(server, v3_only.url)
         assert disabled.returncode != 0 and "does not serve the v2 keys API" in disabled.stderr and "--enable-v2" in disabled.stderr
     finally:
         v3_only.close()

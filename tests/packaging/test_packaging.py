@@ -50,11 +50,13 @@ def test_binary_runs_version_run_and_ctl(built: tuple[Path, Path], tmp_path: Pat
         f"127.0.0.1:{raft}",
         "--datapath",
         "none",
+        "--api-socket",
+        str(tmp_path / "run" / "api.sock"),
     ]  # the executable, not the datapath, is under test (tests/agent runs that)
     log = open(tmp_path / "run.log", "wb")
     proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        ctl = [str(binary), "ctl", "--server", f"http://127.0.0.1:{api}"]
+        ctl = [str(binary), "ctl", "--server", f"unix:{tmp_path / 'run' / 'api.sock'}"]  # root on the node: admin without a token
 
         def net_ls() -> str | None:
             out = subprocess.run([*ctl, "net", "ls"], env=env, capture_output=True, text=True, timeout=30)

@@ -26,7 +26,7 @@ def create_network(node: ContivdProcess, name: str, subnet: str, gateway: str) -
 
 def create_endpoint(node: ContivdProcess, network: str, name: str, client: httpx.Client | None = None) -> None:
     body = {"TenantName": "default", "NetworkName": network, "EndpointID": name, "ConfigEP": {"Container": name, "Host": "node0"}}
-    answer = (client or httpx).post(node.url + "/plugin/createEndpoint", json=body, timeout=15)
+    answer = client.post("/plugin/createEndpoint", json=body) if client else node.post("/plugin/createEndpoint", body)
     assert answer.status_code == 200, answer.text
 
 
@@ -67,7 +67,7 @@ def test_snapshot_shows_networks_endpoints_and_the_leader(node: ContivdProcess) 
     assert row[1] == MARKUP and row[7] == f"app={MARKUP}"
     report = node.get("/status/api/node").json()
     assert report["name"] == "node0" and report["store"]["role"] == "leader" and report["agent"] is None
-    written = {"who": "local", "method": "POST", "route": "/plugin/updateEndpoint", "status": 200}
+    written = {"who": "root", "method": "POST", "route": "/plugin/updateEndpoint", "status": 200}
     writes = wait_for(
         lambda: (w := node.get("/status/api/snapshot").json()["writes"]) and written.items() <= w[0].items() and w, 10, "the last write shown"
     )
@@ -95,7 +95,7 @@ def test_events_announce_a_new_endpoint_and_batch_a_burst(node: ContivdProcess) 
 
         writes = 300
         stream.drain()
-        with httpx.Client() as client:
+        with node.socket_client(timeout=15) as client:
             threads = [
                 threading.Thread(target=lambda k=k: [create_endpoint(node, "live", f"burst-{k}-{i}", client) for i in range(writes // 6)])
                 for k in range(6)

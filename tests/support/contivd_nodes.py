@@ -32,15 +32,22 @@ def _verify(url: str, ca_file: Path) -> dict[str, Any]:
     return {"verify": ssl.create_default_context(cafile=ca_file)}
 
 
+def _credentials(kwargs: dict[str, Any]) -> bool:
+    return any(name.lower() in ("authorization", "x-auth-token") for name in kwargs.get("headers", {}))
+
+
 class ContivdProcess:
     """One node (`--datapath none`): its API URL, its raft address, SIGKILL / SIGTERM / restart.
-    With `tls`, the node serves TLS on loopback too (`--tls always`) and calls verify its CA."""
+    With `tls`, the node serves TLS on loopback too (`--tls always`) and calls verify its CA.
+    get/post/delete without credentials go over the node's API socket, as root on the node
+    does (loopback TCP without a token only reads); with a token, to the TCP URL."""
 
     def __init__(self, name: str, root: Path, raft: str, api_port: int, peers: list[str], secret: str | None = SECRET, tls: bool = False):
         self.name, self.raft, self.peers, self.secret = name, raft, peers, secret
         self.data_dir = root / name
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{api_port}"
         self.api_listen = f"127.0.0.1:{api_port}"
+        self.socket = self.data_dir / "run" / "api.sock"  # root's: admin without a token
         self.proc: subprocess.Popen[bytes] | None = None
         self.extra: tuple[str, ...] = ("--tls", "always") if tls else ()  # further `contivd run` flags
 
@@ -53,7 +60,7 @@ class ContivdProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [
             sys.executable, "-m", "contivd", "run", "--node-name", self.name, "--data-dir", str(self.data_dir),
-            "--api-listen", self.api_listen, "--raft-listen", self.raft, "--datapath", "none",
+            "--api-listen", self.api_listen, "--raft-listen", self.raft, "--datapath", "none", "--api-socket", str(self.socket),
         ]  # fmt: skip
         if self.peers:
             args += ["--peers", ",".join(self.peers)]
@@ -78,13 +85,24 @@ class ContivdProcess:
     # get/post/delete ask for contivd's typed errors (4xx + JSON), as `contivd ctl` does; pass
     # headers={"Accept": "*/*"} to be served Contiv's contract (500 + text) instead.
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=15, **_verify(self.url, self.ca_file), **_json_errors(kwargs))
+        return self.request("GET", path, **kwargs)
 
     def post(self, path: str, body: Any, **kwargs: Any) -> httpx.Response:
-        return httpx.post(self.url + path, json=body, timeout=15, **_verify(self.url, self.ca_file), **_json_errors(kwargs))
+        return self.request("POST", path, json=body, **kwargs)
 
     def delete(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.delete(self.url + path, timeout=15, **_verify(self.url, self.ca_file), **_json_errors(kwargs))
+        return self.request("DELETE", path, **kwargs)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        kwargs = _json_errors({"timeout": 15, **kwargs})
+        if _credentials(kwargs):
+            return httpx.request(method, self.url + path, **_verify(self.url, self.ca_file), **kwargs)
+        with self.socket_client() as client:
+            return client.request(method, path, **kwargs)
+
+    def socket_client(self, **kwargs: Any) -> httpx.Client:
+        """A client of the node's API socket: root on the node, admin without a token."""
+        return httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket)), base_url="http://contivd", **kwargs)
 
     def post_endpoint(self, ep: str, group: str = "") -> httpx.Response:
         """createEndpoint `ep` on network default:pods, its container on this node (in `group`)."""

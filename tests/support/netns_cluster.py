@@ -68,7 +68,7 @@ class NetnsNode:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", self.name,
                 "--data-dir", str(self.data_dir), "--api-listen", f"{self.host}:{API_PORT}", "--raft-listen", self.raft,
-                "--peers", ",".join(peers), "--control-ip", self.host, "--datapath", "none"]  # fmt: skip
+                "--peers", ",".join(peers), "--control-ip", self.host, "--datapath", "none", "--api-socket", "run/api.sock"]  # fmt: skip
         env = tree_env()
         env["CONTIVD_CLUSTER_SECRET"] = SECRET
         with open(self.data_dir / "contivd.log", "ab") as log:  # the child keeps its own descriptor

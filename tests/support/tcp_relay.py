@@ -8,6 +8,11 @@ the real kube-apiserver (tests/support/kube_real.py) listens on the root namespa
 which the contivd nodes in their own namespaces cannot reach; so each node finds it on its own
 127.0.0.1, and one kubeconfig serves the tests and every node.
 
+In-process, `Relay` also forwards to a unix socket (a path as its target): the original netctl
+can send a token only over https, and only from the invoking user's passwd home
+(~/.netctl/config.json), so tests/ctl/test_netctl_compat.py lets it reach a node's root-only API
+socket through a loopback port the test owns.
+
 A line with another port number on stdin moves the relay to it: connections open then are cut
 (a client sees its API server go away) and new ones go to the new target (a port nothing
 listens on: the API server looks down). Prints `ready` once listening, `moved` after each move.
@@ -24,7 +29,9 @@ CLONE_NEWNET = 0x40000000
 
 
 class Relay:
-    def __init__(self, listeners: list[socket.socket], target: int):
+    """Forwards connections to 127.0.0.1:`target`, or to the unix socket at `target` (a path)."""
+
+    def __init__(self, listeners: list[socket.socket], target: int | str):
         self.listeners = listeners
         self.target = target
         self.lock = threading.Lock()
@@ -32,14 +39,18 @@ class Relay:
 
     def serve(self, listener: socket.socket) -> None:
         while True:
-            near = listener.accept()[0]
             try:
-                far = socket.create_connection(("127.0.0.1", self.target))
+                near = listener.accept()[0]
+            except OSError:  # the listener was closed: the relay's owner is done with it
+                return
+            try:
+                far = _connect(self.target)
             except OSError:
                 near.close()
                 continue
             for s in (near, far):  # relay each write at once: Nagle would hold small ones for the peer's delayed ACK
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if s.family != socket.AF_UNIX:
+                    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self.lock:
                 self.open |= {near, far}
             for a, b in ((near, far), (far, near)):
@@ -63,6 +74,18 @@ class Relay:
             cut, self.open = self.open, set()
         for s in cut:
             _shut(s)
+
+
+def _connect(target: int | str) -> socket.socket:
+    if isinstance(target, int):
+        return socket.create_connection(("127.0.0.1", target))
+    far = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        far.connect(target)
+    except OSError:
+        far.close()
+        raise
+    return far
 
 
 def _shut(s: socket.socket) -> None:

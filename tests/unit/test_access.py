@@ -1,13 +1,19 @@
-"""Pure parts of access control: tokens, ctl.toml settings, audit keys (the HTTP behaviour is in tests/control/test_access.py)."""
+"""Pure parts of access control: tokens, who a caller is (socket, loopback, token), ctl.toml
+settings and ctl's server, audit keys (the HTTP behaviour is in tests/control/test_access.py and
+tests/control/test_local_trust.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from contivd.ctl.client import CtlError
+from contivd.ctl.client import DEFAULT_SERVER, CtlError, default_server, http_target, unreachable_socket
 from contivd.ctl.config import CtlSettings, effective, parse_settings, render_settings
 from contivd.http.audit import AuditEntry, AuditTrail, object_key, stored
+from contivd.http.auth import Authenticator
 from contivd.http.errors import ForbiddenError, UnauthorizedError
+from contivd.http.local_socket import unix_peer
 from contivd.http.tokens import Principal, Role, check_token, new_token, require, token_name
 from contivd.status.snapshot import recent_writes
 from raftstore import MemoryStore
@@ -80,3 +86,52 @@ async def test_the_trail_stores_batches_and_keeps_the_newest_entries() -> None:
     await trail.flush()
     assert [e.object for e in stored(store)] == ["o3", "o4", "o5"], "the oldest stored entries make room"
     assert stored(store)[-1] == AuditEntry(stored(store)[-1].time, "n1", "token:a", "DELETE", "/r", "o5", 403)
+
+
+OPS_TOKEN, OPS_RECORD = new_token("ops", Role.OPERATOR, now=100.0, ttl=None)
+
+
+def _authenticator(loopback_role: Role | None) -> Authenticator:
+    return Authenticator("secret", lambda name: OPS_RECORD if name == "ops" else None, clock=lambda: 100.0, loopback_role=loopback_role)
+
+
+def test_root_on_the_socket_is_admin_and_loopback_at_most_a_viewer() -> None:
+    strict, viewer = _authenticator(None), _authenticator(Role.VIEWER)
+    for access in (strict, viewer):
+        assert access.identify("POST", "/x", b"", {}, unix_peer(0)) == Principal("root", Role.ADMIN)
+        with pytest.raises(UnauthorizedError, match="root on the node's unix socket"):
+            access.identify("GET", "/x", b"", {}, unix_peer(65534))  # never reaches here (cut at accept), refused anyway
+        with pytest.raises(UnauthorizedError, match="needs credentials"):
+            access.identify("GET", "/x", b"", {}, "198.18.0.1")
+    with pytest.raises(UnauthorizedError):
+        strict.identify("GET", "/x", b"", {}, "127.0.0.1")  # the default: no loopback access at all
+    for address in ("127.0.0.1", "::1"):
+        loopback = viewer.identify("GET", "/x", b"", {}, address)
+        assert loopback.role is Role.VIEWER and loopback.name == "loopback"
+        with pytest.raises(ForbiddenError, match="needs role operator: .*contivd ctl` as root on the node"):
+            require(loopback, Role.OPERATOR)
+    with pytest.raises(UnauthorizedError):
+        viewer.identify("GET", "/x", b"", {}, "<local>")  # the old unix-socket peer name means nothing now
+    with pytest.raises(ValueError, match="at most viewers"):
+        _authenticator(Role.OPERATOR)
+
+
+def test_a_token_wins_over_the_peer_and_netctls_header_is_one() -> None:
+    access = _authenticator(Role.VIEWER)
+    token = OPS_TOKEN
+    assert access.identify("POST", "/x", b"", {"x-auth-token": token}, "127.0.0.1") == Principal("token:ops", Role.OPERATOR)
+    assert access.identify("POST", "/x", b"", {"authorization": f"Bearer {token}"}, unix_peer(0)).name == "token:ops"
+    with pytest.raises(UnauthorizedError, match="^unknown token$"):
+        access.identify("GET", "/x", b"", {"x-auth-token": "ctd1.ops.wrong"}, unix_peer(0))
+    with pytest.raises(UnauthorizedError, match="cluster secret"):
+        access.identify("GET", "/x", b"", {"x-auth-token": "secret"}, "127.0.0.1")
+
+
+def test_ctl_defaults_to_the_socket_as_root_when_it_exists(tmp_path: Path) -> None:
+    socket = tmp_path / "api.sock"
+    assert default_server(0, socket) == DEFAULT_SERVER, "no socket: loopback TCP"
+    socket.touch()
+    assert default_server(0, socket) == f"unix:{socket}" and default_server(1000, socket) == DEFAULT_SERVER
+    assert http_target(f"unix:{socket}")[0] == "http://contivd" and http_target("https://n:9999/") == ("https://n:9999", None)
+    assert unreachable_socket(socket) is None
+    assert "no contivd API socket at" in (unreachable_socket(tmp_path / "none.sock") or "")

@@ -49,6 +49,7 @@ from .sdnotify import Notifier
 from .state import NodeRecord, StateCache
 from .status.routes import StatusContext, register_status_routes
 from .tls.material import TlsFiles, issued_tls_files
+from .tls.serving import ServingTls
 
 log = logging.getLogger("contivd")
 STATUS_SECONDS = 5.0  # how often the systemd STATUS= line is refreshed
@@ -87,23 +88,23 @@ def _start_kubernetes_watch(nursery: trio.Nursery, store: Store, netmaster: Netm
     return health
 
 
-async def _node_tls(store: Store, config: Config) -> TlsFiles | None:
+async def _node_tls(store: Store, config: Config) -> ServingTls | None:
     """The TLS files this node serves with: the operator's, else issued by the cluster CA
     (waits for the store on a first start); None when every listener is plain loopback HTTP."""
     if not config.uses_tls:
         return None
     if config.tls_cert is not None and config.tls_key is not None and config.tls_ca is not None:
-        return TlsFiles(config.tls_cert, config.tls_key, config.tls_ca)
+        return ServingTls(TlsFiles(config.tls_cert, config.tls_key, config.tls_ca), issued=False)
     assert config.cluster_secret is not None  # config.load refuses TLS without files or a secret
-    return await issued_tls_files(store, config.tls_dir, config.cluster_secret, config.node_name, config.tls_hosts)
+    return ServingTls(await issued_tls_files(store, config.tls_dir, config.cluster_secret, config.node_name, config.tls_hosts), issued=True)
 
 
-def _hypercorn_config(listen: str, tls: TlsFiles | None) -> HypercornConfig:
+def _hypercorn_config(listen: str, tls: ServingTls | None) -> HypercornConfig:
     """One listener's settings; TLS with `tls` (the caller passes None for a plain listener)."""
     hconfig = HypercornConfig()
     hconfig.bind = [listen]
     if tls is not None:
-        hconfig.certfile, hconfig.keyfile = str(tls.certificate), str(tls.key)
+        tls.hypercorn_config(hconfig)
     hconfig.accesslog = None
     hconfig.errorlog = logging.getLogger("hypercorn.error")  # our handler and format (logs.configure), not hypercorn's own
     hconfig.graceful_timeout = 5.0
@@ -124,7 +125,9 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             log.info("store started (%s, peers: %s)", role, ", ".join(config.peers) or "none, single node")
             tls = await _node_tls(store, config)
             if tls is not None:
-                http.ssl_context = tls.client_context()  # peers' certificates are verified against the cluster CA
+                tls.attach(http)  # peers' certificates are verified against the cluster CA(s)
+                if config.cluster_secret is not None:
+                    nursery.start_soon(tls.follow_rotations, store, config.cluster_secret, config.node_name, config.tls_hosts)
                 log.info("TLS on non-loopback listeners%s; cluster CA sha256 %s", " and loopback" if config.tls == "always" else "", tls.fingerprint)
             netmaster = Netmaster(store, config.node_name)
             nursery.start_soon(_leader_duties, store, netmaster, config.node_name)
@@ -186,7 +189,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 config.contiv_error_compat,
                 agent,
                 kube,
-                tls_ca=tls.ca_pem if tls is not None else None,
+                tls=tls,
                 loopback_role=Role.VIEWER if config.loopback_access == "viewer" else None,
             )
             endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None  # the orphan scan's view, with a CNI server
@@ -213,7 +216,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             await nursery.start(context.audit.run)
             api = create_app(context)
             status = StatusContext(
-                store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath, http.ssl_context, bgp_inspect, kube
+                store, cache, config.node_name, config.cluster_secret, context.access, agent, endpoint_datapath, tls, bgp_inspect, kube
             )
             register_status_routes(api.quart, status)
             register_import_route(api.quart, ImportContext(store, context.access, context.audit))

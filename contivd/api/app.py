@@ -52,8 +52,8 @@ from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
 from ..state.records import policy_rule_to_json
-from ..tls.fingerprint import fingerprint_pem
-from . import access, membership, tracing
+from ..tls.serving import ServingTls
+from . import access, ca_rotation, membership, tracing
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document, required_role
 
@@ -79,7 +79,7 @@ class ApiContext:
     contiv_error_compat: bool = False
     agent: Agent | None = None  # None when the node runs without a datapath (--datapath none)
     kube: KubeHealth | None = None  # Kubernetes mode (--kubeconfig): how the leader's watch is doing
-    tls_ca: str | None = None  # PEM of the CA this node's TLS certificate chains to; None: plain HTTP
+    tls: ServingTls | None = None  # the node's TLS (the CAs its certificate chains to); None: plain HTTP
     loopback_role: tokens.Role | None = None  # a tokenless loopback TCP caller's role (--loopback-access); None: refused
     # The store summary (endpoints per node, IPAM usage) the metrics and systemd's STATUS=
     # line both read: one cache, so a changed store is summarised once, not once per reader.
@@ -210,7 +210,7 @@ class Handlers:
             "nodes": [n.to_json() for n in nodes],
             "agent": asdict(self.ctx.agent.statistics()) if self.ctx.agent is not None else None,
             "kubernetes": asdict(self.ctx.kube.view()) if self.ctx.kube is not None else None,
-            "tls": {"caFingerprint": fingerprint_pem(self.ctx.tls_ca)} if self.ctx.tls_ca else None,
+            "tls": {"caFingerprint": self.ctx.tls.fingerprint} if self.ctx.tls else None,
         }
 
     async def kubernetes_services(self, body: bytes) -> Any:
@@ -355,6 +355,10 @@ class Handlers:
 
     async def remove_voter(self, body: bytes, address: str) -> Any:
         return AtRevision(*await membership.remove_voter(self.ctx.store, address))
+
+    async def rotate_ca(self, body: bytes) -> Any:
+        request = parse_json_limited(body) if body.strip() else None
+        return AtRevision(*await ca_rotation.rotate_ca(self.ctx.store, self.ctx.secret, self.ctx.node_name, request))
 
     async def list_audit(self, body: bytes) -> Any:
         await self.ctx.store.sync()
@@ -563,7 +567,7 @@ def create_app(ctx: ApiContext) -> ApiApp:
     async def not_allowed(_: Exception) -> Response:
         return no_route(405, f"method {request.method} not allowed on {request.path}")
 
-    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, refusal, ctx.kube, ctx.tls_ca), app, dispatcher)
+    return ApiApp(OpsEndpoints(PluginFastPath(app, dispatcher), ctx.store, ctx.agent, metrics, refusal, ctx.kube, ctx.tls), app, dispatcher)
 
 
 def _no_leader(detail: str = "no leader is known yet (election in progress or no quorum)") -> Exception:

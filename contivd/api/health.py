@@ -25,6 +25,7 @@ from raftstore import Store, StoreStatistics
 from ..agent.service import Agent
 from ..k8s import KubeHealth
 from ..metrics import CONTENT_TYPE, Metrics
+from ..tls.serving import ServingTls
 
 Asgi = Callable[[Scope, ASGIReceiveCallable, ASGISendCallable], Awaitable[None]]
 
@@ -79,10 +80,10 @@ class OpsEndpoints:
         metrics: Metrics,
         refusal: Callable[[dict[str, Any]], str | None],  # why a /metrics request is refused (None: allowed)
         kube: KubeHealth | None = None,
-        ca_pem: str | None = None,
+        tls: ServingTls | None = None,
     ):
         self.app, self.store, self.agent, self.metrics, self.refusal, self.kube = app, store, agent, metrics, refusal, kube
-        self.ca_pem = ca_pem
+        self.tls = tls
 
     async def __call__(self, asgi_scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         scope = cast(dict[str, Any], asgi_scope)
@@ -101,8 +102,8 @@ class OpsEndpoints:
                 await _respond(send, 401, "application/json", (json.dumps({"error": refused}) + "\n").encode())
             else:
                 await _respond(send, 200, CONTENT_TYPE, self.metrics.render())
-        elif path == "/ca.crt" and self.ca_pem:
-            await _respond(send, 200, "application/x-pem-file", self.ca_pem.encode())
+        elif path == "/ca.crt" and self.tls is not None:  # during a CA rotation's grace period: the new CA, then the old
+            await _respond(send, 200, "application/x-pem-file", self.tls.ca_pem.encode())
         else:
             await self.app(asgi_scope, receive, send)
 

@@ -103,6 +103,16 @@ ROUTES: tuple[Route, ...] = (
         True,
         role=ADMIN,
     ),
+    Route(
+        "rotate_ca",
+        "POST",
+        "/api/v1/cluster/ca/rotate/",
+        "Issue a new cluster CA: nodes trust old and new for the grace period, re-issue their certificates, then drop the old one; "
+        "answers the new and old fingerprints",
+        True,
+        '{"grace": seconds} (optional; default 3600, 10 s to 30 days)',
+        role=ADMIN,
+    ),
 )
 
 

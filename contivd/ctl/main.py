@@ -20,6 +20,7 @@ from click.core import ParameterSource
 
 from . import actions
 from .access import audit_group, auth_group, login
+from .ca import ca_group
 from .client import DEFAULT_SERVER, DEFAULT_SOCKET, UNIX_SCHEME, Client, CtlError, default_server
 from .commands import ALIASES, DEFAULT_TENANT, GROUPS, RESOURCES, SETTERS, SHOWS, Arg, Option, Resource, Setter, Show
 from .config import config_path, effective, read_settings
@@ -292,6 +293,7 @@ def build(extra: Mapping[str, Sequence[click.Command]] | None = None) -> click.G
     for setter in SETTERS:
         groups[setter.group].add_command(_setter_command(setter))
     groups["cluster"].add_command(voter_group)
+    groups["cluster"].add_command(ca_group)
     for name, commands in (extra or {}).items():
         for command in commands:
             groups[name].add_command(command)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 
+import click
 import httpx
 
 from ..tls.fingerprint import fingerprint_pem, normalise_pin
@@ -36,6 +37,12 @@ def _server_ca(server: str) -> str:
     return answer.text
 
 
+def _certificates(pem: str) -> list[str]:
+    """Each certificate of a PEM bundle."""
+    end = "-----END CERTIFICATE-----"
+    return [part.strip() + "\n" + end + "\n" for part in pem.split(end) if "BEGIN CERTIFICATE" in part]
+
+
 def verification(server: str, ca_file: str | None, fingerprint: str | None, insecure: bool) -> bool | ssl.SSLContext:
     """httpx's `verify` for these flags: False (--insecure), a context trusting one CA, or True (system CAs)."""
     if insecure:
@@ -53,9 +60,15 @@ def verification(server: str, ca_file: str | None, fingerprint: str | None, inse
         if not server.startswith("https://"):
             raise TrustError(f"--fingerprint pins a TLS certificate, but {server} is not an https:// URL")
         ca = _server_ca(server)
-        found = fingerprint_pem(ca)
-        if found != pin:
-            raise TrustError(f"{server} presents a CA with SHA-256 fingerprint {found}, not the pinned {pin}: refusing to talk to it")
+        found = [fingerprint_pem(pem) for pem in _certificates(ca)]  # during a CA rotation: the new CA, then the old
+        if pin not in found:
+            raise TrustError(f"{server} presents a CA with SHA-256 fingerprint {found[0]}, not the pinned {pin}: refusing to talk to it")
+        if found[0] != pin:
+            click.echo(
+                f"warning: the cluster CA was rotated; {pin} is trusted only until the grace period ends. "
+                f"Re-pin: --fingerprint {found[0]} (contivd ctl login --fingerprint {found[0]})",
+                err=True,
+            )
         return ssl.create_default_context(cadata=ca)
     return True
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from ..http.tokens import Role
 from ..k8s import KubeHealth
 from ..nodes import registered_nodes
 from ..state import StateCache
+from ..tls.serving import ServingTls
 from .snapshot import cluster_model, node_report, recent_writes, store_model
 
 log = logging.getLogger("contivd.status")
@@ -76,7 +76,7 @@ class StatusContext:
     agent: Agent | None = None  # None when the node runs without a datapath
     # Local endpoint id → [datapath state, healthy], from the CNI server's orphan scan (None: no CNI server here).
     endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None
-    peer_tls: ssl.SSLContext | None = None  # verifies peers' https:// API certificates (the cluster CA)
+    peer_tls: ServingTls | None = None  # verifies peers' https:// API certificates (the cluster CA(s), following rotations)
     # The node's BGP speaker's `/inspect/bgp` answer (BgpSpeaker.inspect; None: no speaker, i.e. no datapath).
     bgp_inspect: Callable[[], Mapping[str, Any]] | None = None
     kube: KubeHealth | None = None  # Kubernetes mode: the node's watch (the leader's lists and watches)
@@ -87,7 +87,9 @@ class StatusService:
 
     def __init__(self, ctx: StatusContext):
         self.ctx = ctx
-        self.peers = ForwardingClient(timeout=PEER_TIMEOUT_SECONDS, ssl_context=ctx.peer_tls)
+        self.peers = ForwardingClient(timeout=PEER_TIMEOUT_SECONDS)
+        if ctx.peer_tls is not None:
+            ctx.peer_tls.attach(self.peers)
         self._store_part: tuple[int, str] = (-1, "")
         self._cluster_part: tuple[float, dict[str, Any]] = (0.0, {})
         self._cluster_lock = trio.Lock()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import ssl
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import trio
 from raftstore import Put, Store, StoreError, absent
 
 from ..state import keys as layout
+from .authority import CaRecord, bundle
 from .fingerprint import fingerprint_pem
 from .pki import KeyPair, certificate_fits, create_ca, issue_node_certificate, open_key, seal_key
 
@@ -67,19 +69,19 @@ def _write(path: Path, text: str, mode: int) -> None:
     os.replace(temporary, path)
 
 
-async def _cluster_ca(store: Store, secret: str, creator: str) -> KeyPair:
-    """The cluster CA from the store, created when there is none; waits for a leader."""
+async def _cluster_ca(store: Store, secret: str, creator: str) -> CaRecord:
+    """The cluster CA record from the store, created when there is none; waits for a leader."""
     waiting_logged = False
     while True:
         try:
             kv = await store.get(layout.TLS_CA)
             if kv is not None:
-                return KeyPair(kv.value["certificate"], open_key(kv.value["sealedKey"], secret))
+                return CaRecord.from_json(kv.value)
             ca = create_ca(creator)
-            record = {"certificate": ca.certificate, "sealedKey": seal_key(ca.key, secret), "createdBy": creator}
-            if (await store.txn([absent(layout.TLS_CA)], [Put(layout.TLS_CA, record)])).succeeded:
+            record = CaRecord(ca.certificate, seal_key(ca.key, secret), creator)
+            if (await store.txn([absent(layout.TLS_CA)], [Put(layout.TLS_CA, record.to_json())])).succeeded:
                 log.info("created the cluster CA (fingerprint sha256 %s)", fingerprint_pem(ca.certificate))
-                return ca
+                return record
         except StoreError as exc:
             if not waiting_logged:
                 log.info("waiting for the store to read the cluster CA (TLS listeners start after it): %s", exc)
@@ -87,18 +89,28 @@ async def _cluster_ca(store: Store, secret: str, creator: str) -> KeyPair:
             await trio.sleep(RETRY_SECONDS)
 
 
+async def issue_files(files: TlsFiles, record: CaRecord, secret: str, node: str, hosts: tuple[str, ...], now: float | None = None) -> None:
+    """Make `files` trust the record's CAs (current first) and hold a certificate of its current
+    CA for `hosts`, issuing one when the present one is not; raises PkiError when the CA key
+    cannot be opened with `secret`."""
+    present = files.certificate.is_file() and files.key.is_file()
+    if not (present and certificate_fits(files.certificate.read_text(), record.certificate, hosts)):
+        ca = KeyPair(record.certificate, open_key(record.sealed_key, secret))
+        issued = await trio.to_thread.run_sync(issue_node_certificate, ca, node, hosts)
+        files.certificate.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _write(files.key, issued.key, 0o600)
+        _write(files.certificate, issued.certificate, 0o644)
+        log.info("issued this node's certificate for %s (cluster CA sha256 %s)", ", ".join(hosts), fingerprint_pem(record.certificate))
+    _write(files.ca, bundle(record.trusted(time.time() if now is None else now)), 0o644)
+
+
 async def issued_tls_files(store: Store, directory: Path, secret: str, node: str, hosts: tuple[str, ...]) -> TlsFiles:
     """This node's files under `directory`, issued by the cluster CA for `hosts` when missing
-    or no longer fitting; raises PkiError when the store's CA cannot be opened with `secret`."""
+    or no longer fitting; raises PkiError when the store's CA cannot be opened with `secret`.
+    A restart reuses fitting files without the store (a node restarts without a quorum)."""
     files = TlsFiles(directory / "node.crt", directory / "node.key", directory / "ca.crt")
     present = all(path.is_file() for path in (files.certificate, files.key, files.ca))
     if present and certificate_fits(files.certificate.read_text(), files.ca_pem, hosts):
         return files
-    ca = await _cluster_ca(store, secret, node)
-    issued = await trio.to_thread.run_sync(issue_node_certificate, ca, node, hosts)
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _write(files.key, issued.key, 0o600)
-    _write(files.certificate, issued.certificate, 0o644)
-    _write(files.ca, ca.certificate, 0o644)
-    log.info("issued this node's certificate for %s (cluster CA sha256 %s)", ", ".join(hosts), files.fingerprint)
+    await issue_files(files, await _cluster_ca(store, secret, node), secret, node, hosts)
     return files

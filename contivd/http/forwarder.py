@@ -6,6 +6,7 @@ only what forwarding needs: one request per connection at a time, Content-Length
 idle connections kept per leader URL and dropped when a send finds them closed. `https://`
 URLs are called over TLS with the given context (the cluster CA's: the peer's certificate must
 chain to it and name the address called); keep-alive makes the handshake a once-per-connection cost.
+A `unix:/path` base URL is a local unix socket (the node's own agent socket).
 """
 
 from __future__ import annotations
@@ -60,9 +61,9 @@ class ForwardingClient:
         self.ssl_context = ssl_context
         self._idle: dict[str, list[_Connection]] = {}
 
-    async def _open(self, scheme: str, host: str, port: int) -> _Connection:
-        """A new connection, TLS-wrapped and verified for `https`."""
-        stream = await self._connect(host, port)
+    async def _open(self, scheme: str, host: str, port: int, path: str) -> _Connection:
+        """A new connection, TLS-wrapped and verified for `https`; to the socket at `path` for `unix`."""
+        stream = await (trio.open_unix_socket(path) if scheme == "unix" else self._connect(host, port))
         if scheme != "https":
             return _Connection(stream)
         if self.ssl_context is None:
@@ -83,7 +84,7 @@ class ForwardingClient:
         with trio.fail_after(self.timeout):
             for attempt in range(2):  # an idle connection may have been closed by the server
                 reused = bool(idle) and attempt == 0
-                conn = idle.pop() if reused else await self._open(parts.scheme, host, port)
+                conn = idle.pop() if reused else await self._open(parts.scheme, host, port, parts.path)
                 try:
                     answer = await conn.exchange(method, target, f"{host}:{port}", headers, body)
                 except (OSError, ConnectionError, h11.ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):

@@ -114,7 +114,7 @@ class _WithPeer:
 
     async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         if scope["type"] in ("http", "websocket"):
-            scope = {**scope, "client": self.client}  # type: ignore[typeddict-item]
+            scope = {**scope, "client": self.client}  # type: ignore[assignment]
         await self.app(scope, receive, send)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.test_datapath import PODS_NET, provision, pytestmark  # noqa: F401 - pytestmark: the ovs marker and skips
+from tests.agent.test_datapath import PODS_NET, provision, pytestmark, started_node  # noqa: F401 - pytestmark: the ovs marker and skips
 from tests.nodes import Node, reaches, sh, wait_until
 
 NOBODY = ("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups")
@@ -30,14 +30,10 @@ def node() -> Iterator[Node]:
     contivd's permissions keep nobody from its sockets."""
     root = Path(tempfile.mkdtemp(prefix="cdt-access-", dir="/tmp"))
     root.chmod(0o755)
-    n = Node(root)
     try:
-        n.create_namespace()
-        n.start()
-        wait_until(lambda: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 40, "the node's API", n)
-        yield n
+        with started_node(root) as n:
+            yield n
     finally:
-        n.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 

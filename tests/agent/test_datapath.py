@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,10 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def node(tmp_path: Path) -> Iterator[Node]:
-    n = Node(tmp_path)
+@contextmanager
+def started_node(root: Path) -> Iterator[Node]:
+    """One node under `root`, its API answering; stopped (and its namespaces deleted) on exit."""
+    n = Node(root)
     try:
         n.create_namespace()
         n.start()
@@ -37,6 +39,12 @@ def node(tmp_path: Path) -> Iterator[Node]:
         yield n
     finally:
         n.stop()
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[Node]:
+    with started_node(tmp_path) as n:
+        yield n
 
 
 PODS_NET = (

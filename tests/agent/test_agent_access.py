@@ -104,3 +104,15 @@ def test_sockets_are_root_only_and_openflow_comes_in_over_unix(node: Node) -> No
     listening = sh("ip", "netns", "exec", node.ns, "ss", "-Hltnp").stdout
     ports = {int(line.split()[3].rpartition(":")[2]) for line in listening.splitlines() if f"pid={node.proc.pid}," in line}
     assert ports == {node.api, node.raft, node.agent}, listening
+
+
+def test_a_second_node_on_the_same_agent_socket_stops_with_a_clear_message(node: Node) -> None:
+    second = Node(node.data.parent, name="node2")
+    try:
+        second.create_namespace()
+        second.start("--agent-socket", str(node.agent_socket))
+        assert second.proc is not None and second.proc.wait(timeout=60) == 1, second.log_text()
+        assert f"cannot start: {node.agent_socket} is served by another process" in second.log_text(), second.log_text()
+    finally:
+        second.stop()
+    assert node.agent_call("GET", "/inspect/driver")[0] == 200, "the first node keeps its socket"

@@ -49,7 +49,7 @@ def test_systemd_analyze_security_scores_5_or_better() -> None:
 
 def test_unit_declares_the_operational_contract() -> None:
     text = UNIT.read_text()
-    for line in ("Type=notify", "Restart=on-failure", "RuntimeDirectory=contiv", "RuntimeDirectoryMode=0700", "StateDirectory=contivd",
+    for line in ("Type=notify", "Restart=on-failure", "RuntimeDirectory=contiv contivd", "RuntimeDirectoryMode=0700", "StateDirectory=contivd",
                  "ConfigurationDirectory=contivd", "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes"):  # fmt: skip
         assert f"\n{line}\n" in text, line
     assert re.search(r"\nWatchdogSec=\d+", text) and re.search(r"\nLimitNOFILE=\d+", text)

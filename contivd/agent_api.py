@@ -138,10 +138,11 @@ def agent_caller_refused(
         except (UnauthorizedError, ForbiddenError) as exc:
             return UnauthorizedError(str(exc))
         return None
+    verb = "" if method == "GET" else f"-X {method} "
     return UnauthorizedError(
         "the node agent's API answers the netmaster's signed calls only (no tokens, no loopback callers): "
         "ask the API instead (`contivd ctl trace`, `/policy/hits`, `/debug/epcleanup/...`), "
-        f"or as root on this node use the agent socket (curl --unix-socket {socket_path} http://agent{path})"
+        f"or as root on this node use the agent socket (curl {verb}--unix-socket {socket_path} http://agent{path})"
     )
 
 

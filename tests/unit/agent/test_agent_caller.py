@@ -52,7 +52,12 @@ def test_root_over_the_agent_socket_is_answered_with_or_without_a_cluster_secret
 )
 def test_tokens_and_loopback_callers_are_refused_with_the_alternatives_named(headers: dict[str, str], remote: str) -> None:
     why = refused(headers, remote)
-    assert why is not None and "signed calls only" in why and "contivd ctl trace" in why and f"--unix-socket {SOCKET}" in why, why
+    assert (
+        why is not None
+        and "signed calls only" in why
+        and "contivd ctl trace" in why
+        and f"curl -X DELETE --unix-socket {SOCKET} http://agent{PATH}" in why
+    ), why
 
 
 @pytest.mark.parametrize("headers", [signed("another-clusters-secret"), {auth.SIGNATURE_HEADER.lower(): "1700000000.000:" + "0" * 64}])

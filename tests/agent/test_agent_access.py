@@ -18,6 +18,7 @@ import pytest
 
 from tests.agent.test_datapath import PODS_NET, provision, pytestmark, started_node  # noqa: F401 - pytestmark: the ovs marker and skips
 from tests.nodes import Node, reaches, sh, wait_until
+from tests.support.waiting import free_ports
 
 NOBODY = ("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups")
 # Run as nobody by /usr/bin/python3 (the repo's python is not readable to it): how connecting to a unix socket ends.
@@ -81,17 +82,21 @@ def test_agent_api_over_tcp_answers_signed_calls_only(node: Node) -> None:
     wait_until(lambda: "vh1" not in bridge_ports(node), 30, "the reclaimed port to leave the bridge", node)
 
 
-def test_sockets_are_root_only_and_openflow_comes_in_over_unix(node: Node) -> None:
+def wait_controller_connected(node: Node, target: str) -> None:
+    """Until OVS reports the bridge's one controller, `target`, connected (vswitchd writes
+    is_connected lazily), and the agent its switch."""
     wait_until(lambda: node.agent_call("GET", "/inspect/driver")[1]["vxlan"]["connected"], 30, "the switch to connect", node)
-    # ovs-vswitchd connected to contivd's controller over its unix socket, not TCP.
     db = f"--db=unix:{node.data / 'ovs' / 'db.sock'}"
 
     def controllers() -> list[tuple[str, str]]:
         listed = sh("ip", "netns", "exec", node.ns, "ovs-vsctl", db, "--columns=target,is_connected", "list", "controller").stdout
         return re.findall(r'target\s*: "([^"]+)"\s*is_connected\s*: (\w+)', listed)
 
-    wanted = [(f"unix:{node.openflow_socket}", "true")]  # vswitchd writes is_connected lazily: polled
-    wait_until(lambda: controllers() == wanted, 30, f"OVS to report its controller connected: {wanted}", node)
+    wait_until(lambda: controllers() == [(target, "true")], 30, f"OVS to report its controller {target} connected", node)
+
+
+def test_sockets_are_root_only_and_openflow_comes_in_over_unix(node: Node) -> None:
+    wait_controller_connected(node, f"unix:{node.openflow_socket}")
     for socket_path in (node.agent_socket, node.openflow_socket):
         assert stat.S_IMODE(socket_path.stat().st_mode) == 0o600 and socket_path.stat().st_uid == 0, socket_path
         assert stat.S_IMODE(socket_path.parent.stat().st_mode) == 0o700, socket_path.parent
@@ -116,3 +121,14 @@ def test_a_second_node_on_the_same_agent_socket_stops_with_a_clear_message(node:
     finally:
         second.stop()
     assert node.agent_call("GET", "/inspect/driver")[0] == 200, "the first node keeps its socket"
+
+
+def test_a_loopback_openflow_port_still_works_and_is_logged_as_less_safe(tmp_path: Path) -> None:
+    (port,) = free_ports(1)
+    with started_node(tmp_path, "--openflow-listen", f"127.0.0.1:{port}") as node:
+        wait_controller_connected(node, f"tcp:127.0.0.1:{port}")
+        assert (
+            f"OpenFlow controller on TCP 127.0.0.1:{port}: any local process can connect to it as the switch"
+            in (node.data / "contivd.log").read_text()
+        )
+        assert not node.openflow_socket.exists()

@@ -29,12 +29,13 @@ pytestmark = [
 
 
 @contextmanager
-def started_node(root: Path) -> Iterator[Node]:
-    """One node under `root`, its API answering; stopped (and its namespaces deleted) on exit."""
+def started_node(root: Path, *extra: str) -> Iterator[Node]:
+    """One node under `root` (`extra`: more `contivd run` flags), its API answering; stopped (and
+    its namespaces deleted) on exit."""
     n = Node(root)
     try:
         n.create_namespace()
-        n.start()
+        n.start(*extra)
         wait_until(lambda: n.api_call("GET", "/api/v1/tenants/default/")[0] == 200, 40, "the node's API", n)
         yield n
     finally:

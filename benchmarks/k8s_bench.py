@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import ssl
 import statistics
 import sys
 import tempfile
@@ -205,18 +204,14 @@ def load_real(plane: ControlPlane, count: int) -> None:
 
 
 def node_clients(nodes: list[Node]) -> tuple[httpx.Client, list[httpx.Client]]:
-    """A client of the nodes' APIs and one per agent, from the fabric namespace (the calling
-    thread moves there for good: run it in a thread of its own, see in_thread)."""
+    """A client of the nodes' APIs from the fabric namespace (the calling thread moves there for
+    good: run it in a thread of its own, see in_thread), and one per agent over its root-only
+    socket (the agent's TCP port answers the netmaster's signed calls only)."""
     fabric = nodes[0].fabric_ns
     assert fabric is not None
     sh("ip", "-n", fabric, "addr", "add", "198.19.0.254/24", "dev", "ctl")  # the benchmark's seat on the control network
     client = _client_in(fabric, nodes[0])
-    agents = [
-        httpx.Client(
-            base_url=n.url(n.agent), headers={"Authorization": f"Bearer {n.token}"}, timeout=10, verify=ssl.create_default_context(cafile=n.ca_file)
-        )
-        for n in nodes
-    ]
+    agents = [httpx.Client(transport=httpx.HTTPTransport(uds=str(n.agent_socket)), base_url="http://agent", timeout=10) for n in nodes]
     return client, agents
 
 

@@ -3,9 +3,14 @@
 The netmaster's `/debug/epcleanup` calls `DELETE /debug/reclaimEndpoint/<id>` here on the
 endpoint's node; operators read `/inspect/driver`, `/svcstats`, `/netpolstats` (NetworkPolicy
 rule hits per rule id) and `/rulestats` (Contiv's compiled rules' hits); the API asks `/trace/<source|destination>/...`
-(one packet through this node's bridge, `ctl trace`). Callers are authenticated like the main API: loopback, a node
-signature or an operator token (any role reads; the reclaim needs operator). `/inspect/bgp` answers the node's BGP speaker (contivd/bgp); contivd
-runs no DNS server, so `/inspect/nameserver` answers Contiv's shape with nothing in it.
+(one packet through this node's bridge, `ctl trace`). `/inspect/bgp` answers the node's BGP speaker (contivd/bgp);
+contivd runs no DNS server, so `/inspect/nameserver` answers Contiv's shape with nothing in it.
+
+Who may call (`agent_caller_refused`): on TCP only the netmaster's signed calls (a node signature,
+role node); no operator token, whatever its role, and no loopback caller, because a loopback port is
+open to every local user and hostNetwork pod. Operators go through the API, which signs its calls
+here (`ctl trace`, `/policy/hits`, epcleanup); root on the node uses the agent socket (`--agent-socket`,
+served by contivd.http.local_socket, whose callers arrive as `unix-uid:0`).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from .agent.trace import TraceError
 from .bgp import BgpSpeaker
 from .http import auth
 from .http.errors import ForbiddenError, UnauthorizedError
+from .http.local_socket import peer_uid
 from .http.tokens import Role
 from .ovs import OvsError
 from .state import StateSnapshot
@@ -118,19 +124,38 @@ async def trace_half(agent: Agent, side: str, src: str, dst: str, proto: int, po
     return _json(asdict(traced))
 
 
-def create_agent_app(agent: Agent, access: auth.Authenticator, bgp: BgpSpeaker | None = None) -> QuartTrio:
+def agent_caller_refused(
+    access: auth.Authenticator, method: str, path: str, body: bytes, headers: dict[str, str], remote: str | None, socket_path: str
+) -> UnauthorizedError | None:
+    """Why a caller may not use the agent API, or None: root on the agent socket and the
+    netmaster's signed calls pass. Checked here rather than by the Authenticator's roles, which
+    make loopback and unix-socket callers principals of the main API's roles (never node)."""
+    if peer_uid(remote) == 0:
+        return None
+    if auth.SIGNATURE_HEADER.lower() in headers:
+        try:
+            access.check(method, path, body, headers, remote, Role.NODE)
+        except (UnauthorizedError, ForbiddenError) as exc:
+            return UnauthorizedError(str(exc))
+        return None
+    verb = "" if method == "GET" else f"-X {method} "
+    return UnauthorizedError(
+        "the node agent's API answers the netmaster's signed calls only (no tokens, no loopback callers): "
+        "ask the API instead (`contivd ctl trace`, `/policy/hits`, `/debug/epcleanup/...`), "
+        f"or as root on this node use the agent socket (curl {verb}--unix-socket {socket_path} http://agent{path})"
+    )
+
+
+def create_agent_app(agent: Agent, access: auth.Authenticator, socket_path: str, bgp: BgpSpeaker | None = None) -> QuartTrio:
+    """The agent API; `socket_path` (the agent socket root uses) is named to refused callers."""
     app = QuartTrio("contivd-agent")
 
     @app.before_request
     async def authenticate() -> Response | None:
         body = cast(bytes, await request.get_data(as_text=False))
         headers = {k.lower(): v for k, v in request.headers.items()}
-        needed = Role.OPERATOR if request.method not in ("GET", "HEAD") else Role.VIEWER  # reclaiming an endpoint is an endpoint operation
-        try:
-            access.check(request.method, request.full_path.rstrip("?"), body, headers, request.remote_addr, needed)
-        except (UnauthorizedError, ForbiddenError) as exc:
-            return _json({"error": str(exc)}, 403 if isinstance(exc, ForbiddenError) else 401)
-        return None
+        refused = agent_caller_refused(access, request.method, request.full_path.rstrip("?"), body, headers, request.remote_addr, socket_path)
+        return None if refused is None else _json({"error": str(refused)}, 401)
 
     @app.get("/inspect/driver")
     async def inspect_driver() -> Response:

@@ -52,6 +52,7 @@ def run(config_file: Path | None, **flags: Any) -> None:
     logs.configure(config.log_level, config.log_format, secrets=[config.cluster_secret])
     from raftstore import JournalDamagedError
 
+    from .http.local_socket import SocketInUseError
     from .main import run as run_node  # after logs.configure: importing OVS libraries emits warnings
     from .ovs import OvsError
     from .tls.pki import PkiError
@@ -60,10 +61,13 @@ def run(config_file: Path | None, **flags: Any) -> None:
         trio.run(run_node, config, lambda: load(flags, config_file))
     except JournalDamagedError as exc:
         raise click.ClickException(f"cannot start the store member: {exc}") from None
-    except (OvsError, PkiError, BaseExceptionGroup) as exc:
+    except (OvsError, PkiError, SocketInUseError, BaseExceptionGroup) as exc:
         pki = _startup_error(exc, PkiError)
         if pki is not None:
             raise click.ClickException(f"cannot set up TLS: {pki}") from None
+        taken = _startup_error(exc, SocketInUseError)  # the agent's or the OpenFlow controller's socket
+        if taken is not None:
+            raise click.ClickException(f"cannot start: {taken}") from None
         cause = _startup_error(exc, OvsError)
         if cause is None:
             raise

@@ -42,11 +42,28 @@ def _address_list(value: Any) -> tuple[str, ...]:
     return tuple(_text(v) for v in items if str(v).strip())
 
 
-def _listen_address(value: Any) -> str:
-    text = _text(value)
+def _tcp_address(text: str) -> tuple[str, int] | None:
+    """`host:port` as (host, port), or None when `text` is not of that form."""
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _listen_address(value: Any) -> str:
+    text = _text(value)
+    if _tcp_address(text) is None:
         raise ValueError("must be host:port with a port from 1 to 65535")
+    return text
+
+
+def _openflow_listen(value: Any) -> str:
+    text = _text(value)
+    address = _tcp_address(text)
+    if address is None:
+        return str(_socket_path(text))
+    if not is_loopback(address[0]):
+        raise ValueError("must be a unix socket path or a loopback host:port (a switch on another host is not supported)")
     return text
 
 
@@ -166,7 +183,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("datapath", _datapath, lambda: "ovs", "ovs (run the node agent on Open vSwitch) or none (control plane only)."),
     Option("ovs", _ovs_target, lambda: "auto", "managed, auto (system OVS if running, else managed) or an OVSDB target."),
     Option("vtep_ip", _ip, lambda: "", "VXLAN tunnel endpoint address of this node (default: the control IP)."),
-    Option("openflow_listen", _listen_address, lambda: "127.0.0.1:6653", "Where the local bridges' OpenFlow connections come in."),
+    Option(
+        "openflow_listen",
+        _openflow_listen,
+        lambda: "contivd/openflow.sock",
+        "Where the local bridges' OpenFlow connections come in: a root-only unix socket (directory 0700, socket 0600), so no other "
+        "local process can connect as the switch; relative = under the run directory of the OVS contivd drives (<data-dir>/ovs for "
+        "the managed OVS, /var/run/openvswitch for the system's): ovs-vswitchd connects only to controller sockets inside it. A "
+        "loopback host:port is accepted too (for an ovs-vswitchd that cannot reach a root-only socket) but is less safe: any "
+        "local process can then connect to it as the switch.",
+    ),
     Option(
         "net_mode",
         _choice("vxlan", "vlan"),
@@ -362,6 +388,11 @@ class Config:
     @property
     def agent_socket_path(self) -> Path:
         return self._under_data_dir(self.agent_socket)
+
+    @property
+    def openflow_address(self) -> Path | tuple[str, int]:
+        """The OpenFlow controller's unix socket (relative: to the OVS run directory) or loopback TCP address."""
+        return _tcp_address(self.openflow_listen) or Path(self.openflow_listen)
 
     def _under_data_dir(self, path: Path) -> Path:
         return path if path.is_absolute() else self.data_dir / path

@@ -35,7 +35,7 @@ from .http import auth
 from .http.control import LeaderRouter, RemoteControlPlane
 from .http.forwarder import ForwardingClient
 from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
-from .http.local_socket import SocketInUseError, serve_unix
+from .http.local_socket import SocketInUseError, hold_socket, serve_unix
 from .http.tokens import Role
 from .k8s import KubeHealth, KubernetesWatch, KubeStatusView
 from .k8s.modeoff import KubernetesModeOff
@@ -149,35 +149,49 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             agent = None
             bgp_inspect: Callable[[], Mapping[str, Any]] | None = None  # the node's BGP speaker, which runs with the agent
             if config.datapath == "ovs":
-                host, _, port = config.openflow_listen.rpartition(":")
+                if isinstance(config.openflow_address, tuple):
+                    log.warning("OpenFlow controller on TCP %s: any local process can connect to it as the switch", config.openflow_listen)
                 settings = AgentSettings(
                     config.node_name,
                     config.data_dir,
                     info.vtep_ip,
                     config.ovs,
-                    (host, int(port)),
+                    config.openflow_address,
                     net_mode="vlan" if config.net_mode == "vlan" else "vxlan",
                     vlan_uplinks=config.vlan_uplinks,
                     routing=config.fwd_mode == "routing",
                     audit_seconds=config.audit_interval,
                 )
-                agent = Agent(cache, settings)
+                agent = Agent(cache, settings, hold_socket)
                 await nursery.start(agent.run)
                 routed = agent.set_bgp_routing if config.fwd_mode == "routing" else None
                 on_routes = None if routed is None else (lambda router_ip, learned: routed(BgpRouting(router_ip, learned)))
                 bgp = BgpSpeaker(cache, config.node_name, config.data_dir / "bgp", on_routes=on_routes)  # idle until a Bgp object names this node
                 await nursery.start(bgp.run)
                 bgp_inspect = bgp.inspect
-                agent_app = create_agent_app(agent, auth.Authenticator(config.cluster_secret, auth.store_lookup(store)), bgp)
+                agent_app = Hardened(
+                    create_agent_app(agent, auth.Authenticator(config.cluster_secret, auth.store_lookup(store)), str(config.agent_socket_path), bgp)
+                )
                 agent_bound = await nursery.start(
                     partial(
                         serve,
-                        Hardened(agent_app),
+                        agent_app,
                         _hypercorn_config(config.agent_listen, tls if config.listener_tls(config.agent_listen) else None),
                         shutdown_trigger=stop.wait,
                     )
                 )
-                log.info("agent API listening on %s", ", ".join(agent_bound))
+                agent_socket = config.agent_socket_path  # root on this node; TCP answers the netmaster's signed calls only
+                await nursery.start(
+                    partial(
+                        serve_unix,
+                        agent_app,
+                        _hypercorn_config(config.agent_listen, None),
+                        agent_socket,
+                        "--agent-socket",
+                        shutdown_trigger=stop.wait,
+                    )
+                )
+                log.info("agent API listening on %s and %s (root)", ", ".join(agent_bound), agent_socket)
             context = ApiContext(
                 store,
                 cache,
@@ -191,6 +205,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 kube,
                 tls=tls,
                 loopback_role=Role.VIEWER if config.loopback_access == "viewer" else None,
+                agent_socket=config.agent_socket_path if agent is not None else None,
             )
             endpoint_datapath: Callable[[], Mapping[str, list[Any]]] | None = None  # the orphan scan's view, with a CNI server
             if agent is not None:  # pods need the datapath: the CNI server runs with the agent

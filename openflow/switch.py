@@ -1,7 +1,9 @@
 """Trio shell of the OpenFlow 1.3 controller channel: the listener OVS bridges connect to.
 
-:class:`Controller` owns one TCP listener (``ovs-vsctl set-controller BR
-tcp:HOST:PORT``) and, per accepted connection, one
+:class:`Controller` owns one listener, the ``target`` its bridges are given
+(``ovs-vsctl set-controller BR unix:PATH``, or ``tcp:HOST:PORT``): a unix
+socket its owner has bound (a root-only one, so that no other local process
+can connect as the switch), else a TCP port it opens.  Per accepted connection, one
 :class:`SwitchConnection` wrapping a sans-IO :class:`openflow._ofp.Session`.
 Several bridges (datapath ids) share one listener.  The agent learns about
 switches through :meth:`Controller.subscribe` (a :class:`SwitchConnected`
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -75,7 +78,7 @@ SwitchEvent = SwitchConnected | SwitchDisconnected
 class ControllerStatistics:
     """What the status page shows about the OpenFlow channel."""
 
-    address: str
+    address: str  # the target bridges connect to: unix:PATH or tcp:HOST:PORT
     port: int
     connected: tuple[int, ...]
     """Datapath ids with a live, handshaken connection."""
@@ -217,12 +220,14 @@ class Controller:
         host: str = "127.0.0.1",
         port: int = 6653,
         *,
+        listener: socket.socket | None = None,
         echo_interval: float = 5.0,
         echo_timeout: float = 10.0,
         packet_in_buffer: int = 256,
     ) -> None:
         self.host = host
         self.port = port
+        self._listener = listener  # served instead of host:port (the caller binds it, and removes its file)
         self._echo_interval = echo_interval
         self._echo_timeout = echo_timeout
         self._connections: dict[int, SwitchConnection] = {}
@@ -237,11 +242,23 @@ class Controller:
         self._packet_ins_dropped = 0
         self._last_failure: str | None = None
 
+    @property
+    def target(self) -> str:
+        """The OVS controller target that reaches this listener (the bound port once running)."""
+        if self._listener is not None and self._listener.family == socket.AF_UNIX:
+            return f"unix:{self._listener.getsockname()}"
+        return f"tcp:{self.host}:{self.port}"
+
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-        """Listen until cancelled; reports the bound port (useful with ``port=0``) to ``nursery.start``."""
-        listeners = await trio.open_tcp_listeners(self.port, host=self.host)
-        self.port = listeners[0].socket.getsockname()[1]
-        log.info("OpenFlow controller listening on %s:%d", self.host, self.port)
+        """Listen until cancelled; reports the bound port (useful with ``port=0``; 0 on a unix
+        socket) to ``nursery.start``."""
+        if self._listener is not None:
+            listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(self._listener))]
+            self.port = 0 if self._listener.family == socket.AF_UNIX else self._listener.getsockname()[1]
+        else:
+            listeners = await trio.open_tcp_listeners(self.port, host=self.host)
+            self.port = listeners[0].socket.getsockname()[1]
+        log.info("OpenFlow controller listening on %s", self.target)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(trio.serve_listeners, self._handle, listeners)
@@ -291,9 +308,8 @@ class Controller:
     async def _handle(self, stream: trio.SocketStream) -> None:
         """Serve one switch connection until it ends (the task serve_listeners gives us)."""
         self._accepted += 1
-        host, port = stream.socket.getpeername()[:2]
         session = Session(trio.current_time(), echo_interval=self._echo_interval, echo_timeout=self._echo_timeout)
-        connection = SwitchConnection(stream, session, f"{host}:{port}")
+        connection = SwitchConnection(stream, session, _peer_name(stream.socket))
         reason = "controller shut down"
         try:
             await connection._flush()
@@ -360,7 +376,7 @@ class Controller:
     def statistics(self) -> ControllerStatistics:
         """Listener state plus every connected switch's counters (for the REST API/status page)."""
         return ControllerStatistics(
-            address=self.host,
+            address=self.target,
             port=self.port,
             connected=tuple(sorted(self._connections)),
             connections_accepted=self._accepted,
@@ -369,3 +385,11 @@ class Controller:
             last_failure=self._last_failure,
             switches=tuple(c.statistics() for c in self._connections.values()),
         )
+
+
+def _peer_name(sock: trio.socket.SocketType) -> str:
+    """How logs name a switch connection: its TCP address, or the unix socket it came in on."""
+    if sock.family == socket.AF_UNIX:
+        return f"unix:{sock.getsockname()}"
+    host, port = sock.getpeername()[:2]
+    return f"{host}:{port}"

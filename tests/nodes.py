@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.support.processes import terminate
 from tests.support.waiting import free_ports
 
@@ -45,7 +47,7 @@ class Node:
         tag = uuid.uuid4().hex[:6]
         self.name, self.host, self.token = name, host, token
         self.ns, self.pods = f"cdt-{tag}-n", [f"cdt-{tag}-p1", f"cdt-{tag}-p2"]
-        self.api, self.raft, self.of, self.agent = free_ports(4)
+        self.api, self.raft, self.agent = free_ports(3)
         self.data = root / name
         self.socket = self.data / "run" / "api.sock"  # the API for root on the node: admin without a token
         self.proc: subprocess.Popen[bytes] | None = None
@@ -82,6 +84,22 @@ class Node:
         status, text = json.loads(out.stdout)
         return status, json.loads(text) if text.strip().startswith(("{", "[", '"')) else text
 
+    @property
+    def agent_socket(self) -> Path:
+        """The agent API's root-only unix socket (its TCP port answers the netmaster's signed calls only)."""
+        return self.data / "agent.sock"
+
+    def agent_call(self, method: str, path: str) -> tuple[int, Any]:
+        """Call the node's agent API as root on the node does: over its unix socket."""
+        with httpx.Client(transport=httpx.HTTPTransport(uds=str(self.agent_socket)), timeout=10) as client:
+            answer = client.request(method, "http://agent" + path, headers={"Accept": "application/json"})
+        return answer.status_code, answer.json()
+
+    @property
+    def openflow_socket(self) -> Path:
+        """The OpenFlow controller's socket (--openflow-listen's default: in the managed OVS's run directory)."""
+        return self.data / "ovs" / "contivd" / "openflow.sock"
+
     def create_namespace(self) -> None:
         sh("ip", "netns", "add", self.ns)
         sh("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo", "up")
@@ -90,7 +108,7 @@ class Node:
         args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", self.name,
                 "--datapath", "ovs", "--ovs", "managed", "--data-dir", str(self.data),
                 "--api-listen", f"{self.host}:{self.api}", "--raft-listen", self.raft_address,
-                "--openflow-listen", f"127.0.0.1:{self.of}", "--agent-listen", f"{self.host}:{self.agent}", "--cni-socket", "cni.sock",
+                "--agent-listen", f"{self.host}:{self.agent}", "--agent-socket", "agent.sock", "--cni-socket", "cni.sock",
                 "--api-socket", str(self.socket), *extra]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
         self.data.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from openflow import Controller, OpenFlowError, SwitchConnected
 from openflow.inputs import Encap
 from raftstore import StoreError
 
-from ..ovs import ManagedOvs, OvsError, PortInfo, kernel_datapath_available, open_ovsdb, system_db_socket
+from ..ovs import SYSTEM_RUN_DIR, ManagedOvs, OvsError, PortInfo, kernel_datapath_available, open_ovsdb, system_db_socket
 from ..state import StateCache, StateSnapshot
 from . import healthcheck, hostnet, nodeport, noderules
 from .datapath import BridgeDatapath, bridge_spec
@@ -45,13 +46,18 @@ MIN_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 0.1, 5.0  # between failed syncs, dou
 NODE_RULES_CHECK_SECONDS = 10.0  # contivd's iptables chains re-read (and repaired) at least this often
 
 
+HoldSocket = Callable[..., Awaitable[None]]  # (path, flag, *, task_status) -> started with the bound socket
+
+
 @dataclass(frozen=True)
 class AgentSettings:
     node_name: str
     data_dir: Path
     vtep_ip: str
     ovs: str  # "managed", "auto" (the system OVS if its socket exists, else managed) or an OVSDB target
-    openflow_listen: tuple[str, int] = ("127.0.0.1", 6653)
+    # The OpenFlow controller: a unix socket (relative = under the OVS run directory, the only place
+    # ovs-vswitchd connects to one) or a loopback TCP address (any local process could connect to it).
+    openflow_listen: Path | tuple[str, int] = Path("contivd/openflow.sock")
     net_mode: Encap = "vxlan"
     vlan_uplinks: tuple[str, ...] = field(default=())
     routing: bool = False  # --fwd-mode routing: the VLAN bridge routes (its one uplink leads to the BGP router)
@@ -91,9 +97,13 @@ class AgentStatistics:
 
 
 class Agent:
-    def __init__(self, cache: StateCache, settings: AgentSettings):
+    def __init__(self, cache: StateCache, settings: AgentSettings, hold_socket: HoldSocket):
+        """`hold_socket(path, flag)` binds the OpenFlow controller's root-only unix socket (so that
+        no other local process can connect as the switch) for `nursery.start`, and keeps it until
+        cancelled (contivd.http.local_socket.hold_socket)."""
         self.cache = cache
         self.settings = settings
+        self.hold_socket = hold_socket
         self.datapaths: dict[Encap, BridgeDatapath] = {}
         self.ovs_appctl = ["ovs-appctl"]  # how to ask this node's ovs-vswitchd (ofproto/trace)
         # Rule hits on this node, refreshed every STATS_SECONDS for /metrics: NetworkPolicy's (isolations included) and Contiv's compiled rules.
@@ -215,16 +225,21 @@ class Agent:
                 await nursery.start(managed.run)
                 self.ovs_appctl = ["ovs-appctl", "-t", managed.vswitchd_control]
                 target, datapath_type = managed.db_socket, managed.datapath_type
+                run_dir = managed.run_dir
             else:
                 target = ovs
                 datapath_type = "system" if kernel_datapath_available() else "netdev"
+                run_dir = SYSTEM_RUN_DIR
             self.db_socket = target
-            host, port = self.settings.openflow_listen
-            controller = Controller(host, port)
-            port = await nursery.start(controller.run)
+            listen = self.settings.openflow_listen
+            if isinstance(listen, tuple):
+                controller = Controller(*listen)
+            else:
+                controller = Controller(listener=await nursery.start(self.hold_socket, run_dir / listen, "--openflow-listen"))
+            await nursery.start(controller.run)
             async with open_ovsdb(target) as ovsdb:
                 for encap in self.settings.encaps:
-                    bridge = ovsdb.bridge(bridge_spec(encap, datapath_type, f"tcp:{host}:{port}"))
+                    bridge = ovsdb.bridge(bridge_spec(encap, datapath_type, controller.target))
                     await bridge.ensure_bridge()
                     uplinks = self.settings.vlan_uplinks if encap == "vlan" else ()
                     self.datapaths[encap] = BridgeDatapath(encap, bridge, self.settings.node_name, uplinks, self.settings.routing)
@@ -235,7 +250,7 @@ class Agent:
                 nursery.start_soon(self._resync_timer)
                 nursery.start_soon(self._refresh_rule_hits)
                 names = ", ".join(d.bridge.name for d in self.datapaths.values())
-                log.info("agent: bridges %s (%s datapath), OpenFlow on %s:%d", names, datapath_type, host, port)
+                log.info("agent: bridges %s (%s datapath), OpenFlow on %s", names, datapath_type, controller.target)
                 task_status.started()
                 await self._sync_loop()
 

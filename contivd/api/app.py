@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import trio
@@ -81,6 +82,7 @@ class ApiContext:
     kube: KubeHealth | None = None  # Kubernetes mode (--kubeconfig): how the leader's watch is doing
     tls: ServingTls | None = None  # the node's TLS (the CAs its certificate chains to); None: plain HTTP
     loopback_role: tokens.Role | None = None  # a tokenless loopback TCP caller's role (--loopback-access); None: refused
+    agent_socket: Path | None = None  # this node's agent API for root (--agent-socket): the netmaster's calls to its own agent
     # The store summary (endpoints per node, IPAM usage) the metrics and systemd's STATUS=
     # line both read: one cache, so a changed store is summarised once, not once per reader.
     summaries: StoreSummaries = field(init=False)
@@ -160,10 +162,14 @@ class Handlers:
         return bgp_oper(json.loads(called[1]))
 
     async def _call_agent(self, node_name: str, method: str, path: str) -> tuple[int, bytes] | None:
-        """A signed call to a node agent's API; None when the node is unknown or runs no agent."""
+        """A signed call to a node agent's API (this node's own over its root-only socket, which
+        needs no cluster secret); None when the node is unknown or runs no agent."""
         node = next((n for n in registered_nodes(self.ctx.store) if n.name == node_name), None)
         if node is None or not node.agent_url:
             return None
+        if node_name == self.ctx.node_name and self.ctx.agent_socket is not None:
+            status, _, body = await self.ctx.http.request(method, f"unix:{self.ctx.agent_socket}", path, {}, b"")
+            return status, body
         headers = {auth.SIGNATURE_HEADER: auth.sign(self.ctx.secret, method, path, b"")} if self.ctx.secret else {}
         headers[auth.PRINCIPAL_HEADER] = f"node:{self.ctx.node_name}"
         status, _, body = await self.ctx.http.request(method, node.agent_url, path, headers, b"")

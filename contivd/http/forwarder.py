@@ -6,8 +6,8 @@ only what forwarding needs: one request per connection at a time, Content-Length
 idle connections kept per leader URL and dropped when a send finds them closed. `https://`
 URLs are called over TLS with the given context (the cluster CA's: the peer's certificate must
 chain to it and name the address called); keep-alive makes the handshake a once-per-connection cost.
-A base URL `unix:/path` is a node's API socket (root's; benchmarks compare it with TCP using
-this same client).
+A base URL `unix:/path` is a local unix socket: the node's own agent socket, or its API socket
+(benchmarks compare it with TCP using this same client).
 """
 
 from __future__ import annotations

@@ -156,3 +156,16 @@ async def serve_unix(
     finally:
         sock.close()
         remove_socket(path, inode)
+
+
+async def hold_socket(path: Path, flag: str, *, task_status: trio.TaskStatus[socket.socket] = trio.TASK_STATUS_IGNORED) -> None:
+    """A root-only listening socket for a server that is not HTTP (the OpenFlow controller, which
+    serves what `nursery.start` hands it); its file stays until this task is cancelled."""
+    sock = bind_socket(path, flag)
+    inode = os.stat(path).st_ino
+    try:
+        task_status.started(sock)
+        await trio.sleep_forever()
+    finally:
+        sock.close()
+        remove_socket(path, inode)

@@ -13,6 +13,7 @@ from .bridge import PortKind as PortKind
 from .bridge import PortSpec as PortSpec
 from .bridge import open_ovsdb as open_ovsdb
 from .errors import OvsError as OvsError
+from .managed import SYSTEM_RUN_DIR as SYSTEM_RUN_DIR
 from .managed import DaemonStatistics as DaemonStatistics
 from .managed import ManagedOvs as ManagedOvs
 from .managed import ManagedOvsStatistics as ManagedOvsStatistics

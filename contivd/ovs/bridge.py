@@ -47,7 +47,7 @@ class PortKind(enum.Enum):
 
 @dataclass(frozen=True)
 class BridgeSpec:
-    """Desired settings of one bridge. `controller` is an OVS target such as `tcp:127.0.0.1:6653`;
+    """Desired settings of one bridge. `controller` is an OVS target such as `unix:/run/contivd/openflow.sock`;
     None leaves the bridge without a controller (and then `fail_mode` decides forwarding)."""
 
     name: str

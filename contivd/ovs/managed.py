@@ -35,6 +35,9 @@ from .errors import OvsError
 log = logging.getLogger(__name__)
 
 SYSTEM_DB_SOCKET = Path("/run/openvswitch/db.sock")
+# The run directory distributions build ovs-vswitchd with: it connects only to controller sockets
+# under it, comparing the path as text (so /var/run, not its /run target).
+SYSTEM_RUN_DIR = Path("/var/run/openvswitch")
 VSWITCH_SCHEMA = Path(os.environ.get("OVS_PKGDATADIR", "/usr/share/openvswitch")) / "vswitch.ovsschema"
 KERNEL_MODULE = Path("/sys/module/openvswitch")
 

@@ -26,7 +26,7 @@ import httpx  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tests.support.contivd_nodes import CHROMIUM, CHROMIUM_ARGS, ContivdCluster, ContivdProcess  # noqa: E402
-from tests.support.waiting import free_ports, wait_for  # noqa: E402
+from tests.support.waiting import wait_for  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -120,8 +120,7 @@ def main() -> int:
         for i, node in enumerate(cluster.nodes):
             node.extra = ("--vtep-ip", f"127.0.0.{i + 1}")  # distinct loopback VTEPs, so the diagram has tunnels
         if args.inside_namespace:
-            (openflow,) = free_ports(1)
-            cluster.nodes[0].extra += ("--datapath", "ovs", "--ovs", "managed", "--openflow-listen", f"127.0.0.1:{openflow}")
+            cluster.nodes[0].extra += ("--datapath", "ovs", "--ovs", "managed", "--agent-socket", "agent.sock")  # OpenFlow: its own OVS's run dir
         try:
             cluster.start(timeout=60)
             populate(cluster.nodes, args.endpoints)

@@ -105,7 +105,7 @@ def rule_hits(nodes: list[Node]) -> dict[str, int]:
     """Packets per NetworkPolicy rule id, summed over the nodes' /netpolstats."""
     total: dict[str, int] = {}
     for node in nodes:
-        status, stats = node.api_call("GET", "/netpolstats", port=node.agent)
+        status, stats = node.agent_call("GET", "/netpolstats")
         assert status == 200, stats
         for rule_id, counts in stats.items():
             total[rule_id] = total.get(rule_id, 0) + counts["packets"]

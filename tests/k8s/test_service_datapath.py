@@ -141,5 +141,5 @@ def test_cluster_ip_reaches_backends_on_both_nodes_keeps_connections_and_affinit
         wait_until(affine, 30, "the affinity flows", first)
         answers = fetch(pod, CLUSTER_IP, 80, 20)
         assert len(set(answers)) == 1 and answers[0] in ("near", "far"), f"affinity did not hold: {answers}"
-        status, stats = first.api_call("GET", "/svcstats", port=first.agent)
+        status, stats = first.agent_call("GET", "/svcstats")
         assert status == 200 and stats["k8s:shop/web"]["kubernetes"] is True and stats["k8s:shop/web"]["packets"] >= 20, stats

@@ -253,7 +253,7 @@ def test_turning_kubernetes_mode_off_removes_its_services_and_policies_on_every_
         wait_until(lambda n=node: WEB_VIP not in flows(n), SYNC, f"{node.name}'s ClusterIP flows to go", node)
 
         def policy_rules(n: Node = node) -> list[str]:
-            status, stats = n.api_call("GET", "/netpolstats", port=n.agent)
+            status, stats = n.agent_call("GET", "/netpolstats")
             assert status == 200, stats
             return [rule for rule in stats if rule.startswith("shop/")]
 

@@ -41,6 +41,8 @@ def test_precedence_flag_over_env_over_file(tmp_path: Path) -> None:
         ({"fwd_mode": "routing", "vlan_uplinks": "eth1,eth2"}, {}, "exactly one --vlan-uplinks"),
         ({"fwd_mode": "switching"}, {}, "--fwd-mode: 'switching' must be one of bridge, routing"),
         ({}, {"CONTIVD_VLAN_UPLINKS": "eth0,a-very-long-interface-name"}, "not a network interface name"),
+        ({"openflow_listen": "198.18.0.1:6653"}, {}, "--openflow-listen: '198.18.0.1:6653' must be a unix socket path or a loopback host:port"),
+        ({"openflow_listen": "/run/" + "x" * 110}, {}, "--openflow-listen: .* at most 107 bytes"),
     ],
 )
 def test_bad_settings_name_the_option(flags: dict, env: dict, problem: str) -> None:
@@ -73,6 +75,19 @@ def test_agent_options_parse() -> None:
     config = load({"vlan_uplinks": "eth1, eth2", "net_mode": "VLAN", "agent_listen": "127.0.0.1:9191"}, None, {})
     assert config.vlan_uplinks == ("eth1", "eth2") and config.net_mode == "vlan" and config.fwd_mode == "bridge"
     assert config.agent_url == "http://127.0.0.1:9191"
+
+
+@pytest.mark.parametrize(
+    "given, address",
+    [
+        (None, Path("contivd/openflow.sock")),  # the default: under the OVS run directory
+        ("/var/run/openvswitch/of.sock", Path("/var/run/openvswitch/of.sock")),
+        ("127.0.0.1:6653", ("127.0.0.1", 6653)),  # accepted, logged as less safe
+        ("[::1]:6653", ("::1", 6653)),
+    ],
+)
+def test_openflow_listen_is_a_unix_socket_or_a_loopback_port(given: str | None, address: Path | tuple[str, int]) -> None:
+    assert load({"openflow_listen": given}, None, {}).openflow_address == address
 
 
 def test_routing_mode_with_one_uplink_is_accepted() -> None:

@@ -22,6 +22,7 @@ CONTIVD_ONLY = {
     "trace",  # Contiv's and NetworkPolicy's verdict for a packet, and both nodes' OVS answers
     "policy hits",  # rule hit counters summed over the nodes
     "cluster voter add", "cluster voter remove",  # contivd's own Raft voters
+    "cluster ca rotate",  # the cluster CA behind every node's TLS certificate
 }  # fmt: skip
 
 

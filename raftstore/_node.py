@@ -1,68 +1,49 @@
-"""The only module that drives PySyncObj: journal, snapshots, transport, secret, ticking.
+"""The only module that drives PySyncObj's SyncObj: the `Consensus` a Raft member offers.
 
-RaftNode owns one SyncObj, the lock every use of it holds, and a thread. It knows nothing
-about trio: results and events reach plain callbacks, on whichever thread ticked. Who ticks
-(see `RaftNode`): a proposal is appended and sent by the code that submits it; while this
-member leads and an event loop has attached (`attach_loop`), that loop waits on the raft
-sockets and ticks, so the answers that commit a write are read, and its result delivered, on
-the loop's own thread; otherwise, and as a backstop whenever the loop has not ticked for
-STALL_SECONDS, the node's thread ticks. Callbacks must never block. Where it changes
-PySyncObj's behaviour it goes through `_pysyncobj_compat`, the one module that names
-PySyncObj's private internals.
+RaftNode is where PySyncObj runs: it owns one SyncObj, the lock every use of it holds, and a
+thread, and it decides who ticks. What raftstore adds to PySyncObj's behaviour sits beside it,
+one concern per module, so that this file is only the driving: `_durability` (the journal on
+disk), `_propagation` (what a commit sends), `_append_guard` (a follower's log truncation),
+`_transport` (the wire); every reach into PySyncObj's private internals goes through
+`_pysyncobj_compat`. `Store` sees none of it: it holds a `Consensus` (`_consensus`).
+
+It knows nothing about trio: results and events reach plain callbacks, on whichever thread
+ticked. Who ticks (see `RaftNode`): a proposal is appended and sent by the code that submits
+it; while this member leads and an event loop has attached (`attach_loop`), that loop waits
+on the raft sockets and ticks, so the answers that commit a write are read, and its result
+delivered, on the loop's own thread; otherwise, and as a backstop whenever the loop has not
+ticked for STALL_SECONDS, the node's thread ticks. Callbacks must never block.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import logging
-import os
-import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
-from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
-from pysyncobj.journal import LAST_RECORD_OFFSET_OFFSET
-from pysyncobj.pickle import dumps as pickle_dumps
-from pysyncobj.pickle import load as pickle_load
-from pysyncobj.poller import POLL_EVENT_TYPE
+from pysyncobj import SyncObj, SyncObjConf, replicated
 from pysyncobj.syncobj import SyncObjException
 
 from . import _pysyncobj_compat as compat
 from ._append_guard import install_append_guard
 from ._config import StoreConfig
+from ._consensus import FAIL_NAMES, NOT_LEADER, SUCCESS, Callback, ConsensusStatus
 from ._crypto import AeadSealer
-from ._disk_space import RESERVE_BYTES, DataDirFullError, DiskSpace
+from ._disk_space import DataDirFullError, DiskSpace
+from ._durability import align_journal_with_snapshot, make_durable
 from ._errors import StoreConfigError
 from ._fsm import StateMachine
-from ._journal_check import JOURNAL, SNAPSHOT, JournalChecksums, JournalDamagedError, check_raft_dir
+from ._journal_check import JOURNAL, SNAPSHOT, JournalDamagedError, check_raft_dir
 from ._poller import EpollPoller
+from ._propagation import CommitPropagation, followers_hold_a_majority, keep_next_index_on_success
 from ._transport import FramedTransport, MessageHandler
 
 log = logging.getLogger("raftstore")
 
 T = TypeVar("T")
-Callback = Callable[[Any, int], None]
-
-SUCCESS = FAIL_REASON.SUCCESS
-DENIED = FAIL_REASON.REQUEST_DENIED
-# Failures after which the command certainly or possibly did not apply. Retrying is safe:
-# writes carry request ids that the state machine deduplicates.
-RETRYABLE = frozenset(
-    {
-        FAIL_REASON.QUEUE_FULL,
-        FAIL_REASON.MISSING_LEADER,
-        FAIL_REASON.DISCARDED,
-        FAIL_REASON.NOT_LEADER,
-        FAIL_REASON.LEADER_CHANGED,
-        FAIL_REASON.UNKNOWN_OUTCOME,
-    }
-)
-FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if k.isupper()}
 
 TICK_SECONDS = 0.05  # longest wait between ticks
 # An attached loop that leads ticks at least every TICK_SECONDS; when it has not ticked for
@@ -71,9 +52,7 @@ TICK_SECONDS = 0.05  # longest wait between ticks
 # votes and check-quorum never wait for the loop (elections time out after 0.4-1.4 s).
 STALL_SECONDS = 2 * TICK_SECONDS
 SETTLE_SECONDS = 0.002  # longest a tick waits for the leader's journal sync under way
-PROPAGATION_DELAY = 0.002  # seconds a leader waits for a new entry to carry the commit index
 APPEND_ENTRIES_BYTES = 64 * 1024 * 1024  # bytes of entries per AppendEntries at most
-_RECORD_OVERHEAD = 24  # a journal record: size, index, term, command, size
 # Check-quorum: a leader that has had no answer from a majority for this long steps down
 # (PySyncObj's leaderFallbackTimeout, 30 s by default). About one election timeout
 # (PySyncObj's 0.4-1.4 s), so that an isolated leader stops claiming leadership — in
@@ -109,380 +88,9 @@ class _ReplicatedStateMachine(compat.ConsumerBase):
         self._on_applied()
 
 
-def _drain(eventfd: int) -> None:
-    with contextlib.suppress(BlockingIOError):
-        os.eventfd_read(eventfd)
-
-
-def fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def followers_hold_a_majority(match_indexes: Sequence[int], last_index: int) -> bool:
-    """Whether the other voters alone, not counting the leader, are a majority of all voters
-    holding every entry up to `last_index` (a leader's match indexes of its followers).
-
-    Then the leader may commit its whole log before its own copy is on disk (Raft thesis
-    10.2.1: the leader need not be part of the majority): followers flush before they
-    answer, so every entry is durable on a majority without it. With 3 voters: both
-    followers have acknowledged the last entry.
-    """
-    voters = len(match_indexes) + 1
-    return sum(1 for index in match_indexes if index >= last_index) > voters / 2
-
-
-class _JournalFlusher:
-    """Gets the journal's appended bytes to the disk; on the leader, starting early.
-
-    Journal writes happen under the node's tick lock only. `flush()` (under it) returns once
-    every write made before the call is on disk. `start()` (under it, the leader right
-    after sending a new entry to the followers) lets a helper thread begin that fdatasync at
-    once, in parallel with the followers' round trip (started after the sends, not before:
-    a helper woken earlier takes the GIL from the sender at its first socket write);
-    `settled()` says whether every write is on disk without waiting (starting the helper if
-    it is not), and then the helper calls `synced()` when its fdatasync is done, so whoever
-    ticks can wait for that instead of blocking (an event loop must not). A failed fdatasync
-    marks nothing durable: flush() raises and the next one tries again.
-
-    fdatasync, not PySyncObj's mmap.flush(): the same pages reach the disk, but it releases
-    the GIL while it waits, and it does not walk the whole (growing) mapping.
-    """
-
-    def __init__(self, fileno: Callable[[], int], synced: Callable[[], None]):
-        self._fileno = fileno
-        self._on_synced = synced
-        self._cond = threading.Condition()
-        self._written = 0  # generation: journal writes so far
-        self._synced = 0  # every write up to this generation is on disk
-        self._wanted = 0  # generation the helper is syncing; > _synced while it works
-        self._error: Exception | None = None
-        self._helper: threading.Thread | None = None
-        self._awaited = False  # settled() said no: call _on_synced after the next sync
-
-    def wrote(self) -> None:
-        self._written += 1
-
-    def start(self) -> None:
-        with self._cond:
-            if self._wanted <= self._synced < self._written:
-                self._wanted = self._written
-                if self._helper is None:
-                    self._helper = threading.Thread(target=self._run, name="raftstore-fsync", daemon=True)
-                    self._helper.start()
-                self._cond.notify_all()
-
-    def settled(self, wait: float = 0.0) -> bool:
-        """Whether every write is on disk (or a failed sync waits to be raised by flush()),
-        waiting up to `wait` seconds for the helper; if not, the helper goes on syncing them
-        and calls `synced` when done."""
-        self.start()
-        with self._cond:
-            self._cond.wait_for(lambda: self._synced >= self._written or self._error is not None, wait)
-            done = self._synced >= self._written or self._error is not None
-            self._awaited = not done
-            return done
-
-    def wait_idle(self) -> None:
-        """Until no helper fdatasync runs (before the journal file may be reopened)."""
-        with self._cond:
-            while self._wanted > self._synced and self._error is None:
-                self._cond.wait()
-
-    def flush(self) -> None:
-        self.wait_idle()
-        with self._cond:
-            error, self._error = self._error, None
-            if error is not None:
-                raise error
-            if self._synced >= self._written:
-                return
-            target = self._written
-        os.fdatasync(self._fileno())
-        with self._cond:
-            self._synced = max(self._synced, target)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while self._wanted <= self._synced:
-                    self._cond.wait()
-                target = self._wanted
-            error: Exception | None = None
-            try:
-                os.fdatasync(self._fileno())
-            except Exception as exc:  # never die with a sync pending: flush() would wait forever
-                error = exc
-            with self._cond:
-                if error is None:
-                    self._synced = max(self._synced, target)
-                else:
-                    self._error, self._wanted = error, self._synced
-                self._cond.notify_all()
-                awaited, self._awaited = self._awaited, False
-            if awaited:  # only then: a sync done before anyone asked wakes nobody
-                self._on_synced()
-
-
-@dataclass(frozen=True)
-class _Durable:
-    """What _make_durable hands back: the ticks' flush, settled check and disk probe, the
-    transport's before-send hook, and what close() must release."""
-
-    flush: Callable[[], None]
-    settled: Callable[[float], bool]
-    sync_soon: Callable[[], None]
-    before_send: Callable[[dict[str, Any]], None]
-    probe: Callable[[], None]
-    close: Callable[[], None]
-
-
-def _make_durable(syncobj: SyncObj, snapshot: str | None, space: DiskSpace, fsync: bool, poller: EpollPoller) -> _Durable:
-    """Group commit: the journal reaches the disk before PySyncObj acknowledges anything
-    (with `fsync`; without it, the write path, disk-full handling and checksums stay, only the
-    journal flushes go).
-
-    PySyncObj appends into an mmap and never msyncs (see shared/raft-notes.md). Appends only
-    mark the journal dirty; it is flushed once before any answer or vote leaves this member
-    (a follower's entries are on disk before it acknowledges them) and before every tick
-    (the leader counts its own copy towards a commit only inside a tick). On the leader the
-    flush of a new entry starts while the entry is being sent (see _JournalFlusher). Term and
-    vote are fsynced before a vote is sent. The journal stays allocated RESERVE_BYTES ahead of
-    its end, so a full filesystem fails a write cleanly instead of with SIGBUS (_disk_space),
-    and every record's checksum goes to `raft.journal.sums` before the record is written
-    (JournalChecksums; the start-up check verifies them).
-    """
-    journal = compat.JournalFile.of(syncobj)
-    synced_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # readable in `poller` once the helper synced
-    poller.subscribe(synced_fd, lambda descr, event: _drain(descr), POLL_EVENT_TYPE.READ)
-    flusher = _JournalFlusher(journal.fileno, lambda: os.eventfd_write(synced_fd, 1))
-    sums = JournalChecksums(journal.path + ".sums")
-    sums.rebuild([tuple(journal.journal[i]) for i in range(len(journal.journal))])
-    (written_end,) = struct.unpack("<I", os.pread(journal.fileno(), 4, LAST_RECORD_OFFSET_OFFSET))  # where records end now
-    failed_at = -1  # offset of the last journal write that failed
-
-    def reserve(needed: int) -> bool:
-        """Allocate the journal up to `needed` + RESERVE_BYTES and map it; False on ENOSPC."""
-        mapped = journal.mapped_size()
-        if needed + RESERVE_BYTES <= mapped:
-            return True
-        flusher.wait_idle()  # no helper fdatasync holds the descriptor while the file changes
-        for target in (max(needed + RESERVE_BYTES, 2 * mapped), needed + RESERVE_BYTES):  # double, as PySyncObj does, if there is room
-            try:
-                os.posix_fallocate(journal.fileno(), 0, target)
-            except OSError as exc:
-                error = exc
-                continue
-            journal.grow_mapping(target)
-            return True
-        space.failed(journal.path, error)
-        return False
-
-    def write(offset: int, data: bytes) -> None:
-        # pwrite, not a store into the mmap: on ext4 a page dirtied through the mapping makes
-        # the next fdatasync commit the filesystem journal too (page_mkwrite updates the inode),
-        # 0.8 ms against 0.16 ms here. The mapping shares the page cache, so PySyncObj's reads
-        # through it see these bytes. The file grows here, never by PySyncObj's mapping stores.
-        nonlocal written_end, failed_at
-        needed = offset + len(data)
-        if not reserve(needed) and needed > journal.mapped_size():
-            failed_at = offset
-            raise _full(journal.path)
-        try:
-            os.pwrite(journal.fileno(), data, offset)  # ENOSPC here only in holes an older raftstore left
-        except OSError as exc:
-            failed_at = offset
-            space.failed(journal.path, exc)
-            raise _full(journal.path) from None
-        written_end = max(written_end, needed)
-        flusher.wrote()
-
-    def _full(path: str) -> DataDirFullError:
-        return DataDirFullError(space.problem.message if space.problem else f"cannot write {path}")
-
-    def add(command: bytes, idx: int, term: int) -> None:
-        # Room for the whole record first: PySyncObj lists an entry before writing it, so a
-        # failed write would leave its in-memory log ahead of the file.
-        needed = written_end + _RECORD_OVERHEAD + len(command)
-        if not reserve(needed) and needed > journal.mapped_size():
-            raise _full(journal.path)
-        nonlocal failed_at
-        entries, failed_at = len(journal.journal), -1
-        if not entries:  # PySyncObj emptied the journal (compaction rewrites it from the start)
-            sums.start_over(idx)
-        sums.record(idx, term, command)  # before the record: after a crash a record matches its slot or is absent
-        try:
-            journal.raw_add(command, idx, term)
-        except DataDirFullError:  # a hole left by an older raftstore
-            if failed_at != LAST_RECORD_OFFSET_OFFSET:  # the record itself did not reach the file (not only the header's end offset)
-                journal.forget_entries_from(entries)
-            raise
-
-    def delete_entries_to(entry_to: int) -> None:
-        # Compaction: the snapshot (written by PySyncObj's forked child without fsync) must
-        # be on disk before the journal entries it replaces are dropped.
-        if snapshot and os.path.isfile(snapshot):
-            fsync_path(snapshot)
-            fsync_path(os.path.dirname(snapshot) or ".")
-        journal.raw_delete_entries_to(entry_to)
-
-    def before_send(message: dict[str, Any]) -> None:
-        # The leader may replicate entries before its own copy is durable (Raft thesis
-        # 10.2.1): it counts itself towards a commit only in a tick, after the flush there
-        # (or commits without counting itself, once the followers alone are a majority).
-        if message.get("type") != "append_entries":
-            flusher.flush()
-
-    path = journal.meta_path
-
-    def store_meta(meta: dict[str, Any]) -> None:
-        # The commit index it records may cover entries the leader committed before its own
-        # copy was on disk (followers holding a majority): put them there first, so that the
-        # start-up check never finds the journal ending before it after a power loss. Inline,
-        # not through the helper, which may be busy with a slow sync (at most once a second).
-        if fsync:
-            os.fdatasync(journal.fileno())
-        try:
-            with open(path + ".tmp", "wb") as f:
-                f.write(pickle_dumps(meta))
-                f.flush()
-                os.fsync(f.fileno())
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(path + ".tmp")
-            space.failed(path, exc)
-            raise _full(path) from None
-        os.replace(path + ".tmp", path)
-        fsync_path(os.path.dirname(path) or ".")
-
-    def close() -> None:
-        poller.unsubscribe(synced_fd)
-        os.close(synced_fd)
-        sums.close()
-
-    def probe() -> None:
-        if space.probe_due() and reserve(written_end) and space.has_free_space():
-            space.cleared()
-
-    journal.install(write=write, add=add, delete_entries_to=delete_entries_to, store_meta=store_meta)
-    if not fsync:
-        return _Durable(lambda: None, lambda wait: True, lambda: None, lambda message: None, probe, close)
-    return _Durable(flusher.flush, flusher.settled, flusher.start, before_send, probe, close)
-
-
-def _align_journal_with_snapshot(syncobj: SyncObj, snapshot: str) -> None:
-    """Drop journal entries the snapshot already covers, so PySyncObj keeps the tail.
-
-    PySyncObj truncates the journal only after its forked child has written the snapshot.
-    A stop or crash between the two leaves a snapshot newer than the journal's head, and on
-    load PySyncObj then *clears the whole journal* (it expects the journal to start with the
-    snapshot's last two entries), losing every committed entry after the snapshot. Trimming
-    the journal to start at those two entries first makes the load keep them.
-    """
-    journal = compat.journal(syncobj)
-    if len(journal) < 2 or not os.path.isfile(snapshot):
-        return
-    try:
-        with open(snapshot, "rb") as f, gzip.GzipFile(fileobj=f) as g:
-            _, last, previous, _ = pickle_load(g)
-    except Exception:  # PySyncObj reports an unreadable snapshot itself when it loads it
-        return
-    for i in range(len(journal) - 1):
-        if tuple(journal[i]) == tuple(previous) and tuple(journal[i + 1]) == tuple(last):
-            if i:
-                log.info("snapshot is newer than the journal head: dropping %d covered journal entries", i)
-                journal.deleteEntriesTo(i)
-                journal.flush()
-            return
-
-
-class _CommitPropagation:
-    """Spread the commit index to followers a little later, and only if nothing else does.
-
-    With batching off, PySyncObj replicates each new entry at once (what we want) and then,
-    after applying it, sends every follower another AppendEntries only to spread the new
-    commit index. Under load the next entry carries it anyway, so that second message per
-    write only costs the leader and both followers a pickle/encrypt/decrypt round on the
-    critical path. Here the apply step marks the propagation pending instead; any
-    AppendEntries sent clears it, and a tick sends one after PROPAGATION_DELAY if
-    none went out (followers' reads and watches lag by at most that). PySyncObj's apply step
-    only *returns* "send now"; the replacement returns False, so the batching flag (which
-    PySyncObj also reads to wake the tick thread for every submitted command) stays as is.
-    """
-
-    def __init__(self, syncobj: SyncObj):
-        self._syncobj = syncobj
-        apply_entries = compat.private_method(syncobj, "applyLogEntries")
-        send_entries = compat.private_method(syncobj, "sendAppendEntries")
-        self.pending = False
-        self.since = 0.0
-
-        def apply_quietly() -> bool:
-            applied = syncobj.raftLastApplied
-            apply_entries()
-            if syncobj.raftLastApplied != applied and compat.is_leader(syncobj) and not self.pending:
-                self.pending, self.since = True, time.monotonic()
-            return False
-
-        def send_and_clear() -> None:
-            self.pending = False
-            send_entries()
-
-        self._send = send_and_clear
-        compat.override(syncobj, "applyLogEntries", apply_quietly)
-        compat.override(syncobj, "sendAppendEntries", send_and_clear)
-
-    def wait_time(self, idle: float) -> float:
-        """How long the tick loop may wait for events before propagating."""
-        if not self.pending:
-            return idle
-        return max(0.0, min(idle, self.since + PROPAGATION_DELAY - time.monotonic()))
-
-    def propagate_if_due(self) -> None:
-        """Send the commit index if no AppendEntries carried it within the delay."""
-        if self.pending and time.monotonic() - self.since >= PROPAGATION_DELAY:
-            if compat.is_leader(self._syncobj):
-                self._send()
-            else:
-                self.pending = False
-
-
-def _keep_next_index_on_success(syncobj: SyncObj, transport: Any) -> None:
-    """A successful answer to an older AppendEntries must not move the leader's next index back.
-
-    PySyncObj sets a follower's next index to the one in its answer whenever the match index
-    grows. With more than one AppendEntries in flight (the next entry goes out before the
-    slower follower's answer to the previous one arrives; group commit keeps two entries in
-    flight; the commit-index propagation), an answer to an earlier message moves it back
-    below entries already sent, and the next AppendEntries sends them again, and so on:
-    traced here, a follower spent about a quarter of its CPU decoding (and the leader encoding,
-    sealing and compressing, on the write's critical path) entries it already had. Raft's next
-    index is a hint (the log check on prevLogIdx is the safety): on success keep the larger
-    one, as pipelined Raft implementations (etcd's) do. A rejection (`reset`) still sets it, so
-    a follower that lost messages (a dropped connection, a restart) is caught up as before.
-    """
-    next_index = compat.next_indexes(syncobj)
-
-    def wrap(handle: MessageHandler) -> MessageHandler:
-        def keep_on_success(node: Any, message: dict[str, Any]) -> None:
-            if message.get("type") != "next_node_idx" or message.get("reset") or not message.get("success"):
-                handle(node, message)
-                return
-            sent = next_index.get(node)
-            handle(node, message)
-            if sent is not None and next_index.get(node, sent) < sent:
-                next_index[node] = sent
-
-        return keep_on_success
-
-    transport.wrap_message_handler(wrap)
-
-
 class RaftNode:
-    """One Raft member. Thread-safe: every call may come from any thread.
+    """One Raft member, the `Consensus` of a voter or read-only member. Thread-safe: every
+    call may come from any thread.
 
     Every use of the SyncObj holds `_lock`. Ticking (see the module docstring): `tick()` by
     an attached loop while this member leads, else the node's thread; `submit()` appends and
@@ -541,23 +149,23 @@ class RaftNode:
             self._poller.close()
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
         install_append_guard(self._syncobj, self._transport)  # the transport make_transport made
-        _keep_next_index_on_success(self._syncobj, self._transport)
+        keep_next_index_on_success(self._syncobj, self._transport)
         self.commands_held = False  # see hold_commands
         cast(FramedTransport, self._transport).wrap_message_handler(self._refuse_forwarded_while_held)  # make_transport ran
         if dump is not None:
-            _align_journal_with_snapshot(self._syncobj, dump)
+            align_journal_with_snapshot(self._syncobj, dump)
         self._flush: Callable[[], None] = lambda: None
         self._settled: Callable[[float], bool] = lambda wait: True
         self._sync_soon: Callable[[], None] = lambda: None
         self._probe_disk: Callable[[], None] = lambda: None
         self._release: Callable[[], None] = lambda: None
         if journal is not None:
-            durable = _make_durable(self._syncobj, dump, self.disk, config.fsync, self._poller)
+            durable = make_durable(self._syncobj, dump, self.disk, config.fsync, self._poller)
             self._flush, self._settled, self._sync_soon = durable.flush, durable.settled, durable.sync_soon
             self._probe_disk, self._release = durable.probe, durable.close
             assert self._transport is not None
             self._transport.before_send = durable.before_send
-        self._propagation = _CommitPropagation(self._syncobj)
+        self._propagation = CommitPropagation(self._syncobj)
         self._lock = threading.RLock()  # every use of the SyncObj; reentrant for callbacks that propose
         self._leadership: tuple[bool, str | None] | None = None
         self._loop_attached = False
@@ -733,7 +341,7 @@ class RaftNode:
             if not self.commands_held or message.get("type") != "apply_command":
                 handle(node, message)
             elif "request_id" in message and self._transport is not None:
-                self._transport.send(node, {"type": "apply_command_response", "request_id": message["request_id"], "error": FAIL_REASON.NOT_LEADER})
+                self._transport.send(node, {"type": "apply_command_response", "request_id": message["request_id"], "error": NOT_LEADER})
 
         return refusing
 
@@ -774,7 +382,15 @@ class RaftNode:
         leader = compat.last_known_leader(self._syncobj)
         return None if leader is None else str(getattr(leader, "id", leader))
 
-    def raw_status(self) -> dict[str, Any]:
+    def status(self) -> ConsensusStatus:
+        transport = self._transport
+        return consensus_status(
+            self._raw_status(),
+            wire_formats=() if transport is None else transport.connected_versions(),
+            down_since={} if transport is None else transport.down_since(),
+        )
+
+    def _raw_status(self) -> dict[str, Any]:
         """PySyncObj's status dict; it iterates dicts a tick on another thread may change, so
         retry a racing read (no lock: a follower's thread holds it through its flushes)."""
         for _ in range(5):
@@ -784,18 +400,23 @@ class RaftNode:
                 continue
         return {}
 
-    def wire_formats(self) -> tuple[tuple[str, int], ...]:
-        """(peer, wire format) per connected peer; read-only peers are named readonly-N."""
-        return () if self._transport is None else self._transport.connected_versions()
 
-    def down_since(self) -> dict[str, float]:
-        """Voter address → wall-clock time since which this member has no link to it."""
-        return {} if self._transport is None else self._transport.down_since()
+_ROLES: dict[int, Literal["follower", "candidate", "leader"]] = {0: "follower", 1: "candidate", 2: "leader"}
+_PARTNER_PREFIX = "partner_node_status_server_"  # PySyncObj's status key per other voter; 2: connected
 
-    @staticmethod
-    def member_lists(status: dict[str, Any]) -> Iterator[tuple[str, bool]]:
-        """(address, connected) for every other voter in a raw status dict."""
-        prefix = "partner_node_status_server_"
-        for key, value in status.items():
-            if key.startswith(prefix):
-                yield key[len(prefix) :], value == 2
+
+def consensus_status(raw: dict[str, Any], *, wire_formats: tuple[tuple[str, int], ...], down_since: dict[str, float]) -> ConsensusStatus:
+    """PySyncObj's status dict (`SyncObj.getStatus()`) in the store's terms; missing keys read
+    as a member that knows nothing yet."""
+    return ConsensusStatus(
+        role=_ROLES.get(int(raw.get("state", 0)), "follower"),
+        term=int(raw.get("raft_term", 0)),
+        commit_index=int(raw.get("commit_idx", 0)),
+        last_applied=int(raw.get("last_applied", 0)),
+        log_length=int(raw.get("log_len", 0)),
+        other_voters=tuple(sorted((key[len(_PARTNER_PREFIX) :], value == 2) for key, value in raw.items() if key.startswith(_PARTNER_PREFIX))),
+        readonly_members=int(raw.get("readonly_nodes_count", 0)),
+        has_quorum=bool(raw.get("has_quorum", False)),
+        wire_formats=wire_formats,
+        down_since=down_since,
+    )

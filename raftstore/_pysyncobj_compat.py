@@ -8,8 +8,8 @@ Those patches depend on private, name-mangled attributes that any PySyncObj
 release may rename. This module is the only one in raftstore allowed to name them: at import
 it checks the installed version against PINNED_VERSION and that every attribute it patches
 or reads exists, and raises IncompatiblePySyncObjError naming the missing attribute and the
-pinned version. Behaviour (what a patch does and why) stays with the callers in `_node.py`;
-this module only says *where* in PySyncObj it goes.
+pinned version. Behaviour (what a patch does and why) stays with the callers (`_node.py`, `_durability.py`,
+`_propagation.py`, `_append_guard.py`); this module only says *where* in PySyncObj it goes.
 
 It is imported before PySyncObj's TCP code so that PySyncObj's Windows `inet_ntop` shim never
 replaces the process's `socket.inet_ntop` (see _keep_socket_inet_ntop).
@@ -61,11 +61,13 @@ def _keep_socket_inet_ntop() -> None:
 
 _keep_socket_inet_ntop()
 
-from pysyncobj import SyncObj, SyncObjConsumer  # noqa: E402  (after the shim stand-in is registered)
+from pysyncobj import FAIL_REASON, SyncObj, SyncObjConsumer  # noqa: E402  (after the shim stand-in is registered)
 from pysyncobj import pickle as pysyncobj_pickle  # noqa: E402
 from pysyncobj import syncobj as syncobj_module  # noqa: E402
 from pysyncobj import version as installed  # noqa: E402
 from pysyncobj.journal import FileJournal, MetaStorer, ResizableFile  # noqa: E402
+
+from ._consensus import FAIL_NAMES  # noqa: E402
 
 # Methods replaced or called, by owner; each must be defined by that class itself (not only by
 # a base such as Journal, whose methods are abstract placeholders).
@@ -108,6 +110,9 @@ def check() -> None:
                 raise _incompatible(f"{owner.__name__}.__init__ no longer sets {name}")
     if getattr(getattr(syncobj_module, "_COMMAND_TYPE", None), "REGULAR", None) != 0:
         raise _incompatible("syncobj._COMMAND_TYPE.REGULAR (journal entry kinds) changed")
+    # RaftNode hands PySyncObj's callback codes to the store untranslated, as Consensus codes.
+    if {name: code for name, code in vars(FAIL_REASON).items() if name.isupper()} != {name: code for code, name in FAIL_NAMES.items()}:
+        raise _incompatible("FAIL_REASON codes differ from the Consensus outcome codes (_consensus.py)")
 
 
 check()

@@ -34,11 +34,13 @@ from pysyncobj.pickle import load as pickle_load
 from . import _pysyncobj_compat as compat
 from ._commands import encode
 from ._config import StoreConfig
+from ._consensus import SUCCESS
+from ._durability import fsync_path
 from ._errors import StoreConfigError, UnavailableError
 from ._fsm import StateMachine
 from ._image import StoreImage
 from ._journal_check import check_journal_bytes
-from ._node import SUCCESS, RaftNode, fsync_path
+from ._node import RaftNode
 
 JOURNAL, SNAPSHOT = "raft.journal", "raft.snapshot"
 SEED_TIMEOUT_SECONDS = 60.0  # election of a lone member, three entries, one snapshot

@@ -1,13 +1,16 @@
 """The async face of the store for trio code.
 
-Store runs inside the caller's trio loop. A proposal is appended and sent to the followers by
-the task that makes it (`RaftNode.submit`); while this member leads, `_tick_loop` waits on the
-raft sockets and ticks the node here, so the answers that commit a write are read and its
-result delivered on this thread, with no wake-up of another thread per write. Results of ticks
-run by the node's own thread (a follower, or the backstop while this loop stalls) come back
-with `TrioToken.run_sync_soon`. Watches
-are revision cursors over the state machine's history, woken by one coalesced notification
-per batch of applied commands, so a slow watcher costs no memory and cannot stall Raft.
+Store runs inside the caller's trio loop, on top of a `Consensus` (`_consensus.py`; a Raft
+member, `RaftNode`, is the one `open_store` builds): group commit, retries, linearizable
+reads, watches and leases are raftstore's own and need nothing else from the replicated log,
+so a node that is not a Raft member can carry the same Store. A proposal is appended and sent
+to the followers by the task that makes it (`submit`); while this member leads, `_tick_loop`
+waits on the raft sockets and ticks the node here, so the answers that commit a write are read
+and its result delivered on this thread, with no wake-up of another thread per write. Results
+of ticks run by the node's own thread (a follower, or the backstop while this loop stalls)
+come back with `TrioToken.run_sync_soon`. Watches are revision cursors over the state
+machine's history, woken by one coalesced notification per batch of applied commands, so a
+slow watcher costs no memory and cannot stall Raft.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ import trio
 from . import _commands
 from ._base import StateMachineStore, raise_for_error
 from ._config import StoreConfig, is_loopback, parse_address
+from ._consensus import DENIED, FAIL_NAMES, RETRYABLE, SUCCESS, Consensus
 from ._errors import StoreClosedError, StoreConfigError, StoreError, UnavailableError
 from ._fsm import StateMachine
-from ._node import DENIED, FAIL_NAMES, RETRYABLE, SUCCESS, RaftNode
+from ._node import RaftNode
 from ._types import LeadershipChange, StoreStatistics, commit_blockers
 
 log = logging.getLogger("raftstore")
@@ -99,7 +103,7 @@ class Store(StateMachineStore):
         self._closed = False
         self._barrier_wanted = trio.Event()
         self._next_barrier = _Waiter()
-        self._node: RaftNode | None = None
+        self._node: Consensus | None = None
         self._outbox: list[tuple[str, _Waiter]] = []
         self._outbox_ready = trio.Event()
         self._inflight = trio.Semaphore(MAX_INFLIGHT_ENTRIES)
@@ -165,7 +169,7 @@ class Store(StateMachineStore):
         changed.set()
 
     @property
-    def node(self) -> RaftNode:
+    def node(self) -> Consensus:
         if self._node is None or self._closed:
             raise StoreClosedError("the store is closed")
         return self._node
@@ -351,7 +355,7 @@ class Store(StateMachineStore):
         last = None
         while True:
             changed = self._leadership_changed
-            current = LeadershipChange(self.is_leader(), self.leader(), int(self.node.raw_status().get("raft_term", 0)))
+            current = LeadershipChange(self.is_leader(), self.leader(), self.node.status().term)
             if (current.is_leader, current.leader) != last:
                 last = (current.is_leader, current.leader)
                 yield current
@@ -443,43 +447,40 @@ class Store(StateMachineStore):
 
     def statistics(self) -> StoreStatistics:
         node = self.node
-        status = node.raw_status()
-        members = sorted(node.member_lists(status))
-        roles = {0: "follower", 1: "candidate", 2: "leader"}
-        role = "readonly" if self.config.readonly else roles.get(int(status.get("state", 0)), "follower")
+        status = node.status()
+        members = status.other_voters
         disk, leader = node.disk.problem, node.leader()
         connected = tuple(a for a, up in members if up)
         voters = tuple(sorted([a for a, _ in members] + ([self.config.listen] if self.config.listen else [])))
-        down_since = node.down_since()
         started = self._started
         revision, keys, leases, cluster_id = node.read(lambda f: (f.revision, f.key_count(), f.lease_count(), f.cluster_id))
         return StoreStatistics(
             self_address=self.config.listen,
-            role=role,  # type: ignore[arg-type]
+            role="readonly" if self.config.readonly else status.role,
             leader=leader,
-            term=int(status.get("raft_term", 0)),
-            commit_index=int(status.get("commit_idx", 0)),
-            last_applied=int(status.get("last_applied", 0)),
-            log_length=int(status.get("log_len", 0)),
+            term=status.term,
+            commit_index=status.commit_index,
+            last_applied=status.last_applied,
+            log_length=status.log_length,
             revision=revision,
             keys=keys,
             leases=leases,
             voters=voters,
             connected_voters=connected,
-            readonly_members=int(status.get("readonly_nodes_count", 0)),
-            has_quorum=bool(status.get("has_quorum", False)),
+            readonly_members=status.readonly_members,
+            has_quorum=status.has_quorum,
             fsync=self.config.fsync and self.config.data_dir is not None,
             cluster_id=cluster_id,
-            wire_formats=node.wire_formats(),
+            wire_formats=status.wire_formats,
             disk_problem=None if disk is None else disk.message,
             disk_problem_since=None if disk is None else disk.since,
-            unreachable_voters=tuple((a, down_since.get(a, started)) for a, up in members if not up),
+            unreachable_voters=tuple((a, status.down_since.get(a, started)) for a, up in members if not up),
             commit_blockers=commit_blockers(
                 self_address=self.config.listen,
                 voters=voters,
                 leader=leader,
                 connected_voters=connected,
-                has_quorum=bool(status.get("has_quorum", False)),
+                has_quorum=status.has_quorum,
                 disk_problem=None if disk is None else disk.message,
             ),
         )

@@ -10,7 +10,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from pysyncobj import SyncObj
+from pysyncobj import FAIL_REASON, SyncObj
 from pysyncobj import version as pysyncobj_version
 from pysyncobj.journal import ResizableFile
 
@@ -51,6 +51,13 @@ def test_an_instance_attribute_no_longer_set_is_named(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(ResizableFile, "__init__", renamed_init)
     with pytest.raises(compat.IncompatiblePySyncObjError, match=r"ResizableFile\.__init__ no longer sets _ResizableFile__f.*pysyncobj==0\.3\.17"):
+        compat.check()
+
+
+def test_a_changed_outcome_code_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store reads PySyncObj's callback codes as the Consensus codes (_consensus.py)."""
+    monkeypatch.setattr(FAIL_REASON, "REQUEST_DENIED", 8)
+    with pytest.raises(compat.IncompatiblePySyncObjError, match=r"FAIL_REASON codes differ.*pysyncobj==0\.3\.17"):
         compat.check()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from raftstore._node import _JournalFlusher
+from raftstore._durability import JournalFlusher
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def _counting_fdatasync(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_flush_syncs_only_what_was_written(journal_fd: int, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _counting_fdatasync(monkeypatch)
-    flusher = _JournalFlusher(lambda: journal_fd, lambda: None)
+    flusher = JournalFlusher(lambda: journal_fd, lambda: None)
     flusher.flush()
     assert calls == []
     os.pwrite(journal_fd, b"entry", 0)
@@ -47,7 +47,7 @@ def test_flush_syncs_only_what_was_written(journal_fd: int, monkeypatch: pytest.
 
 def test_a_flush_started_early_is_awaited_not_repeated(journal_fd: int, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _counting_fdatasync(monkeypatch)
-    flusher = _JournalFlusher(lambda: journal_fd, lambda: None)
+    flusher = JournalFlusher(lambda: journal_fd, lambda: None)
     flusher.wrote()
     flusher.start()  # the helper thread syncs generation 1
     flusher.flush()  # waits for it
@@ -69,7 +69,7 @@ def test_a_failed_sync_marks_nothing_durable(journal_fd: int, monkeypatch: pytes
         real(fd)
 
     monkeypatch.setattr(os, "fdatasync", fdatasync)
-    flusher = _JournalFlusher(lambda: journal_fd, lambda: None)
+    flusher = JournalFlusher(lambda: journal_fd, lambda: None)
     flusher.wrote()
     flusher.start()  # fails on the helper thread
     with pytest.raises(OSError, match="Input/output"):
@@ -84,7 +84,7 @@ def test_a_helper_that_cannot_sync_reports_instead_of_hanging() -> None:
     def closed_journal() -> int:
         raise ValueError("I/O operation on closed file")
 
-    flusher = _JournalFlusher(closed_journal, lambda: None)
+    flusher = JournalFlusher(closed_journal, lambda: None)
     flusher.wrote()
     flusher.start()
     with pytest.raises(ValueError, match="closed file"):
@@ -95,7 +95,7 @@ def test_settled_starts_the_helper_instead_of_waiting_and_it_says_when_done(jour
     """What a tick on the event loop relies on: it never blocks on a sync, and is woken after one."""
     calls = _counting_fdatasync(monkeypatch)
     synced = threading.Event()
-    flusher = _JournalFlusher(lambda: journal_fd, synced.set)
+    flusher = JournalFlusher(lambda: journal_fd, synced.set)
     assert flusher.settled()  # nothing written
     flusher.wrote()
     if not flusher.settled():  # the helper syncs it (it may already have finished)
@@ -119,7 +119,7 @@ def test_a_failed_helper_sync_settles_so_that_flush_raises_it(journal_fd: int, m
 
     monkeypatch.setattr(os, "fdatasync", fdatasync)
     synced = threading.Event()
-    flusher = _JournalFlusher(lambda: journal_fd, synced.set)
+    flusher = JournalFlusher(lambda: journal_fd, synced.set)
     flusher.wrote()
     if not flusher.settled():
         assert synced.wait(10)  # the waiting tick is woken on failure too

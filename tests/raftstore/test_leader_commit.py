@@ -20,7 +20,8 @@ import pytest
 from raftstore import _pysyncobj_compat as compat
 from raftstore._commands import encode, txn_command
 from raftstore._config import StoreConfig
-from raftstore._node import RaftNode, followers_hold_a_majority
+from raftstore._node import RaftNode
+from raftstore._propagation import followers_hold_a_majority
 from raftstore._types import Put
 from tests.support.waiting import free_ports, wait_for
 

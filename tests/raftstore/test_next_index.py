@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raftstore._node import _keep_next_index_on_success
+from raftstore._propagation import keep_next_index_on_success
 from raftstore._transport import MessageHandler
 
 
@@ -36,7 +36,7 @@ def _wired() -> tuple[dict[str, int], _Transport]:
             indexes[node] = message["next_node_idx"]
 
     transport = _Transport(pysyncobj_handler)
-    _keep_next_index_on_success(leader, transport)
+    keep_next_index_on_success(leader, transport)
     return indexes, transport
 
 
@@ -59,6 +59,6 @@ def test_a_rejection_still_moves_it_back() -> None:
 def test_other_messages_pass_unchanged() -> None:
     seen: list[dict[str, Any]] = []
     transport = _Transport(lambda node, message: seen.append(message))
-    _keep_next_index_on_success(_Leader(), transport)
+    keep_next_index_on_success(_Leader(), transport)
     transport.handler("f1", {"type": "append_entries", "term": 3})
     assert seen == [{"type": "append_entries", "term": 3}]

@@ -47,12 +47,6 @@ def served_fingerprints(client: Node, server: Node) -> list[str]:
     return [fingerprint_pem(pem.strip() + "\n" + end + "\n") for pem in text.split(end) if "BEGIN" in pem]
 
 
-def info_fingerprint(node: Node) -> str | None:
-    """The CA fingerprint `/info` shows (None while it does not answer 200)."""
-    status, info = node.api_call("GET", "/info")
-    return info["tls"]["caFingerprint"] if status == 200 and isinstance(info, dict) and info.get("tls") else None
-
-
 def create_endpoint(through: Node, name: str) -> int:
     request = {"TenantName": "default", "NetworkName": "pods", "EndpointID": name, "ConfigEP": {"Container": name}}
     return through.api_call("POST", "/plugin/createEndpoint", request)[0]
@@ -91,7 +85,6 @@ def test_the_cluster_ca_rotates_on_three_nodes_while_pods_talk(tmp_path: Path) -
                 new_ca = node.ca_file.read_text()
                 wait_until(lambda n=node, pem=new_ca: issued_by(n, pem), 20, f"{node.name}'s certificate under the new CA", node)
             assert [node.proc.pid for node in nodes] == pids  # type: ignore[union-attr]
-            wait_until(lambda: info_fingerprint(leader) == new, 20, "the leader's /info showing the new CA", leader)
 
             # Meanwhile: forwarded writes over TLS, a second rotation refused, a client pinned to the old CA told to re-pin.
             assert create_endpoint(follower, "during-grace") == 200

@@ -28,6 +28,7 @@ from . import _commands
 from ._base import StateMachineStore, raise_for_error
 from ._config import StoreConfig, is_loopback, parse_address
 from ._errors import StoreClosedError, StoreConfigError, StoreError, UnavailableError
+from ._feed import Feed
 from ._fsm import StateMachine
 from ._node import DENIED, FAIL_NAMES, RETRYABLE, SUCCESS, RaftNode
 from ._types import LeadershipChange, StoreStatistics, commit_blockers
@@ -108,6 +109,7 @@ class Store(StateMachineStore):
         self._apply_seconds = 0.0
         self._last_entry_commands = 1
         self._started = time.time()  # "unreachable since" for a voter never reached
+        self._feed = Feed(self, self._feed_serving)  # followers of the store connected to this voter
 
     # ---- wiring from ticks -------------------------------------------------------------------
 
@@ -163,6 +165,16 @@ class Store(StateMachineStore):
                     scope.cancel()
         changed, self._leadership_changed = self._leadership_changed, trio.Event()
         changed.set()
+
+    # ---- followers of the store (_feed.py) -----------------------------------------------------
+
+    def _adopt_follower(self, sock: Any, channel: Any, hello: dict[str, Any], unsent: bytes) -> None:  # any tick
+        self._call_soon(self._feed.adopt, sock, channel, hello, unsent)
+
+    def _feed_serving(self) -> tuple[bool, str | None]:
+        """Whether followers may rely on this voter (it reaches a quorum and knows a leader)."""
+        leader = self.node.leader()
+        return bool(self.node.raw_status().get("has_quorum", False)) and leader is not None, leader
 
     @property
     def node(self) -> RaftNode:
@@ -471,6 +483,7 @@ class Store(StateMachineStore):
             fsync=self.config.fsync and self.config.data_dir is not None,
             cluster_id=cluster_id,
             wire_formats=node.wire_formats(),
+            followers=self._feed.followers,
             disk_problem=None if disk is None else disk.message,
             disk_problem_since=None if disk is None else disk.since,
             unreachable_voters=tuple((a, down_since.get(a, started)) for a, up in members if not up),
@@ -495,6 +508,11 @@ async def open_store(config: StoreConfig) -> AsyncIterator[Store]:
     store._node = await trio.to_thread.run_sync(RaftNode, config, store._on_applied, store._on_leadership)
     try:
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(store._feed.run)
+            # The transport hands authenticated followers of the store to the feed (_feed.py).
+            # (After the _node.py split this goes through the Consensus boundary.)
+            if store._node._transport is not None:
+                store._node._transport.follower_handler = store._adopt_follower
             nursery.start_soon(store._tick_loop)
             nursery.start_soon(store._proposer_loop)
             nursery.start_soon(store._barrier_loop)

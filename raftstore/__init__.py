@@ -12,6 +12,8 @@ so a follower of the store never loads it.
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+# First: keeps PySyncObj's Windows inet_ntop shim from replacing socket.inet_ntop process-wide.
+from . import _inet_shim  # noqa: F401
 from ._backup import BackupFileError as BackupFileError
 from ._backup import BackupHeader as BackupHeader
 from ._backup import decode_backup as decode_backup
@@ -74,8 +76,7 @@ def __getattr__(name: str) -> Any:
     module = _ON_PYSYNCOBJ.get(name)
     if module is None:
         raise AttributeError(f"module 'raftstore' has no attribute {name!r}")
-    # First: it keeps PySyncObj's Windows inet_ntop shim from replacing socket.inet_ntop process-wide.
-    import_module("._pysyncobj_compat", __name__)
+    import_module("._pysyncobj_compat", __name__)  # its checks and patches before any use
     value = getattr(import_module(module, __name__), name)
     globals()[name] = value
     return value

@@ -32,7 +32,7 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -45,7 +45,8 @@ from ._wire import Channel, WireError, data_body
 log = logging.getLogger("raftstore.feed")
 
 HEARTBEAT_SECONDS = 1.0
-SEND_TIMEOUT = 10.0  # a follower that cannot take one frame for that long is dropped
+SEND_TIMEOUT = 10.0  # a follower that takes no bytes for that long is dropped
+MAX_BACKLOG_BYTES = 16 * 1024 * 1024  # nor may more wait for it (it resumes from its revision)
 RING_BATCHES = 1024  # encoded batches kept for followers a little behind
 FORWARDED_OPS = frozenset({"txn", "lease_grant", "lease_keepalive", "lease_revoke"})
 _RECV_BYTES = 256 * 1024
@@ -74,16 +75,63 @@ class _Batch:
     encoded: Encoded
 
 
-@dataclass(eq=False)
 class _Link:
-    """One follower connection."""
+    """One follower connection. Frames are written straight from the trio thread with
+    non-blocking sends (no task switch per follower and batch); what the socket does not take
+    waits in `backlog`, which the link's own task flushes, in order, when it becomes writable."""
 
-    name: str
-    stream: trio.SocketStream
-    channel: Channel
-    revision: int  # what the follower holds (what it said, then what was sent)
-    lock: trio.Lock = field(default_factory=trio.Lock)
-    last_sent: float = 0.0
+    def __init__(self, name: str, sock: socket.socket, channel: Channel, revision: int):
+        self.name = name
+        self.sock = sock
+        self.stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))  # for receiving and closing
+        self.channel = channel
+        self.revision = revision  # what the follower holds (what it said, then what was sent)
+        self.backlog = bytearray()
+        self.backlog_since = 0.0
+        self.failed: OSError | None = None
+        self.wake = trio.Event()  # backlog, a failure, or a catch-up to do
+        self.last_sent = 0.0
+
+    def push(self, encoded: Encoded) -> None:
+        """Frame, seal and send now, or queue behind what the socket has not taken yet."""
+        frame = self.channel.frame_body(encoded.body(self.channel.version))
+        self.last_sent = time.monotonic()
+        if self.backlog or self.failed:
+            self.backlog += frame
+            return
+        try:
+            sent = self.sock.send(frame)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as exc:
+            self.failed, sent = exc, 0
+        if sent < len(frame):
+            self.backlog += frame[sent:]
+            self.backlog_since = self.last_sent
+            self.poke()
+
+    def poke(self) -> None:
+        wake, self.wake = self.wake, trio.Event()
+        wake.set()
+
+    async def flush(self) -> None:
+        """Send the backlog; TooSlowError once it has waited SEND_TIMEOUT or grown past
+        MAX_BACKLOG_BYTES (the follower resumes elsewhere from its revision)."""
+        while self.backlog:
+            if self.failed:
+                raise self.failed
+            if len(self.backlog) > MAX_BACKLOG_BYTES or time.monotonic() - self.backlog_since > SEND_TIMEOUT:
+                raise trio.TooSlowError(f"follower took no frame for {SEND_TIMEOUT:g}s or fell {len(self.backlog)} bytes behind")
+            with trio.move_on_after(SEND_TIMEOUT):
+                await trio.lowlevel.wait_writable(self.sock)
+            try:
+                sent = self.sock.send(self.backlog)
+            except (BlockingIOError, InterruptedError):
+                continue
+            del self.backlog[:sent]
+            self.backlog_since = time.monotonic()
+        if self.failed:
+            raise self.failed
 
 
 class Feed:
@@ -96,7 +144,6 @@ class Feed:
         self._ring: deque[_Batch] = deque(maxlen=RING_BATCHES)
         self._ring_end = 0  # the revision the ring reaches
         self._image: Encoded | None = None  # the latest image sent, shared while current
-        self._wake = trio.Event()  # a new batch or heartbeat
         self._joined = trio.Event()  # the first follower arrived
         self._heartbeat = Encoded(heartbeat_message(0, False, None))
         self._nursery: trio.Nursery | None = None
@@ -118,14 +165,19 @@ class Feed:
             log.warning("follower %r: bad hello (revision %r), dropped", name, revision)
             sock.close()
             return
-        stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
-        self._nursery.start_soon(self._serve, _Link(name, stream, channel, revision), unsent)
+        self._nursery.start_soon(self._serve, _Link(name, sock, channel, revision), unsent)
 
     # ---- the shared side: batches and heartbeats ------------------------------------------
 
     def _announce(self) -> None:
-        wake, self._wake = self._wake, trio.Event()
-        wake.set()
+        """New changes: sent at once to every link that is in step, the others are woken."""
+        batch = self._ring[-1] if self._ring else None
+        for link in self._links:
+            if batch is not None and not link.backlog and batch.first <= link.revision + 1 <= batch.last:
+                link.push(batch.encoded)
+                link.revision = batch.last
+            elif link.revision < self._ring_end:
+                link.poke()
 
     async def _collect(self) -> None:
         """Encode what was applied since the last batch, once, while followers are connected."""
@@ -159,7 +211,10 @@ class Feed:
             await trio.sleep(HEARTBEAT_SECONDS)
             if self._links:
                 self._refresh_heartbeat()
-                self._announce()
+                quiet_since = time.monotonic() - HEARTBEAT_SECONDS * 0.9
+                for link in self._links:
+                    if link.last_sent <= quiet_since:
+                        link.push(self._heartbeat)
 
     # ---- one follower -----------------------------------------------------------------------
 
@@ -170,11 +225,10 @@ class Feed:
         log.info("follower %s connected at revision %d", link.name, link.revision)
         try:
             async with trio.open_nursery() as nursery:
-                if unsent:
-                    await link.stream.send_all(unsent)
-                await self._send(link, Encoded({"type": "hello_welcome"}))
+                link.backlog += unsent
+                link.push(Encoded({"type": "hello_welcome"}))
                 self._refresh_heartbeat()  # the follower learns the leader and whether this voter serves at once
-                await self._send(link, self._heartbeat)
+                link.push(self._heartbeat)
                 nursery.start_soon(self._read_requests, link, nursery)
                 await self._feed(link)
         except* (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, WireError, OSError) as group:
@@ -185,21 +239,18 @@ class Feed:
             with trio.CancelScope(shield=True):
                 await link.stream.aclose()
 
-    async def _send(self, link: _Link, encoded: Encoded) -> None:
-        async with link.lock:
-            with trio.fail_after(SEND_TIMEOUT):
-                await link.stream.send_all(link.channel.frame_body(encoded.body(link.channel.version)))
-            link.last_sent = time.monotonic()
-
     async def _feed(self, link: _Link) -> None:
+        """Catch `link` up (history, image) and flush what its socket did not take; batches for
+        a link in step and heartbeats are pushed by _announce and _beat without this task."""
+        link.backlog_since = time.monotonic()
         while True:
-            wake = self._wake
+            wake = link.wake
+            await link.flush()
             for encoded, revision in self._pending_for(link):
-                await self._send(link, encoded)
+                link.push(encoded)
                 link.revision = revision
-            if time.monotonic() - link.last_sent >= HEARTBEAT_SECONDS * 0.9:
-                await self._send(link, self._heartbeat)
-            await wake.wait()
+            if not link.backlog and not link.failed:
+                await wake.wait()
 
     def _pending_for(self, link: _Link) -> list[tuple[Encoded, int]]:
         """What `link` needs next: batches from the ring, else changes from the history encoded
@@ -207,8 +258,13 @@ class Feed:
         ring, held = self._ring, link.revision
         if held >= self._ring_end:  # _collect keeps it at the applied revision while followers are connected
             return []
-        if ring and ring[0].first <= held + 1 and held < self._ring_end:
-            return [(b.encoded, b.last) for b in ring if b.last > held]
+        if ring and ring[0].first <= held + 1:
+            pending = []
+            for batch in reversed(ring):  # the newest first: a link is seldom far behind
+                if batch.last <= held:
+                    break
+                pending.append((batch.encoded, batch.last))
+            return pending[::-1]
         changes, current = self._store._read_state(lambda f: (f.changes_since(held + 1), f.revision))
         if changes is not None:
             return [(Encoded(changes_message(changes, current)), current)] if current > held else []
@@ -235,10 +291,7 @@ class Feed:
                 reply["result"] = await self._store._propose(_forwarded(command))
         except StoreError as exc:
             reply.update(error=type(exc).__name__, message=str(exc))
-        try:
-            await self._send(link, Encoded(reply))
-        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError):
-            pass  # the link is going; the follower retries elsewhere (the request id deduplicates)
+        link.push(Encoded(reply))  # a link that went meanwhile: the follower retries elsewhere (the request id deduplicates)
 
 
 def _forwarded(command: Any) -> dict[str, Any]:

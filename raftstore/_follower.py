@@ -318,12 +318,10 @@ async def open_follower(config: FollowerConfig) -> AsyncIterator[FollowerStore]:
     """Start following the voters; yield the FollowerStore; stop on exit. Returns at once:
     `await store.sync()` waits until it holds everything committed before the call."""
     store = FollowerStore(config)
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(store._follow)
-            try:
-                yield store
-            finally:
-                nursery.cancel_scope.cancel()
-    finally:
-        store._closed = True
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(store._follow)
+        try:
+            yield store
+        finally:
+            store._closed = True  # reads after this raise StoreClosedError
+            nursery.cancel_scope.cancel()

@@ -185,3 +185,28 @@ def test_the_follower_path_never_imports_pysyncobj() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[2])
     assert done.returncode == 0, done.stderr
+
+
+def test_a_voter_that_loses_its_quorum_stops_serving_its_followers(cluster3: Cluster) -> None:
+    follower = cluster3.add_follower("epsilon")
+    cluster3.leader().call("put", key="/q/before", value=1)
+    wait_for(lambda: follower.status()["revision"] >= 1, 10, "the follower to hold the write")
+    voter = voter_of(follower, cluster3)
+    others = [m for m in cluster3.members if m is not voter]
+    for other in others:
+        assert other.proc is not None
+        os.kill(other.proc.pid, signal.SIGSTOP)  # the followed voter is alive, alone: no quorum, no leader
+    try:
+        wait_for(lambda: voter.status()["leader"] is None, 20, "the lone voter to know no leader")
+        wait_for(lambda: not follower.status()["has_quorum"], 10, "the follower to see its voter does not serve")
+        status = follower.status()
+        assert status["commit_blockers"] and status["feed_voter"] in (None, voter.listen)
+        assert follower.call("get", key="/q/before", stale=True)["value"] == 1, "stale reads go on"
+        with pytest.raises(RemoteError, match="UnavailableError"):
+            follower.call("put", key="/q/during", value=2, timeout=30)
+    finally:
+        for other in others:
+            assert other.proc is not None
+            os.kill(other.proc.pid, signal.SIGCONT)
+    wait_for(lambda: follower.status()["has_quorum"], 20, "the follower to follow a serving voter again")
+    assert follower.call("put", key="/q/after", value=3, timeout=30) > 1

@@ -47,7 +47,7 @@ def _kv(key: str, entry: Any) -> KeyValue:
 
 
 def _event(record: HistoryRecord) -> Event:
-    revision, kind, key, prev, value = record
+    revision, kind, key, prev, value = record[:5]
     return Event(EventType(kind), key, None if prev is None else json.loads(prev), None if value is None else json.loads(value), revision)
 
 

@@ -8,9 +8,8 @@ from pathlib import Path
 import click
 import trio
 
-from ._config import StoreConfig
+from ._config import FollowerConfig, StoreConfig
 from ._errors import StoreConfigError
-from ._journal_check import JournalDamagedError
 from ._wire import CURRENT_VERSION
 
 
@@ -23,6 +22,8 @@ def store_group() -> None:
 @click.option("--listen", default="127.0.0.1:9002", show_default=True, help="Raft address of this member (host:port).")
 @click.option("--peers", default="", help="Comma-separated Raft addresses of the other voters (bootstrap hint).")
 @click.option("--readonly", is_flag=True, help="Join as a non-voting member: replicate and watch, never vote.")
+@click.option("--follow", is_flag=True, help="Run a follower of the store (not a Raft member) of the voters in --peers.")
+@click.option("--name", default="", help="This follower's name (--follow; spreads followers over the voters).")
 @click.option("--secret", envvar="CONTIVD_CLUSTER_SECRET", default=None, help="Cluster secret (env CONTIVD_CLUSTER_SECRET).")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Journal and snapshot dir; omit for memory only.")
 @click.option("--fsync/--no-fsync", default=True, show_default=True, help="Flush the journal before acknowledging writes.")
@@ -40,6 +41,8 @@ def serve(
     listen: str,
     peers: str,
     readonly: bool,
+    follow: bool,
+    name: str,
     secret: str | None,
     data_dir: Path | None,
     fsync: bool,
@@ -52,10 +55,20 @@ def serve(
     from ._serve import serve as run
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    voters = tuple(p.strip() for p in peers.split(",") if p.strip())
+    if follow:  # no PySyncObj on this path: no journal check either
+        try:
+            follower = FollowerConfig(voters, name, secret, request_timeout, history_limit=history_limit, wire_format=wire_format)
+        except StoreConfigError as exc:
+            raise click.UsageError(str(exc)) from None
+        trio.run(run, follower)
+        return
+    from ._journal_check import JournalDamagedError
+
     try:
         config = StoreConfig(
             listen=None if readonly else listen,
-            peers=tuple(p.strip() for p in peers.split(",") if p.strip()),
+            peers=voters,
             secret=secret,
             data_dir=data_dir,
             fsync=fsync,

@@ -33,6 +33,25 @@ def is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
 
 
+def _check_common(addresses: list[str], secret: str | None, request_timeout: float, wire_format: int, history_limit: int) -> None:
+    """What voters and followers of the store both need: a secret for any remote address."""
+    if not secret:
+        remote = [a for a in addresses if not is_loopback(parse_address(a, "raft address")[0])]
+        if remote:
+            raise StoreConfigError(
+                f"refusing non-loopback raft address(es) {', '.join(remote)} without a cluster secret: "
+                "anyone reaching the raft port could join the cluster and rewrite the store"
+            )
+    elif len(secret) < 8:
+        raise StoreConfigError("the cluster secret must be at least 8 characters")
+    if request_timeout <= 0:
+        raise StoreConfigError("request_timeout must be positive")
+    if wire_format not in WIRE_VERSIONS:
+        raise StoreConfigError(f"wire_format must be one of {', '.join(map(str, WIRE_VERSIONS))}, not {wire_format}")
+    if history_limit < 1:
+        raise StoreConfigError("history_limit must be at least 1")
+
+
 @dataclass(frozen=True)
 class StoreConfig:
     """How one store member runs.
@@ -77,18 +96,38 @@ class StoreConfig:
             if parsed in seen:
                 raise StoreConfigError(f"raft address {address!r} is listed twice (peers must not include listen)")
             seen.add(parsed)
-        if not self.secret:
-            remote = [a for a in addresses if not is_loopback(parse_address(a, "raft address")[0])]
-            if remote:
-                raise StoreConfigError(
-                    f"refusing non-loopback raft address(es) {', '.join(remote)} without a cluster secret: "
-                    "anyone reaching the raft port could join the cluster and rewrite the store"
-                )
-        elif len(self.secret) < 8:
-            raise StoreConfigError("the cluster secret must be at least 8 characters")
-        if self.request_timeout <= 0:
-            raise StoreConfigError("request_timeout must be positive")
-        if self.wire_format not in WIRE_VERSIONS:
-            raise StoreConfigError(f"wire_format must be one of {', '.join(map(str, WIRE_VERSIONS))}, not {self.wire_format}")
-        if self.history_limit < 1:
-            raise StoreConfigError("history_limit must be at least 1")
+        _check_common(addresses, self.secret, self.request_timeout, self.wire_format, self.history_limit)
+
+
+@dataclass(frozen=True)
+class FollowerConfig:
+    """How a follower of the store runs (not a Raft member; docs/raftstore.md).
+
+    voters: the voters' Raft addresses; the follower prefers one by a hash of its name (so
+        followers spread over the voters) and moves to the next on failure.
+    name: this node's name (logs, the spread).
+    secret: the cluster secret, as for the voters.
+    heartbeat_timeout: seconds without a frame from the voter before moving to another.
+    history_limit: change events kept for this follower's own watches.
+    """
+
+    voters: tuple[str, ...]
+    name: str
+    secret: str | None = None
+    request_timeout: float = 5.0
+    heartbeat_timeout: float = 3.0
+    history_limit: int = 10_000
+    wire_format: int = CURRENT_VERSION
+
+    def __post_init__(self) -> None:
+        if not self.voters:
+            raise StoreConfigError("a follower of the store needs the voters' addresses")
+        if not self.name:
+            raise StoreConfigError("a follower of the store needs a name")
+        if len(set(self.voters)) != len(self.voters):
+            raise StoreConfigError("a voter address is listed twice")
+        for address in self.voters:
+            parse_address(address, "voter address")
+        _check_common(list(self.voters), self.secret, self.request_timeout, self.wire_format, self.history_limit)
+        if self.heartbeat_timeout <= 1.0:
+            raise StoreConfigError("heartbeat_timeout must exceed the voters' heartbeat period of 1 s")

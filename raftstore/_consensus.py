@@ -156,6 +156,11 @@ class Consensus(Protocol):
 
     def status(self) -> ConsensusStatus: ...
 
+    def accept_followers(self, adopt: Callable[..., None]) -> None:
+        """Hand connections on the Raft port that introduce themselves as followers of the store
+        (not members) to `adopt(sock, channel, hello, unsent)`, once authenticated (_feed.py)."""
+        ...
+
     def close(self) -> None:
         """Stop, release sockets and files. Blocks briefly: call it off the event loop."""
         ...

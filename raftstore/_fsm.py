@@ -19,8 +19,14 @@ from typing import Any
 from ._commands import COMMAND_VERSION
 from ._image import KeyRecord, LeaseRecord, StoreImage
 
-# One history record: (revision, "put"|"delete", key, prev_json|None, value_json|None)
-HistoryRecord = tuple[int, str, str, "str | None", "str | None"]
+# One history record: (revision, "put"|"delete", key, prev_json|None, value_json|None,
+# create_revision, version, lease), the last three those of the key after a put (0, 0, None
+# after a delete): what a follower of the store needs to reproduce the key exactly. Records
+# pickled into snapshots before they were added have only the first five fields.
+HistoryRecord = tuple[int, str, str, "str | None", "str | None", int, int, "int | None"]
+# One change as a follower of the store receives it: the record without prev (the follower
+# knows it): (revision, "put"|"delete", key, value_json|None, create_revision, version, lease).
+Change = tuple[int, str, str, "str | None", int, int, "int | None"]
 
 
 class _Entry:
@@ -133,6 +139,42 @@ class StateMachine:
                 found.append(record)
         found.reverse()
         return found
+
+    def changes_since(self, revision: int) -> list[Change] | None:
+        """Every change with revision >= `revision`, as followers of the store receive them;
+        None if the history no longer reaches back (or holds records from before changes
+        carried the key's revisions): then a follower needs an image."""
+        records = self.events_since(revision, "")
+        if records is None or (records and len(records[0]) < 8):
+            return None
+        return [(r[0], r[1], r[2], r[4], r[5], r[6], r[7]) for r in records]
+
+    def apply_changes(self, changes: list[Change]) -> int:
+        """A follower of the store applies the changes of revisions after its own, in order:
+        afterwards its keys, revision and history equal the voter's at the last revision (the
+        lease table stays the voters'). Changes at or below its revision are skipped (already
+        held); ValueError for a gap, so a follower never applies out of order. Returns how
+        many revisions it advanced."""
+        start = self.revision
+        for revision, kind, key, value, create_revision, version, lease in changes:
+            if revision <= start:
+                continue
+            if revision > self.revision + 1:
+                raise ValueError(f"change at revision {revision} does not follow revision {self.revision}")
+            entry = self._kv.get(key)
+            prev = None if entry is None else entry.value
+            if kind == "put" and value is not None:
+                if entry is None:
+                    bisect.insort(self._sorted_keys, key)
+                self._kv[key] = _Entry(value, create_revision, revision, version, lease)
+            elif kind == "delete" and entry is not None:
+                del self._kv[key]
+                del self._sorted_keys[bisect.bisect_left(self._sorted_keys, key)]
+            else:
+                raise ValueError(f"change {kind!r} of {key!r} at revision {revision} does not fit this state")
+            self._record(revision, kind, key, prev, value, create_revision, version, lease)
+            self.revision = revision
+        return self.revision - start
 
     def expired_leases(self, now: float, leader_since: float) -> list[tuple[int, float]]:
         """Leases past their deadline. A new leader grants every lease one full TTL first,
@@ -257,7 +299,7 @@ class StateMachine:
             entry.value, entry.mod_revision, entry.version, entry.lease = value, revision, entry.version + 1, lease
         if lease is not None:
             self._leases[lease].keys.add(key)
-        self._record(revision, "put", key, prev, value)
+        self._record(revision, "put", key, prev, value, *self._identity(key))
         return None if prev is None else json.loads(prev)
 
     def _delete(self, key: str, revision: int) -> int:
@@ -267,14 +309,20 @@ class StateMachine:
         del self._sorted_keys[bisect.bisect_left(self._sorted_keys, key)]
         if entry.lease is not None and entry.lease in self._leases:
             self._leases[entry.lease].keys.discard(key)
-        self._record(revision, "delete", key, entry.value, None)
+        self._record(revision, "delete", key, entry.value, None, 0, 0, None)
         return 1
 
-    def _record(self, revision: int, kind: str, key: str, prev: str | None, value: str | None) -> None:
+    def _identity(self, key: str) -> tuple[int, int, int | None]:
+        entry = self._kv[key]
+        return entry.create_revision, entry.version, entry.lease
+
+    def _record(
+        self, revision: int, kind: str, key: str, prev: str | None, value: str | None, create_revision: int, version: int, lease: int | None
+    ) -> None:
         history = self._history
         if history.maxlen is not None and len(history) == history.maxlen:
             self.compacted_revision = max(self.compacted_revision, history[0][0])
-        history.append((revision, kind, key, prev, value))
+        history.append((revision, kind, key, prev, value, create_revision, version, lease))
 
 
 _HANDLERS = {

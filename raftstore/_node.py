@@ -382,6 +382,10 @@ class RaftNode:
         leader = compat.last_known_leader(self._syncobj)
         return None if leader is None else str(getattr(leader, "id", leader))
 
+    def accept_followers(self, adopt: Callable[..., None]) -> None:
+        if self._transport is not None:
+            self._transport.follower_handler = adopt
+
     def status(self) -> ConsensusStatus:
         transport = self._transport
         return consensus_status(

@@ -12,23 +12,19 @@ pinned version. Behaviour (what a patch does and why) stays with the callers (`_
 `_propagation.py`, `_append_guard.py`); this module only says *where* in PySyncObj it goes.
 
 It is imported before PySyncObj's TCP code so that PySyncObj's Windows `inet_ntop` shim never
-replaces the process's `socket.inet_ntop` (see _keep_socket_inet_ntop).
+replaces the process's `socket.inet_ntop` (see `_inet_shim.py`).
 """
 
 from __future__ import annotations
 
-import _socket
-import socket
-import sys
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import _inet_shim  # noqa: F401  (before PySyncObj loads: keeps its inet_ntop shim out)
 from ._errors import StoreError
 
 PINNED_VERSION = "0.3.17"  # also pinned in pyproject.toml; docs/raftstore.md says how to upgrade
-_INET_SHIM = "pysyncobj.win_inet_pton"
 
 
 class IncompatiblePySyncObjError(StoreError):
@@ -40,26 +36,6 @@ def _incompatible(what: str) -> IncompatiblePySyncObjError:
         f"pysyncobj internals changed: {what}; raftstore's patches are written against pysyncobj=={PINNED_VERSION} (pip install pysyncobj=={PINNED_VERSION})"
     )
 
-
-def _keep_socket_inet_ntop() -> None:
-    """Keep PySyncObj's Windows address shim from replacing `socket.inet_ntop` for the process.
-
-    `pysyncobj.win_inet_pton`, imported by its TCP connection module, sets `socket.inet_ntop`
-    on every OS to a Windows-only function that always fails, so libraries that format
-    addresses with it (pyroute2) hand out raw bytes. PySyncObj itself never calls inet_ntop
-    (and replaces inet_pton only on Windows), so the module is registered here, before
-    PySyncObj loads, as an empty stand-in: its import then changes nothing outside PySyncObj.
-    If PySyncObj was imported before raftstore, the shim already ran: only its own
-    replacement is undone.
-    """
-    loaded = sys.modules.get(_INET_SHIM)
-    if loaded is None:
-        sys.modules[_INET_SHIM] = types.ModuleType(_INET_SHIM, "raftstore: PySyncObj's Windows inet_ntop shim, disabled (it broke socket.inet_ntop)")
-    elif socket.inet_ntop is getattr(loaded, "inet_ntop", None):
-        socket.inet_ntop = _socket.inet_ntop
-
-
-_keep_socket_inet_ntop()
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConsumer  # noqa: E402  (after the shim stand-in is registered)
 from pysyncobj import pickle as pysyncobj_pickle  # noqa: E402

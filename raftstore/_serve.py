@@ -1,5 +1,8 @@
 """`serve`: run one store member with a JSON-lines request channel on stdin/stdout.
 
+With a FollowerConfig (`--follow`) it runs a follower of the store instead, which imports
+no PySyncObj; the membership and leadership-transfer requests are then unknown ops.
+
 A debugging and testing tool (used by `contivd store serve`, the multi-process tests and the
 benchmark): every line on stdin is a request `{"id": N, "op": ..., ...}`, every answer a line
 `{"id": N, "ok": true, "result": ...}` or `{"id": N, "ok": false, "error": "Type", "message": ...}`.
@@ -14,14 +17,20 @@ import json
 import os
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ._config import StoreConfig
+from ._config import FollowerConfig, StoreConfig
 from ._errors import StoreError
-from ._store import Store, open_store
+from ._follower import FollowerStore, open_follower
 from ._types import Compare, Delete, DeletePrefix, KeyValue, Op, Put, mod_revision_is
+
+if TYPE_CHECKING:
+    from ._store import Store
+
+    AnyStore = Store | FollowerStore
 
 
 def _jsonable(value: Any) -> Any:
@@ -47,7 +56,7 @@ def _compare(spec: dict[str, Any]) -> Compare:
     return Compare(spec["key"], spec["check"], spec.get("value"))
 
 
-async def _increment(store: Store, key: str) -> dict[str, Any]:
+async def _increment(store: AnyStore, key: str) -> dict[str, Any]:
     """Compare-and-swap counter: read, then write only if nobody wrote in between."""
     attempts = 0
     while True:
@@ -60,7 +69,7 @@ async def _increment(store: Store, key: str) -> dict[str, Any]:
 
 
 class _Session:
-    def __init__(self, store: Store, out: trio.abc.SendStream, nursery: trio.Nursery):
+    def __init__(self, store: AnyStore, out: trio.abc.SendStream, nursery: trio.Nursery):
         self.store, self.out, self.nursery = store, out, nursery
         self.lock = trio.Lock()
 
@@ -94,10 +103,14 @@ class _Session:
             "keepalive": lambda: s.keepalive(int(r["lease"])),
             "revoke": lambda: s.revoke_lease(int(r["lease"])),
             "wait_leader": lambda: s.wait_leader(r.get("timeout")),
-            "add_member": lambda: s.add_member(r["address"]),
-            "remove_member": lambda: s.remove_member(r["address"]),
-            "transfer_leadership": lambda: s.transfer_leadership(r.get("to")),
+            "sync": lambda: s.sync(),
+            "image": lambda: s.export_image(),
         }
+        if not isinstance(s, FollowerStore):
+            v = s
+            handlers["add_member"] = lambda: v.add_member(r["address"])
+            handlers["remove_member"] = lambda: v.remove_member(r["address"])
+            handlers["transfer_leadership"] = lambda: v.transfer_leadership(r.get("to"))
         if op in handlers:
             return await handlers[op]()
         if op == "status":
@@ -115,11 +128,19 @@ class _Session:
             await self.send({"id": request_id, "event": _jsonable(event)})
 
 
-async def serve(config: StoreConfig) -> None:
+def _open(config: StoreConfig | FollowerConfig) -> AbstractAsyncContextManager[AnyStore]:
+    if isinstance(config, FollowerConfig):
+        return open_follower(config)
+    from ._store import open_store  # only a voter or read-only member loads PySyncObj
+
+    return open_store(config)
+
+
+async def serve(config: StoreConfig | FollowerConfig) -> None:
     """Run until stdin closes or SIGTERM/SIGINT arrives, then shut the member down cleanly."""
     stdin, stdout = trio.lowlevel.FdStream(os.dup(0)), trio.lowlevel.FdStream(os.dup(1))
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with open_store(config) as store, trio.open_nursery() as nursery:
+        async with _open(config) as store, trio.open_nursery() as nursery:
             session = _Session(store, stdout, nursery)
 
             async def stop_on_signal() -> None:
@@ -138,4 +159,4 @@ async def serve(config: StoreConfig) -> None:
 
             nursery.start_soon(stop_on_signal)
             nursery.start_soon(read_requests)
-            await session.send({"ready": True, "pid": os.getpid(), "listen": config.listen})
+            await session.send({"ready": True, "pid": os.getpid(), "listen": getattr(config, "listen", None)})

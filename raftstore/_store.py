@@ -32,6 +32,7 @@ from ._base import StateMachineStore, raise_for_error
 from ._config import StoreConfig, is_loopback, parse_address
 from ._consensus import DENIED, FAIL_NAMES, RETRYABLE, SUCCESS, Consensus
 from ._errors import StoreClosedError, StoreConfigError, StoreError, UnavailableError
+from ._feed import Feed
 from ._fsm import StateMachine
 from ._node import RaftNode
 from ._types import LeadershipChange, StoreStatistics, commit_blockers
@@ -112,6 +113,7 @@ class Store(StateMachineStore):
         self._apply_seconds = 0.0
         self._last_entry_commands = 1
         self._started = time.time()  # "unreachable since" for a voter never reached
+        self._feed = Feed(self, self._feed_serving)  # followers of the store connected to this voter
 
     # ---- wiring from ticks -------------------------------------------------------------------
 
@@ -167,6 +169,16 @@ class Store(StateMachineStore):
                     scope.cancel()
         changed, self._leadership_changed = self._leadership_changed, trio.Event()
         changed.set()
+
+    # ---- followers of the store (_feed.py) -----------------------------------------------------
+
+    def _adopt_follower(self, sock: Any, channel: Any, hello: dict[str, Any], unsent: bytes) -> None:  # any tick
+        self._call_soon(self._feed.adopt, sock, channel, hello, unsent)
+
+    def _feed_serving(self) -> tuple[bool, str | None]:
+        """Whether followers may rely on this voter (it reaches a quorum and knows a leader)."""
+        leader = self.node.leader()
+        return self.node.status().has_quorum and leader is not None, leader
 
     @property
     def node(self) -> Consensus:
@@ -472,6 +484,7 @@ class Store(StateMachineStore):
             fsync=self.config.fsync and self.config.data_dir is not None,
             cluster_id=cluster_id,
             wire_formats=status.wire_formats,
+            followers=self._feed.followers,
             disk_problem=None if disk is None else disk.message,
             disk_problem_since=None if disk is None else disk.since,
             unreachable_voters=tuple((a, status.down_since.get(a, started)) for a, up in members if not up),
@@ -496,6 +509,8 @@ async def open_store(config: StoreConfig) -> AsyncIterator[Store]:
     store._node = await trio.to_thread.run_sync(RaftNode, config, store._on_applied, store._on_leadership)
     try:
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(store._feed.run)
+            store._node.accept_followers(store._adopt_follower)
             nursery.start_soon(store._tick_loop)
             nursery.start_soon(store._proposer_loop)
             nursery.start_soon(store._barrier_loop)

@@ -32,11 +32,14 @@ from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.transport import Transport, TransportNotReadyError
 
 from ._poller import EpollPoller
-from ._wire import CURRENT_VERSION, Channel, Sealer, WireError
+from ._wire import CURRENT_VERSION, FOLLOWER_MESSAGES, Channel, Sealer, WireError
 
 log = logging.getLogger("raftstore.transport")
 
 MessageHandler = Callable[[Node, dict[str, Any]], None]
+# (socket, its channel after the follower's hello_follower, that message, bytes not yet sent):
+# a follower of the store's connection, authenticated, handed over to the voter's feed.
+FollowerHandler = Callable[[socket.socket, Channel, dict[str, Any], bytes], None]
 _RECV_BYTES = 256 * 1024
 _READ = POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR
 _SOCKET_BUFFER_BYTES = 4 * 1024 * 1024
@@ -107,6 +110,7 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         self._sealer = sealer
         self._newest = newest_version
         self.before_send = before_send
+        self.follower_handler: FollowerHandler | None = None  # set by the Store that feeds followers
         self._self_node = selfNode
         self._nodes: set[TCPNode] = set()
         self._by_address: dict[str, TCPNode] = {}
@@ -343,6 +347,9 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
                 return
             if connection.node is None:
                 self._handshake(connection, message)
+            elif message["type"] in FOLLOWER_MESSAGES:
+                self._drops.warn("handshake", "raft peer %s: %s on a raft link, dropped", self._describe(connection), message["type"])
+                self._drop(connection)
             else:
                 self._onMessageReceived(connection.node, message)
 
@@ -365,9 +372,20 @@ class FramedTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             self._write(connection, connection.channel.frame({"type": "hello_welcome"}))
             if not connection.closed:
                 self._established(connection, node)
+        elif not connection.outgoing and message["type"] == "hello_follower" and self.follower_handler is not None:
+            self._hand_over(connection, message, self.follower_handler)
         else:
             self._drops.warn("handshake", "raft peer %s: %s during the handshake, dropped", self._describe(connection), message["type"])
             self._drop(connection)
+
+    def _hand_over(self, connection: _Connection, message: dict[str, Any], handler: FollowerHandler) -> None:
+        """A follower of the store authenticated itself (its hello_follower opened under the
+        cluster key): its socket and channel leave this transport, PySyncObj never hears of it.
+        It sends nothing more before the feed's welcome, so no message of it is left here."""
+        connection.closed = True
+        self._pending.discard(connection)
+        self._poller.unsubscribe(connection.fileno)
+        handler(connection.sock, connection.channel, message, bytes(connection.out))
 
     def _established(self, connection: _Connection, node: Node | None) -> None:
         self._pending.discard(connection)

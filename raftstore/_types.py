@@ -116,7 +116,7 @@ class LeadershipChange:
 @dataclass(frozen=True)
 class StoreStatistics:
     self_address: str | None
-    role: Literal["leader", "follower", "candidate", "readonly"]
+    role: Literal["leader", "follower", "candidate", "readonly", "store_follower"]
     leader: str | None
     term: int
     commit_index: int
@@ -136,6 +136,12 @@ class StoreStatistics:
     disk_problem_since: float | None = None  # wall-clock seconds
     unreachable_voters: tuple[tuple[str, float], ...] = ()  # (voter address, wall-clock time since which no link to it is up)
     commit_blockers: tuple[str, ...] = ("unknown",)  # why a write through this member cannot commit now; empty: it can
+    followers: int = 0  # a voter: followers of the store connected to it
+    # A follower of the store (role "store_follower"): the voter it follows (None: none now),
+    # that voter's revision minus its own, and seconds since it last heard from a voter.
+    feed_voter: str | None = None
+    lag_revisions: int = 0
+    lag_seconds: float = 0.0
 
 
 def commit_blockers(

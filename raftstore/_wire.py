@@ -58,7 +58,17 @@ SCHEMA: dict[str, tuple[int, tuple[str, ...]]] = {
     "next_node_idx": (7, ("next_node_idx", "reset", "success")),
     "hello_ident": (8, ("node",)),  # transport: the connecting member's address, None when read-only
     "hello_welcome": (9, ()),  # transport: the accepting member authenticated it
+    # Followers of the store (`_feed.py`, `_follower.py`; never handed to PySyncObj): the
+    # follower's first sealed message instead of hello_ident, then the voter's feed
+    # (changes, images, heartbeats) and the follower's requests and their results.
+    "hello_follower": (10, ("name", "revision")),
+    "feed_changes": (11, ("revision", "changes")),
+    "feed_image": (12, ("revision", "image")),
+    "feed_heartbeat": (13, ("revision", "serving", "leader")),
+    "feed_request": (14, ("request_id", "command")),
+    "feed_result": (15, ("request_id", "result", "error", "message")),
 }
+FOLLOWER_MESSAGES = frozenset(name for name in SCHEMA if name.startswith("feed_")) | {"hello_follower"}
 _BY_CODE = {code: (name, fields) for name, (code, fields) in SCHEMA.items()}
 _ALLOWED = {name: frozenset(fields) | {"type"} for name, (_, fields) in SCHEMA.items()}
 
@@ -138,6 +148,15 @@ def decode_message(data: bytes, version: int) -> dict[str, Any]:
     return message
 
 
+def data_body(message: dict[str, Any], version: int) -> bytes:
+    """What a DATA frame carries before sealing: a flags byte and the encoded message,
+    compressed when large."""
+    encoded = encode_message(message, version)
+    if len(encoded) > COMPRESS_ABOVE:
+        return bytes([_FLAG_ZLIB]) + zlib.compress(encoded, 1)
+    return b"\x00" + encoded
+
+
 def hello_frame(oldest: int, newest: int, nonce: bytes) -> bytes:
     body = _HELLO.pack(MAGIC, oldest, newest, nonce)
     return _LENGTH.pack(1 + len(body)) + bytes([KIND_HELLO]) + body
@@ -200,15 +219,22 @@ class Channel:
         """The first frame this side sends."""
         return hello_frame(*self._range, self._nonce)
 
-    def frame(self, message: dict[str, Any]) -> bytes:
-        """A DATA frame carrying `message` (after the peer's hello arrived)."""
+    @property
+    def version(self) -> int:
+        """The negotiated format version (after the peer's hello arrived)."""
         if self.negotiated is None:
             raise WireError("cannot send a raft message before the peer's hello")
-        encoded = encode_message(message, self.negotiated.version)
-        flags = 0
-        if len(encoded) > COMPRESS_ABOVE:
-            encoded, flags = zlib.compress(encoded, 1), _FLAG_ZLIB
-        body = bytes([flags]) + encoded
+        return self.negotiated.version
+
+    def frame(self, message: dict[str, Any]) -> bytes:
+        """A DATA frame carrying `message` (after the peer's hello arrived)."""
+        return self.frame_body(data_body(message, self.version))
+
+    def frame_body(self, body: bytes) -> bytes:
+        """A DATA frame carrying a `data_body` encoded for this channel's version: sealing is
+        the only per-connection work, so a message sent to many peers is encoded once."""
+        if self.negotiated is None:
+            raise WireError("cannot send a raft message before the peer's hello")
         if self._sealer is not None:
             body = self._sealer.seal(body, self._send_ad + _SEQ.pack(self._sent))
         self._sent += 1

@@ -135,3 +135,56 @@ def test_a_batch_entry_applies_each_command_in_order() -> None:
     results = fsm.apply(encode_batch([first, second]))
     assert [r["succeeded"] for r in results] == [True, False]
     assert value(fsm, "/lock") == "a" and fsm.revision == 1
+
+
+def _busy_voter() -> StateMachine:
+    voter = StateMachine()
+    lease = voter.apply(encode({"op": "lease_grant", "rid": "g", "ttl": 10, "now": 0.0}))["lease"]
+    for i in range(30):
+        apply_txn(voter, success=[Put(f"/k/{i % 7}", {"i": i}), Put(f"/other/{i % 3}", i)])
+        if i % 5 == 0:
+            apply_txn(voter, success=[Delete(f"/k/{(i + 1) % 7}")])
+        if i == 12:
+            apply_txn(voter, success=[Put("/leased/a", 1, lease), Put("/leased/b", 2, lease)])
+        if i == 20:
+            voter.apply(encode({"op": "lease_revoke", "rid": "r", "id": lease}))
+        if i == 25:
+            apply_txn(voter, success=[DeletePrefix("/other/")])
+    return voter
+
+
+def test_a_follower_applying_the_changes_holds_the_voters_keys_at_every_revision() -> None:
+    voter = _busy_voter()
+    changes = voter.changes_since(1)
+    assert changes is not None
+    follower = StateMachine()
+    for start in range(0, len(changes), 4):  # batches that split nothing: whole revisions
+        chunk = [c for c in changes if c[0] in {c[0] for c in changes[start : start + 4]}]
+        follower.apply_changes(chunk)  # overlaps with what it holds are skipped
+    mirror, image = follower.export_image(), voter.export_image()
+    assert (mirror.revision, mirror.keys) == (image.revision, image.keys)
+    assert follower.events_since(1, "/k/") == voter.events_since(1, "/k/"), "its own watches see what the voter's see"
+
+
+def test_a_follower_refuses_a_gap_and_skips_what_it_holds() -> None:
+    voter = _busy_voter()
+    changes = voter.changes_since(1)
+    assert changes is not None
+    follower = StateMachine()
+    assert follower.apply_changes([c for c in changes if c[0] <= 3]) == 3
+    assert follower.apply_changes([c for c in changes if c[0] <= 3]) == 0, "held: skipped"
+    try:
+        follower.apply_changes([c for c in changes if c[0] >= 5])
+    except ValueError as exc:
+        assert "does not follow revision 3" in str(exc)
+    else:
+        raise AssertionError("a gap was applied")
+    assert follower.revision == 3
+
+
+def test_history_without_key_revisions_from_an_older_snapshot_still_serves_watches_but_not_followers() -> None:
+    voter = _busy_voter()
+    old = pickle.loads(pickle.dumps(voter))
+    old._history = type(old._history)([r[:5] for r in old._history], maxlen=old._history.maxlen)  # as pickled before
+    assert old.events_since(1, "/k/") == [r[:5] for r in voter.events_since(1, "/k/")]
+    assert old.changes_since(1) is None, "a follower gets an image instead"

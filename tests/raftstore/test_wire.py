@@ -64,6 +64,13 @@ MESSAGES: list[dict[str, Any]] = [
     {"type": "hello_ident", "node": "127.0.0.1:9002"},
     {"type": "hello_ident", "node": None},
     {"type": "hello_welcome"},
+    # followers of the store (_feed.py, _follower.py)
+    {"type": "hello_follower", "name": "node7", "revision": 0},
+    {"type": "feed_changes", "revision": 9, "changes": [[9, "put", "/a", '{"x":1}', 3, 2, None], [9, "delete", "/b", None, 0, 0, None]]},
+    {"type": "feed_image", "revision": 9, "image": [4, None, [["/a", "1", 3, 9, 2, 7]]]},
+    {"type": "feed_heartbeat", "revision": 9, "serving": True, "leader": "127.0.0.1:9002"},
+    {"type": "feed_request", "request_id": 1, "command": None},
+    {"type": "feed_result", "request_id": 1, "error": "UnavailableError", "message": "no leader"},
 ]
 
 

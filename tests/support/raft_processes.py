@@ -37,7 +37,9 @@ class StoreProcess:
         secret: str | None = SECRET,
         extra: tuple[str, ...] = (),
         log_dir: Path | None = None,
+        follow: str | None = None,
     ):
+        self.follow = follow  # a follower of the store's name (not a Raft member)
         self.listen, self.peers, self.data_dir, self.secret, self.extra = listen, peers, data_dir, secret, extra
         self.log_dir = log_dir or data_dir  # elsewhere when the data dir's filesystem is filled on purpose
         self.proc: subprocess.Popen[bytes] | None = None
@@ -47,7 +49,10 @@ class StoreProcess:
 
     def start(self, wait_ready: bool = True) -> StoreProcess:
         args = [sys.executable, "-m", "raftstore", "serve", "--data-dir", str(self.data_dir), "--request-timeout", "5"]
-        args += ["--readonly"] if self.listen is None else ["--listen", self.listen]
+        if self.follow is not None:
+            args += ["--follow", "--name", self.follow]
+        else:
+            args += ["--readonly"] if self.listen is None else ["--listen", self.listen]
         if self.peers:
             args += ["--peers", ",".join(self.peers)]
         args += list(self.extra)
@@ -157,6 +162,12 @@ class Cluster:
 
     def add_readonly(self, name: str) -> StoreProcess:
         member = StoreProcess(None, self.addresses, self.root / name, self.secret).start()
+        self.extra.append(member)
+        return member
+
+    def add_follower(self, name: str, extra: tuple[str, ...] = ()) -> StoreProcess:
+        """A follower of the store (`serve --follow`): fed by a voter, not a Raft member."""
+        member = StoreProcess(None, self.addresses, self.root / name, self.secret, extra, follow=name).start()
         self.extra.append(member)
         return member
 

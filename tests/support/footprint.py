@@ -1,0 +1,91 @@
+"""What a node of each role imports, and what a follower must not: one list for the import
+test (tests/unit/test_follower_imports.py) and the RSS benchmark (benchmarks/rss_imports.py).
+
+A follower of the store with `--datapath none` runs the API (status page, /readyz, /metrics,
+writes forwarded to the leader), the typed state cache and node registration over
+`raftstore.open_follower`. It never leads, never programs OVS and never watches Kubernetes, so
+nothing those need may load with it: each costs megabytes per node (docs/performance.md,
+"Memory per node").
+"""
+
+from __future__ import annotations
+
+# Everything contivd.main needs at import time for a `--datapath none` follower, in the order
+# the benchmark imports them (each line's RSS growth is attributed to the first that pulls it).
+FOLLOWER_MODULES: tuple[str, ...] = (
+    "trio",
+    "hypercorn.trio",
+    "quart_trio",
+    "cryptography.hazmat.primitives.ciphers.aead",
+    "prometheus_client",
+    "raftstore",  # + raftstore.open_follower: the follower path
+    "contivd.state",
+    "contivd.nodes",
+    "contivd.http.auth",
+    "contivd.http.control",
+    "contivd.http.forwarder",
+    "contivd.http.hardening",
+    "contivd.http.local_socket",
+    "contivd.http.tokens",
+    "contivd.tls.material",
+    "contivd.tls.serving",
+    "contivd.metrics",
+    "contivd.api.app",
+    "contivd.status.routes",
+    "contivd.sdnotify",
+    "contivd.config",
+    "contivd.logs",
+)
+
+# What only a voter, the leader or the OVS datapath needs (PySyncObj, the netmaster's write
+# side, the Kubernetes watch, the node agent and its OpenFlow/OVSDB/netlink libraries, the CNI
+# server, BGP): none of it, nor any submodule, may be in sys.modules of a follower.
+FOLLOWER_MUST_NOT_LOAD: tuple[str, ...] = (
+    "pysyncobj",
+    "os_ken",
+    "ovsdbapp",
+    "ovs",
+    "eventlet",
+    "pyroute2",
+    "lightkube",
+    "kubernetes",
+    "exabgp",
+    "fastpath",
+    "openflow._ofp",
+    "openflow.switch",
+    "openflow.encode",
+    "raftstore._store",
+    "raftstore._node",
+    "contivd.agent",
+    "contivd.bgp",
+    "contivd.cni_server",
+    "contivd.ovs",
+    "contivd.k8s.client",
+    "contivd.k8s.syncer",
+    "contivd.k8s.reflector",
+    "contivd.netmaster.service",
+    "contivd.migrate",
+    "contivd.backup",
+)
+
+# What a voter with the OVS datapath adds on top (the benchmark's second half, in order).
+VOTER_MODULES: tuple[str, ...] = (
+    "pysyncobj",
+    "raftstore._store",
+    "openflow",
+    "ovsdbapp.backend.ovs_idl",
+    "pyroute2",
+    "contivd.netmaster.service",
+    "contivd.k8s",
+    "contivd.agent.service",
+    "contivd.cni_server",
+    "contivd.bgp",
+    "contivd.migrate",
+    "contivd.backup.route",
+    "contivd.main",
+)
+
+
+def loaded(modules: set[str] | frozenset[str], banned: tuple[str, ...] = FOLLOWER_MUST_NOT_LOAD) -> list[str]:
+    """The entries of `banned` that `modules` (sys.modules' names) holds, or holds a submodule of."""
+    return [b for b in banned if any(m == b or m.startswith(b + ".") for m in modules)]

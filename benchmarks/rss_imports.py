@@ -140,7 +140,9 @@ def main() -> None:
     }
     if not args.no_node:
         node = running_voter(3.0 if args.quick else 10.0)
-        print(f"running single-node voter (--datapath none): RSS {node['voter_node_rss_mb']:.1f} MB, idle CPU {node['voter_node_idle_cpu_pct']:.2f} %")
+        print(
+            f"running single-node voter (--datapath none): RSS {node['voter_node_rss_mb']:.1f} MB, idle CPU {node['voter_node_idle_cpu_pct']:.2f} %"
+        )
         figures.update({k: round(v, 2) for k, v in node.items()})
     print(json.dumps(figures))
 

@@ -17,22 +17,26 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client import Counter as EventCounter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
-from openflow import TABLES
-from raftstore import Store
+from openflow.pipeline import TABLES
 
-from .agent.netpolstats import RuleHits
-from .agent.service import Agent
-from .k8s import KubeHealth, KubeStatusView
 from .k8s.status import PHASES
 from .model.rulehits import add_up, contiv_labels, default_drop_of, netpol_labels
 from .state import EndpointState, StateCache, StateSnapshot
 from .state.usage import address_usage, groups_by_network
+
+if TYPE_CHECKING:  # a node without the OVS datapath, or a follower, loads neither the agent nor PySyncObj
+    from raftstore import Store
+
+    from .agent.netpolstats import RuleHits
+    from .agent.service import Agent
+    from .k8s.status import KubeHealth, KubeStatusView
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

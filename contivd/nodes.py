@@ -8,13 +8,17 @@ API finds the leader's URL here, agents find VTEP peers here.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import trio
 
-from raftstore import KeyValueStore, LeaseNotFoundError, Store, UnavailableError
+from raftstore import KeyValueStore, LeaseNotFoundError, UnavailableError
 
 from .state import NodeRecord, RecordError
 from .state import keys as layout
+
+if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
+    from raftstore import Store
 
 log = logging.getLogger("contivd.nodes")
 NODE_TTL_SECONDS = 15.0

@@ -15,18 +15,14 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import trio
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from raftstore import Store
-
 from .. import __version__
-from ..agent.service import Agent
-from ..agent.trace import TraceError
 from ..bgp import bgp_oper
 from ..http import auth, tokens
 from ..http.audit import AuditTrail, object_key, stored
@@ -43,20 +39,26 @@ from ..http.errors import (
 from ..http.forwarder import ForwardingClient
 from ..http.hardening import parse_json_limited
 from ..http.leadership import unless_leader_changes
-from ..k8s import KubeHealth
 from ..k8s.listing import kubernetes_services
 from ..metrics import Metrics, StoreSummaries
 from ..model import COLLECTIONS, UNSUPPORTED_COLLECTIONS, NotFoundError, contiv_line
 from ..model.netpolicy import TraceQuery, parse_trace
 from ..model.rulehits import PolicyHits, netpol_policies, policy_hits
-from ..netmaster.service import Netmaster
 from ..nodes import leader_api_url, registered_nodes
 from ..state import EndpointState, StateCache
 from ..state.records import policy_rule_to_json
-from ..tls.serving import ServingTls
-from . import access, ca_rotation, membership, tracing
+from . import access, ca_rotation, membership
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document, required_role
+
+if TYPE_CHECKING:  # annotations only: a follower of the store, or a node without the OVS datapath, loads none of these
+    from raftstore import Store
+
+    from ..agent.service import Agent
+    from ..k8s.status import KubeHealth
+    from ..netmaster.service import Netmaster
+    from ..tls.serving import ServingTls
+    from .tracing import Half
 
 log = logging.getLogger("contivd.api")
 # A forwarded write may wait on the leader for the store's request timeout (5 s) before the
@@ -226,13 +228,19 @@ class Handlers:
         """One packet's fate (the first of a connection): the model's verdict over Contiv's and
         Kubernetes' policy, and OVS's own (ofproto/trace) on the source's node and, across nodes,
         the destination's, whichever node is asked (contivd/api/tracing.py); `agree` false is a bug."""
+        from . import tracing  # here: its pure helpers live beside the agent's netlink code (pyroute2), which most nodes never load
+
         snapshot = await self.ctx.cache.sync()
         routing = self.ctx.agent.settings.routing if self.ctx.agent is not None else snapshot.forwarding_mode() == "routing"
         return await tracing.trace(snapshot, parse_trace(spec), self.ctx.node_name, self._trace_half, routing=routing)
 
-    async def _trace_half(self, node: str, side: str, query: TraceQuery, src: str, dst: str) -> tracing.Half:
+    async def _trace_half(self, node: str, side: str, query: TraceQuery, src: str, dst: str) -> Half:
         """One half of a trace from `node`'s agent: this node's directly, another's by the signed agent call."""
+        from . import tracing
+
         if node == self.ctx.node_name and self.ctx.agent is not None:
+            from ..agent.trace import TraceError  # loaded with the agent (contivd.agent.service)
+
             try:
                 traced = await self.ctx.agent.trace(
                     int(ipaddress.IPv4Address(src)), int(ipaddress.IPv4Address(dst)), query.proto, query.port, arrival=side == "destination"

@@ -9,11 +9,11 @@ whose nodes serve operator-supplied files has no cluster CA to rotate.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from raftstore import Put, Store, mod_revision_is
+from raftstore import Put, mod_revision_is
 
 from ..http.errors import BadRequestError
 from ..model import ConflictError, ValidationError
@@ -21,6 +21,9 @@ from ..state import keys as layout
 from ..tls.authority import DEFAULT_GRACE_SECONDS, CaRecord, RotationRefusedError
 from ..tls.fingerprint import fingerprint_pem
 from ..tls.pki import create_ca, seal_key
+
+if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
+    from raftstore import Store
 
 
 def _grace(request: Any) -> float:

@@ -16,16 +16,18 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
-from raftstore import Store, StoreStatistics
-
-from ..agent.service import Agent
-from ..k8s import KubeHealth
 from ..metrics import CONTENT_TYPE, Metrics
-from ..tls.serving import ServingTls
+
+if TYPE_CHECKING:  # annotations only: a node without the OVS datapath, or a follower, loads neither the agent nor PySyncObj
+    from raftstore import Store, StoreStatistics
+
+    from ..agent.service import Agent
+    from ..k8s.status import KubeHealth
+    from ..tls.serving import ServingTls
 
 Asgi = Callable[[Scope, ASGIReceiveCallable, ASGISendCallable], Awaitable[None]]
 

@@ -9,11 +9,14 @@ they run on the leader: other nodes forward them there.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from raftstore import Store, StoreConfigError
+from raftstore import StoreConfigError
 
 from ..model import ConflictError, NotFoundError, ValidationError
+
+if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
+    from raftstore import Store
 
 
 def _voters(store: Store) -> dict[str, Any]:

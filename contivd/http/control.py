@@ -13,20 +13,25 @@ import dataclasses
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
-from raftstore import Store, UnavailableError
+from raftstore import UnavailableError
 
 from ..model import ConflictError, ModelError, NotFoundError, ValidationError
-from ..netmaster.control import Committed, ControlPlane, CreateEndpoint, DeleteEndpoint, LocalControlPlane, UpdateEndpoint
+from ..netmaster.control import Committed, ControlPlane, CreateEndpoint, DeleteEndpoint, UpdateEndpoint
 from ..nodes import leader_api_url
 from ..state import EndpointState
 from . import auth
 from .errors import TYPED_ERRORS_HEADER
 from .forwarder import ForwardingClient
 from .leadership import unless_leader_changes
+
+if TYPE_CHECKING:  # annotations only: a follower loads neither PySyncObj nor the netmaster's write side
+    from raftstore import Store
+
+    from ..netmaster.control import LocalControlPlane
 
 log = logging.getLogger("contivd.control")
 REVISION_HEADER = "X-Contivd-Revision"  # the store revision that holds a write's result

@@ -12,9 +12,12 @@ apply; nothing is undone, the caller only stops waiting for it.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from raftstore import Store, UnavailableError
+from raftstore import UnavailableError
+
+if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
+    from raftstore import Store
 
 T = TypeVar("T")
 

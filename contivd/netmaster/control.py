@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..state import EndpointState
 from ..state import keys as layout
-from .service import Netmaster
+
+if TYPE_CHECKING:  # annotations only: a follower never loads the netmaster's write side
+    from .service import Netmaster
 
 
 @dataclass(frozen=True)

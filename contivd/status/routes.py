@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import trio
 from quart import Response, make_response, request
@@ -29,17 +29,19 @@ from quart_trio import QuartTrio
 
 from raftstore import KeyValueStore
 
-from ..agent.service import Agent
 from ..http import auth
 from ..http.audit import stored
 from ..http.errors import UnauthorizedError, answer_for
 from ..http.forwarder import ForwardingClient
 from ..http.tokens import Role
-from ..k8s import KubeHealth
 from ..nodes import registered_nodes
 from ..state import StateCache
-from ..tls.serving import ServingTls
 from .snapshot import cluster_model, node_report, recent_writes, store_model
+
+if TYPE_CHECKING:  # annotations only: a follower of the store, or a node without the OVS datapath, loads none of these
+    from ..agent.service import Agent
+    from ..k8s.status import KubeHealth
+    from ..tls.serving import ServingTls
 
 log = logging.getLogger("contivd.status")
 

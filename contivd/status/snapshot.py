@@ -13,19 +13,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from ipaddress import IPv4Network
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from raftstore import StoreStatistics
 
-from ..agent.service import AgentStatistics
 from ..bgp import bgp_oper
 from ..http.audit import AuditEntry
-from ..k8s import KubeStatusView
 from ..k8s.listing import service_rows
 from ..state import EndpointGroupState, NodeRecord, StateSnapshot
 from ..state.records import Labels
 from ..state.usage import address_usage, groups_by_network
 from .policy_matrix import GroupRef, policy_matrix
+
+if TYPE_CHECKING:  # annotations only: a follower of the store, or a node without the OVS datapath, loads none of these
+    from ..agent.service import AgentStatistics
+    from ..k8s.status import KubeStatusView
 
 # "id": the endpoint's full id, which keys the cluster part's `datapath` (not shown as a column).
 ENDPOINT_COLUMNS = ("name", "container", "ip", "mac", "node", "network", "group", "labels", "id")

@@ -16,15 +16,19 @@ import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
-from raftstore import Put, Store, StoreError, absent
+from raftstore import Put, StoreError, absent
 
 from ..state import keys as layout
 from .authority import CaRecord, bundle
 from .fingerprint import fingerprint_pem
 from .pki import KeyPair, certificate_fits, create_ca, issue_node_certificate, open_key, seal_key
+
+if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
+    from raftstore import Store
 
 log = logging.getLogger("contivd.tls")
 RETRY_SECONDS = 1.0

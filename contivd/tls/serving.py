@@ -15,17 +15,18 @@ import contextlib
 import logging
 import ssl
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 from hypercorn.config import Config as HypercornConfig
-
-from raftstore import Store
 
 from ..state import keys as layout
 from .authority import CaRecord
 from .fingerprint import fingerprint_pem
 from .material import TlsFiles, issue_files, peer_context
+
+if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
+    from raftstore import Store
 
 log = logging.getLogger("contivd.tls")
 

@@ -41,7 +41,7 @@ FOLLOWER_MODULES: tuple[str, ...] = (
 # side, the Kubernetes watch, the node agent and its OpenFlow/OVSDB/netlink libraries, the CNI
 # server, BGP): none of it, nor any submodule, may be in sys.modules of a follower.
 FOLLOWER_MUST_NOT_LOAD: tuple[str, ...] = (
-    "pysyncobj",
+    "pysyncobj.syncobj",  # the engine; raftstore._inet_shim registers an empty stand-in for pysyncobj.win_inet_pton
     "os_ken",
     "ovsdbapp",
     "ovs",
@@ -50,14 +50,13 @@ FOLLOWER_MUST_NOT_LOAD: tuple[str, ...] = (
     "lightkube",
     "kubernetes",
     "exabgp",
-    "fastpath",
     "openflow._ofp",
     "openflow.switch",
     "openflow.encode",
     "raftstore._store",
     "raftstore._node",
     "contivd.agent",
-    "contivd.bgp",
+    "contivd.bgp.speaker",
     "contivd.cni_server",
     "contivd.ovs",
     "contivd.k8s.client",
@@ -72,14 +71,14 @@ FOLLOWER_MUST_NOT_LOAD: tuple[str, ...] = (
 VOTER_MODULES: tuple[str, ...] = (
     "pysyncobj",
     "raftstore._store",
-    "openflow",
+    "openflow.switch",
     "ovsdbapp.backend.ovs_idl",
     "pyroute2",
     "contivd.netmaster.service",
     "contivd.k8s",
     "contivd.agent.service",
     "contivd.cni_server",
-    "contivd.bgp",
+    "contivd.bgp.speaker",
     "contivd.migrate",
     "contivd.backup.route",
     "contivd.main",

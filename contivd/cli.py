@@ -13,9 +13,7 @@ import trio
 from raftstore._cli import store_group
 
 from . import __version__, logs
-from .backup.commands import snapshot_group
 from .config import OPTIONS, Config, ConfigError, load
-from .ctl import build as build_ctl
 from .node_secret import with_cluster_secret
 
 
@@ -35,7 +33,24 @@ def _load(config_file: Path | None, flags: dict[str, Any]) -> Config:
         raise click.UsageError(str(exc)) from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The root group. `ctl` (netctl's command tree, an httpx client) is built when it is asked
+    for, as click's lazily loaded subcommands are: `contivd run`, on every node, does not carry it."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), "ctl"])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name != "ctl":
+            return super().get_command(ctx, cmd_name)
+        from .backup.commands import snapshot_group
+        from .ctl import build as build_ctl
+
+        # `ctl cluster snapshot save` checks files with raftstore, which contivd.ctl may not import.
+        return build_ctl({"cluster": [snapshot_group]})
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="contivd")
 def cli() -> None:
     """contivd: Contiv container networking as one node appliance."""
@@ -54,7 +69,7 @@ def run(config_file: Path | None, **flags: Any) -> None:
 
     from .http.local_socket import SocketInUseError
     from .main import run as run_node  # after logs.configure: importing OVS libraries emits warnings
-    from .ovs import OvsError
+    from .ovs.errors import OvsError
     from .tls.pki import PkiError
 
     try:
@@ -224,8 +239,6 @@ def bootstrap(name: str, role: str, ttl: float | None, login: bool, config_file:
 
 
 cli.add_command(store_group)
-# `ctl cluster snapshot save` checks files with raftstore, which contivd.ctl may not import.
-cli.add_command(build_ctl({"cluster": [snapshot_group]}), "ctl")
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ from ._config import parse_address as parse_address
 from ._disk_space import DataDirFullError as DataDirFullError
 from ._errors import InvalidKeyError as InvalidKeyError
 from ._errors import InvalidValueError as InvalidValueError
+from ._errors import JournalDamagedError as JournalDamagedError
 from ._errors import LeaseNotFoundError as LeaseNotFoundError
 from ._errors import StoreClosedError as StoreClosedError
 from ._errors import StoreConfigError as StoreConfigError
@@ -54,7 +55,6 @@ from ._types import value_is as value_is
 from .memory import MemoryStore as MemoryStore
 
 if TYPE_CHECKING:
-    from ._journal_check import JournalDamagedError as JournalDamagedError
     from ._seed import Recovered as Recovered
     from ._seed import move_aside as move_aside
     from ._seed import new_cluster_id as new_cluster_id
@@ -65,7 +65,6 @@ if TYPE_CHECKING:
     from ._store import open_store as open_store
 
 _ON_PYSYNCOBJ = {
-    "JournalDamagedError": "._journal_check",
     **dict.fromkeys(["Recovered", "move_aside", "new_cluster_id", "recover_image", "refuse_non_empty", "seed_data_dir"], "._seed"),
     **dict.fromkeys(["Store", "open_store"], "._store"),
 }

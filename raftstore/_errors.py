@@ -5,6 +5,12 @@ class StoreError(Exception):
     """Base of every error raftstore raises on purpose."""
 
 
+class JournalDamagedError(StoreError):
+    """A member's Raft files lost or garbled entries; the message names the file and the fault.
+    Here, not beside the check (_journal_check, which reads PySyncObj's format): `contivd run`
+    catches it on every node, followers included, which never load PySyncObj."""
+
+
 class StoreConfigError(StoreError, ValueError):
     """The store configuration is unusable (unsafe listen address, bad peer, missing data dir …)."""
 

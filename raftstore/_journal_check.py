@@ -46,17 +46,13 @@ from pysyncobj.pickle import loads as pickle_loads
 from pysyncobj.pickle import to_bytes
 
 from . import _pysyncobj_compat as compat
-from ._errors import StoreError
+from ._errors import JournalDamagedError as JournalDamagedError
 
 JOURNAL, META, SNAPSHOT, SUMS = "raft.journal", "raft.journal.meta", "raft.snapshot", "raft.journal.sums"
 _U32 = struct.Struct("<I")
 _INDEX_TERM = struct.Struct("<QQ")
 _SUMS_HEADER = struct.Struct("<8sQ")  # magic, log index of the first slot
 _SUMS_MAGIC = b"RSJSUM01"
-
-
-class JournalDamagedError(StoreError):
-    """A member's Raft files lost or garbled entries; the message names the file and the fault."""
 
 
 @dataclass(frozen=True)

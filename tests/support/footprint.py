@@ -10,7 +10,7 @@ nothing those need may load with it: each costs megabytes per node (docs/perform
 
 from __future__ import annotations
 
-# Everything contivd.main needs at import time for a `--datapath none` follower, in the order
+# Everything `contivd run` needs at import time for a `--datapath none` follower, in the order
 # the benchmark imports them (each line's RSS growth is attributed to the first that pulls it).
 FOLLOWER_MODULES: tuple[str, ...] = (
     "trio",
@@ -35,6 +35,9 @@ FOLLOWER_MODULES: tuple[str, ...] = (
     "contivd.sdnotify",
     "contivd.config",
     "contivd.logs",
+    "contivd.cli",  # the `contivd` executable; `run` then imports these and contivd.main
+    "contivd.ovs.errors",
+    "contivd.tls.pki",
 )
 
 # What only a voter, the leader or the OVS datapath needs (PySyncObj, the netmaster's write
@@ -58,7 +61,7 @@ FOLLOWER_MUST_NOT_LOAD: tuple[str, ...] = (
     "contivd.agent",
     "contivd.bgp.speaker",
     "contivd.cni_server",
-    "contivd.ovs",
+    "contivd.ovs.bridge",
     "contivd.k8s.client",
     "contivd.k8s.syncer",
     "contivd.k8s.reflector",

@@ -15,14 +15,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import trio
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from quart import Response, request
 from quart_trio import QuartTrio
-
-from raftstore import Store
 
 from .. import __version__
 from ..agent.service import Agent
@@ -58,6 +56,9 @@ from . import access, ca_rotation, membership, tracing
 from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document, required_role
 
+if TYPE_CHECKING:
+    from ..nodes import NodeStore
+
 log = logging.getLogger("contivd.api")
 # A forwarded write may wait on the leader for the store's request timeout (5 s) before the
 # leader answers 503 itself; a little more than that, not a value that outlasts every client.
@@ -70,7 +71,7 @@ FORWARD_TIMEOUT_SECONDS = 6.0
 class ApiContext:
     """What the handlers need; built by the composition root."""
 
-    store: Store
+    store: NodeStore
     cache: StateCache  # the typed state readers use (status page, metrics, debug routes)
     netmaster: Netmaster
     node_name: str

@@ -9,11 +9,11 @@ whose nodes serve operator-supplied files has no cluster CA to rotate.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from raftstore import Put, Store, mod_revision_is
+from raftstore import Put, mod_revision_is
 
 from ..http.errors import BadRequestError
 from ..model import ConflictError, ValidationError
@@ -21,6 +21,9 @@ from ..state import keys as layout
 from ..tls.authority import DEFAULT_GRACE_SECONDS, CaRecord, RotationRefusedError
 from ..tls.fingerprint import fingerprint_pem
 from ..tls.pki import create_ca, seal_key
+
+if TYPE_CHECKING:
+    from ..nodes import NodeStore
 
 
 def _grace(request: Any) -> float:
@@ -35,7 +38,7 @@ def _grace(request: Any) -> float:
     return float(grace)
 
 
-async def rotate_ca(store: Store, secret: str | None, node: str, request: Any) -> tuple[dict[str, Any], int]:
+async def rotate_ca(store: NodeStore, secret: str | None, node: str, request: Any) -> tuple[dict[str, Any], int]:
     """Replace the cluster CA; the old one stays trusted for the grace period. Answers both
     fingerprints and when the grace period ends."""
     grace = _grace(request)

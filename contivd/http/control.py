@@ -13,11 +13,11 @@ import dataclasses
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
-from raftstore import Store, UnavailableError
+from raftstore import UnavailableError
 
 from ..model import ConflictError, ModelError, NotFoundError, ValidationError
 from ..netmaster.control import Committed, ControlPlane, CreateEndpoint, DeleteEndpoint, LocalControlPlane, UpdateEndpoint
@@ -27,6 +27,9 @@ from . import auth
 from .errors import TYPED_ERRORS_HEADER
 from .forwarder import ForwardingClient
 from .leadership import unless_leader_changes
+
+if TYPE_CHECKING:
+    from ..nodes import NodeStore
 
 log = logging.getLogger("contivd.control")
 REVISION_HEADER = "X-Contivd-Revision"  # the store revision that holds a write's result
@@ -50,7 +53,7 @@ def error_from_answer(status: int, message: str) -> Exception:
 class RemoteControlPlane:
     """Forwards to whichever node the registry names as the Raft leader (signed with the secret)."""
 
-    def __init__(self, store: Store, http: ForwardingClient, secret: str | None, node_name: str = ""):
+    def __init__(self, store: NodeStore, http: ForwardingClient, secret: str | None, node_name: str = ""):
         self.store = store
         self.http = http
         self.secret = secret
@@ -95,7 +98,7 @@ class RemoteControlPlane:
 class LeaderRouter:
     """The local control plane while this member leads Raft, the remote one otherwise."""
 
-    def __init__(self, store: Store, local: LocalControlPlane, remote: RemoteControlPlane):
+    def __init__(self, store: NodeStore, local: LocalControlPlane, remote: RemoteControlPlane):
         self.store = store
         self.local = local
         self.remote = remote

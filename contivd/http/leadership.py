@@ -12,9 +12,12 @@ apply; nothing is undone, the caller only stops waiting for it.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from raftstore import Store, UnavailableError
+from raftstore import UnavailableError
+
+if TYPE_CHECKING:
+    from ..nodes import NodeStore
 
 T = TypeVar("T")
 
@@ -23,7 +26,7 @@ def _name(is_leader: bool, leader: str | None) -> str:
     return "this node" if is_leader else leader or "no leader"
 
 
-async def unless_leader_changes(store: Store, call: Callable[[], Awaitable[T]], what: str) -> T:
+async def unless_leader_changes(store: NodeStore, call: Callable[[], Awaitable[T]], what: str) -> T:
     """`await call()`, unless this member's view of the leader changes first: then it is
     cancelled and UnavailableError (503 + Retry-After) names the change. `call`'s own
     exceptions propagate unchanged. Costs a cancel scope (the store cancels it), no task."""

@@ -50,7 +50,7 @@ def run(config_file: Path | None, **flags: Any) -> None:
     except (OSError, ValueError) as exc:
         raise click.ClickException(f"cannot read or create this node's cluster secret: {exc}") from None
     logs.configure(config.log_level, config.log_format, secrets=[config.cluster_secret])
-    from raftstore import JournalDamagedError
+    import raftstore  # its JournalDamagedError is looked up only if the run fails: a follower never loads PySyncObj
 
     from .http.local_socket import SocketInUseError
     from .main import run as run_node  # after logs.configure: importing OVS libraries emits warnings
@@ -59,7 +59,7 @@ def run(config_file: Path | None, **flags: Any) -> None:
 
     try:
         trio.run(run_node, config, lambda: load(flags, config_file))
-    except JournalDamagedError as exc:
+    except raftstore.JournalDamagedError as exc:
         raise click.ClickException(f"cannot start the store member: {exc}") from None
     except (OvsError, PkiError, SocketInUseError, BaseExceptionGroup) as exc:
         pki = _startup_error(exc, PkiError)

@@ -436,7 +436,7 @@ class Config:
         try:
             return FollowerConfig(voters=self.peers, name=self.node_name, secret=self.cluster_secret)
         except StoreConfigError as exc:
-            raise ConfigError(f"--follower --peers {','.join(self.peers)}: {exc}") from None
+            raise ConfigError(f"--follower: {exc}") from None
 
     def describe(self) -> dict[str, Any]:
         """The effective configuration with the secret masked, for logs and check-config."""

@@ -222,7 +222,7 @@ def node_health(report: Mapping[str, Any] | None, raft_connected: bool | None) -
     return ("degraded" if reasons else "ok"), reasons
 
 
-_ROLE_NAMES = {"store_follower": "follower"}  # a follower of the store (not a Raft member)
+_ROLE_NAMES = {"store_follower": "store follower"}  # a follower of the store (not a Raft member)
 
 
 def store_position(store: Mapping[str, Any]) -> str:
@@ -265,7 +265,7 @@ def cluster_model(
                 "self": node.name == self_name,
                 "leader": is_leader,
                 "role": _ROLE_NAMES.get(str(store.get("role")), store.get("role"))
-                or ("leader" if is_leader else "follower" if node.readonly else "voter"),  # without a report: what this member knows
+                or ("leader" if is_leader else "store follower" if node.readonly else "voter"),  # without a report: what this member knows
                 "store": store_position(store),
                 "term": store.get("term"),
                 "commitIndex": store.get("commit_index"),

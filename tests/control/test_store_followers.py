@@ -98,6 +98,11 @@ def test_a_follower_says_whom_it_follows_and_how_far_behind_it_is(cluster: Conti
     assert fed == 2, "each follower is fed by one voter"
     voter_status = contivd("ctl", "--server", f"unix:{voters_of(cluster)[0].socket}", "cluster", "status")
     assert "Followers fed: " in voter_status.stdout
+    page = follower.get("/status/api/snapshot").json()["cluster"]
+    members = {m["name"]: m for m in page["members"]}
+    assert page["leader"] in {n.name for n in voters_of(cluster)}
+    assert members["follower0"]["role"] == "store follower" and members["follower0"]["store"].startswith("rev ")
+    assert " behind " in members["follower0"]["store"] and members["follower0"]["health"] == "ok"
     snapshot = follower.get("/contivd/snapshot")
     assert snapshot.status_code == 503 and "not the leader" in snapshot.json()["error"], "a backup is taken on the leader"
 

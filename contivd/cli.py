@@ -65,7 +65,7 @@ def run(config_file: Path | None, **flags: Any) -> None:
     except (OSError, ValueError) as exc:
         raise click.ClickException(f"cannot read or create this node's cluster secret: {exc}") from None
     logs.configure(config.log_level, config.log_format, secrets=[config.cluster_secret])
-    from raftstore import JournalDamagedError
+    import raftstore  # its JournalDamagedError is looked up only if the run fails: a follower never loads PySyncObj
 
     from .http.local_socket import SocketInUseError
     from .main import run as run_node  # after logs.configure: importing OVS libraries emits warnings
@@ -74,7 +74,7 @@ def run(config_file: Path | None, **flags: Any) -> None:
 
     try:
         trio.run(run_node, config, lambda: load(flags, config_file))
-    except JournalDamagedError as exc:
+    except raftstore.JournalDamagedError as exc:
         raise click.ClickException(f"cannot start the store member: {exc}") from None
     except (OvsError, PkiError, SocketInUseError, BaseExceptionGroup) as exc:
         pki = _startup_error(exc, PkiError)
@@ -135,7 +135,10 @@ def import_contiv(etcd: str, server: str | None, token: str | None, ca_file: str
     import httpx
 
     from .ctl.client import default_server, http_target
-    from .migrate import ContivTree, MigrationError, plan_import, read_contiv_values, submit_import, verification_plan, verify_import
+    from .migrate.client import submit_import
+    from .migrate.plan import plan_import
+    from .migrate.source import ContivTree, MigrationError, read_contiv_values
+    from .migrate.verify import verification_plan, verify_import
 
     server = server or default_server(os.geteuid())
 

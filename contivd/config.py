@@ -8,6 +8,7 @@ values are refused with a message naming the option and where its value came fro
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import socket
 import tomllib
@@ -16,7 +17,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from raftstore import StoreConfig, StoreConfigError, is_loopback
+from raftstore import FollowerConfig, StoreConfig, StoreConfigError, is_loopback
+
+log = logging.getLogger("contivd.config")
 
 
 class ConfigError(ValueError):
@@ -176,8 +179,21 @@ OPTIONS: tuple[Option, ...] = (
     Option("data_dir", lambda v: Path(_text(v)), lambda: Path("/var/lib/contivd"), "Where the Raft journal and snapshots live."),
     Option("api_listen", _listen_address, lambda: "127.0.0.1:9999", "Netmaster REST API address (host:port)."),
     Option("raft_listen", _text, lambda: "127.0.0.1:9002", "Raft address of this node (host:port)."),
-    Option("peers", _address_list, tuple, "Comma-separated Raft addresses of the other voters; empty = single node."),
-    Option("readonly", _boolean, lambda: False, "Join as a non-voting member (replicates, never votes).", flag=True),
+    Option(
+        "peers",
+        _address_list,
+        tuple,
+        "Comma-separated Raft addresses of the other voters (of every voter, with --follower); empty = single node.",
+    ),
+    Option(
+        "follower",
+        _boolean,
+        lambda: False,
+        "Run as a follower of the store, not a Raft member: state from a voter of --peers, writes forwarded to the leader "
+        "(every node but the 3 or 5 voters; docs/operations.md).",
+        flag=True,
+    ),
+    Option("readonly", _boolean, lambda: False, "Deprecated alias of --follower (logs a warning).", flag=True),
     Option("cluster_secret", _text, lambda: None, "Shared secret authenticating and encrypting all node-to-node traffic."),
     Option("control_ip", _ip, lambda: "", "This node's address peers reach it on (default: the API listen host)."),
     Option("datapath", _datapath, lambda: "ovs", "ovs (run the node agent on Open vSwitch) or none (control plane only)."),
@@ -293,7 +309,8 @@ class Config:
     api_listen: str
     raft_listen: str
     peers: tuple[str, ...]
-    readonly: bool
+    follower: bool
+    readonly: bool  # deprecated, given: --follower is set too (load)
     cluster_secret: str | None
     control_ip: str
     datapath: str
@@ -398,16 +415,28 @@ class Config:
         return path if path.is_absolute() else self.data_dir / path
 
     def store_config(self) -> StoreConfig:
-        """The embedded store's settings; raises ConfigError for unsafe combinations."""
+        """A voter's store settings; raises ConfigError for unsafe combinations (and on a
+        follower, which has no Raft member: restore and recover make voters)."""
+        if self.follower:
+            raise ConfigError(
+                "--follower: a follower of the store is no Raft member (it has no journal to restore or recover); run without --follower"
+            )
         try:
             return StoreConfig(
-                listen=None if self.readonly else self.raft_listen,
+                listen=self.raft_listen,
                 peers=self.peers,
                 secret=self.cluster_secret,
                 data_dir=self.data_dir / "raft",
             )
         except StoreConfigError as exc:
             raise ConfigError(str(exc)) from None
+
+    def follower_config(self) -> FollowerConfig:
+        """A follower's store settings: the voters of --peers, this node's name, the secret."""
+        try:
+            return FollowerConfig(voters=self.peers, name=self.node_name, secret=self.cluster_secret)
+        except StoreConfigError as exc:
+            raise ConfigError(f"--follower: {exc}") from None
 
     def describe(self) -> dict[str, Any]:
         """The effective configuration with the secret masked, for logs and check-config."""
@@ -445,6 +474,7 @@ def load(flags: Mapping[str, Any], config_file: Path | None = None, environ: Map
     environ = os.environ if environ is None else environ
     from_file = _read_file(config_file) if config_file is not None else {}
     values: dict[str, Any] = {}
+    sources: set[str] = set()  # the options given (not defaulted)
     for option in OPTIONS:
         if flags.get(option.name) is not None:
             raw, source = flags[option.name], f"--{option.name.replace('_', '-')}"
@@ -459,15 +489,22 @@ def load(flags: Mapping[str, Any], config_file: Path | None = None, environ: Map
             values[option.name] = option.parse(raw)
         except ValueError as exc:
             raise ConfigError(f"{source}: {raw!r} {exc}") from None
+        sources.add(option.name)
+    if values["readonly"]:
+        log.warning("--readonly is deprecated and will be removed: use --follower (this node runs as a follower of the store)")
+        values["follower"] = True
     config = Config(**values)
-    config.store_config()  # surface unsafe raft settings now, not at start-up
+    if config.follower:
+        _check_follower(config, explicit=sources)
+    else:
+        config.store_config()  # surface unsafe raft settings now, not at start-up
     if config.fwd_mode == "routing" and (config.datapath != "ovs" or len(config.vlan_uplinks) != 1):
         raise ConfigError(
             f"--fwd-mode routing: needs --datapath ovs and exactly one --vlan-uplinks interface (the link to the BGP router), got {list(config.vlan_uplinks)}"
         )
-    if not config.cluster_secret and (config.peers or config.readonly):
+    if not config.cluster_secret and (config.peers or config.follower):
         raise ConfigError(
-            "--peers/--readonly: a node of a cluster needs --cluster-secret, the same on every node (it authenticates and encrypts "
+            "--peers/--follower: a node of a cluster needs --cluster-secret, the same on every node (it authenticates and encrypts "
             "Raft; without one, any local user could join the store)"
         )
     for flag, listen in (("--api-listen", config.api_listen), ("--agent-listen", config.agent_listen)):
@@ -475,6 +512,21 @@ def load(flags: Mapping[str, Any], config_file: Path | None = None, environ: Map
             raise ConfigError(f"{flag} {listen}: refusing a non-loopback API without a cluster secret (node-to-node calls are authenticated with it)")
     _check_tls(config)
     return config
+
+
+def _check_follower(config: Config, explicit: set[str]) -> None:
+    """A follower is no Raft member: it needs the voters and the secret, and takes no Raft
+    address of its own (an explicit one means the node was meant to be a voter)."""
+    if "raft_listen" in explicit and not config.readonly:  # --readonly nodes had one: the alias ignores it
+        raise ConfigError(
+            f"--follower with --raft-listen {config.raft_listen}: a follower is not a Raft member and listens on no Raft address "
+            "(drop --raft-listen, or drop --follower to run a voter)"
+        )
+    if not config.peers:
+        raise ConfigError("--follower needs --peers: the Raft addresses of the voters it follows (comma-separated)")
+    if not config.cluster_secret:
+        raise ConfigError("--follower needs --cluster-secret, the same on every node (it authenticates and encrypts the stream from the voters)")
+    config.follower_config()
 
 
 def _check_tls(config: Config) -> None:

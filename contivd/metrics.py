@@ -32,11 +32,10 @@ from .state import EndpointState, StateCache, StateSnapshot
 from .state.usage import address_usage, groups_by_network
 
 if TYPE_CHECKING:  # a node without the OVS datapath, or a follower, loads neither the agent nor PySyncObj
-    from raftstore import Store
-
     from .agent.netpolstats import RuleHits
     from .agent.service import Agent
     from .k8s.status import KubeHealth, KubeStatusView
+    from .nodes import NodeStore
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -100,7 +99,7 @@ class StoreSummaries:
 
 
 class StateCollector(Collector):
-    def __init__(self, store: Store, agent: Agent | None, summaries: StoreSummaries, kube: KubeHealth | None = None):
+    def __init__(self, store: NodeStore, agent: Agent | None, summaries: StoreSummaries, kube: KubeHealth | None = None):
         self.store, self.agent, self.summaries, self.kube = store, agent, summaries, kube
 
     def collect(self) -> Iterator[Metric]:
@@ -190,6 +189,14 @@ class StateCollector(Collector):
             ),
             ("contivd_store_keys", "Keys in the store", stats.keys),
             ("contivd_store_revision", "Store revision", stats.revision),
+            ("contivd_store_followers", "Followers of the store this voter feeds", stats.followers),
+            ("contivd_store_is_follower", "1 when this node is a follower of the store (not a Raft member)", int(stats.role == "store_follower")),
+            (
+                "contivd_store_follower_lag_revisions",
+                "A follower: its voter's last reported revision minus its own (0 on a voter)",
+                stats.lag_revisions,
+            ),
+            ("contivd_store_follower_lag_seconds", "A follower: seconds since it last heard from a voter (0 on a voter)", stats.lag_seconds),
         ):
             yield GaugeMetricFamily(name, doc, value=value)
         count, seconds = self.store.apply_latency()
@@ -258,7 +265,7 @@ def _table_name(table_id: int) -> str:
 class Metrics:
     """One app's registry: request histograms, the CNI histogram and the state collector."""
 
-    def __init__(self, store: Store, agent: Agent | None, summaries: StoreSummaries, kube: KubeHealth | None = None):
+    def __init__(self, store: NodeStore, agent: Agent | None, summaries: StoreSummaries, kube: KubeHealth | None = None):
         self.registry = CollectorRegistry(auto_describe=False)
         self.summaries = summaries
         self.requests = Histogram(

@@ -8,7 +8,7 @@ API finds the leader's URL here, agents find VTEP peers here.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import trio
 
@@ -17,14 +17,16 @@ from raftstore import KeyValueStore, LeaseNotFoundError, UnavailableError
 from .state import NodeRecord, RecordError
 from .state import keys as layout
 
-if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
-    from raftstore import Store
+if TYPE_CHECKING:  # annotations only: a follower never loads Store (it needs PySyncObj)
+    from raftstore import FollowerStore, Store
+
+    NodeStore: TypeAlias = Store | FollowerStore  # what a node holds: a voter's Raft member or a follower's copy
 
 log = logging.getLogger("contivd.nodes")
 NODE_TTL_SECONDS = 15.0
 
 
-async def keep_registered(store: Store, info: NodeRecord, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+async def keep_registered(store: KeyValueStore, info: NodeRecord, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """Register `info` under a lease and keep it alive; re-register if the lease was lost."""
     started = False
     while True:
@@ -59,7 +61,7 @@ def registered_nodes(store: KeyValueStore) -> list[NodeRecord]:
     return nodes
 
 
-def leader_api_url(store: Store) -> str | None:
+def leader_api_url(store: KeyValueStore) -> str | None:
     """The API URL of the node that currently leads Raft, if it has registered."""
     leader = store.leader()
     for node in registered_nodes(store):

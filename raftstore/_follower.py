@@ -20,8 +20,8 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import trio
@@ -97,6 +97,7 @@ class FollowerStore(StateMachineStore):
         self._write_seconds = 0.0
         self._closed = False
         self._serving_seen = False  # the voter tried last said it serves
+        self._bound: dict[trio.CancelScope, str | None] = {}  # scopes cancelled when the leader reported changes
 
     # ---- StateMachineStore ---------------------------------------------------------------------
 
@@ -163,6 +164,18 @@ class FollowerStore(StateMachineStore):
                 await self._link_changed.wait()
             return self._leader
         raise UnavailableError("no voter reported a leader in time")
+
+    @contextmanager
+    def cancelled_on_leadership_change(self) -> Iterator[trio.CancelScope]:
+        """As `Store`'s: a cancel scope that the next change of the reported leader cancels
+        (a write forwarded to a leader that is gone is abandoned, not waited on)."""
+        scope = trio.CancelScope()
+        self._bound[scope] = self._leader
+        try:
+            with scope:
+                yield scope
+        finally:
+            del self._bound[scope]
 
     async def leadership_changes(self) -> AsyncIterator[LeadershipChange]:
         """The leader as reported, then one item per change."""
@@ -284,6 +297,9 @@ class FollowerStore(StateMachineStore):
             if leader != self._leader:
                 self._leader = leader if isinstance(leader, str) else None
                 self._set_link(link)  # wakes leadership_changes and wait_leader
+                for scope, bound_to in self._bound.items():
+                    if bound_to != self._leader:
+                        scope.cancel()
             self._serving = bool(message.get("serving"))
             if not self._serving:
                 raise _Leave("the voter lost its quorum or knows no leader")

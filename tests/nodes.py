@@ -104,10 +104,12 @@ class Node:
         sh("ip", "netns", "add", self.ns)
         sh("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo", "up")
 
-    def start(self, *extra: str) -> None:
+    def start(self, *extra: str, follower: bool = False) -> None:
+        """Start contivd: a Raft member on raft_address, or (`follower`) a follower of the store."""
+        role = ["--follower"] if follower else ["--raft-listen", self.raft_address]
         args = ["ip", "netns", "exec", self.ns, sys.executable, "-m", "contivd", "run", "--node-name", self.name,
                 "--datapath", "ovs", "--ovs", "managed", "--data-dir", str(self.data),
-                "--api-listen", f"{self.host}:{self.api}", "--raft-listen", self.raft_address,
+                "--api-listen", f"{self.host}:{self.api}", *role,
                 "--agent-listen", f"{self.host}:{self.agent}", "--agent-socket", "agent.sock", "--cni-socket", "cni.sock",
                 "--api-socket", str(self.socket), *extra]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("CONTIVD_")}
@@ -258,26 +260,36 @@ def add_underlay(node: Node, vtep: str) -> None:
     sh("ip", "-n", node.ns, "link", "set", "cvphy", "up")
 
 
-def start_member(node: Node, index: int, voters: list[Node], *extra: str) -> None:
+def start_member(node: Node, index: int, voters: list[Node], *extra: str, readonly: bool = False) -> None:
     """Start contivd on the `index`th node of a cluster_of_nodes (also to start it again with
-    other options): a voter if it is among `voters`, else a read-only member."""
+    other options): a voter if it is among `voters`, else a follower of the store (`readonly`:
+    started with --readonly, the deprecated alias, and its --raft-listen, as such nodes ran)."""
     peers = ",".join(other.raft_address for other in voters if other is not node)
-    member = () if node in voters else ("--readonly",)
-    node.start("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index), *member, *extra)
+    common = ("--peers", peers, "--cluster-secret", SECRET, "--control-ip", node.host, "--vtep-ip", vtep_of(index))
+    if node in voters or readonly:
+        node.start(*common, *(("--readonly",) if readonly else ()), *extra)
+    else:
+        node.start(*common, *extra, follower=True)
 
 
 @contextmanager
 def cluster_of_nodes(
-    root: Path, count: int, *extra: str, readonly: int = 0, prepare: Callable[[list[Node]], None] | None = None
+    root: Path,
+    count: int,
+    *extra: str,
+    followers: int = 0,
+    readonly: int = 0,
+    prepare: Callable[[list[Node]], None] | None = None,
 ) -> Iterator[list[Node]]:
     """`count` nodes on one fabric, each with a VXLAN underlay and `vl0` as its VLAN uplink
-    link; yields them once every API answers. The last `readonly` of them join as read-only
-    members (never leaders), the others vote. `prepare` runs once the nodes' namespaces exist,
+    link; yields them once every API answers. The last `followers + readonly` of them are
+    followers of the store (never leaders; the last `readonly` started with the deprecated
+    --readonly), the others vote. `prepare` runs once the nodes' namespaces exist,
     before any contivd starts (what the nodes must find from their first moment, e.g. the API
     server's relay). Stops every node and removes every namespace."""
     fabric = Fabric()
     nodes = [Node(root, f"node-{i + 1}", f"198.19.0.{i + 1}") for i in range(count)]
-    voters = nodes[: count - readonly]
+    voters = nodes[: count - followers - readonly]
     try:
         fabric.create()
         for index, node in enumerate(nodes):
@@ -286,7 +298,7 @@ def cluster_of_nodes(
         if prepare is not None:
             prepare(nodes)
         for index, node in enumerate(nodes):
-            start_member(node, index, voters, *extra)
+            start_member(node, index, voters, *extra, readonly=index >= count - readonly)
         token = nodes[0].bootstrap_token("tests-admin")  # the nodes' callers are other hosts: they need a token
         for index, node in enumerate(nodes):
             node.token = token

@@ -52,11 +52,10 @@ from .health import OpsEndpoints
 from .routes import ROUTES, Route, openapi_document, required_role
 
 if TYPE_CHECKING:  # annotations only: a follower of the store, or a node without the OVS datapath, loads none of these
-    from raftstore import Store
-
     from ..agent.service import Agent
     from ..k8s.status import KubeHealth
     from ..netmaster.service import Netmaster
+    from ..nodes import NodeStore
     from ..tls.serving import ServingTls
     from .tracing import Half
 
@@ -72,7 +71,7 @@ FORWARD_TIMEOUT_SECONDS = 6.0
 class ApiContext:
     """What the handlers need; built by the composition root."""
 
-    store: Store
+    store: NodeStore
     cache: StateCache  # the typed state readers use (status page, metrics, debug routes)
     netmaster: Netmaster
     node_name: str

@@ -23,7 +23,7 @@ from ..tls.fingerprint import fingerprint_pem
 from ..tls.pki import create_ca, seal_key
 
 if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
-    from raftstore import Store
+    from ..nodes import NodeStore
 
 
 def _grace(request: Any) -> float:
@@ -38,7 +38,7 @@ def _grace(request: Any) -> float:
     return float(grace)
 
 
-async def rotate_ca(store: Store, secret: str | None, node: str, request: Any) -> tuple[dict[str, Any], int]:
+async def rotate_ca(store: NodeStore, secret: str | None, node: str, request: Any) -> tuple[dict[str, Any], int]:
     """Replace the cluster CA; the old one stays trusted for the grace period. Answers both
     fingerprints and when the grace period ends."""
     grace = _grace(request)

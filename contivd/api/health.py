@@ -23,16 +23,22 @@ from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from ..metrics import CONTENT_TYPE, Metrics
 
 if TYPE_CHECKING:  # annotations only: a node without the OVS datapath, or a follower, loads neither the agent nor PySyncObj
-    from raftstore import Store, StoreStatistics
+    from raftstore import StoreStatistics
 
     from ..agent.service import Agent
     from ..k8s.status import KubeHealth
+    from ..nodes import NodeStore
     from ..tls.serving import ServingTls
 
 Asgi = Callable[[Scope, ASGIReceiveCallable, ASGISendCallable], Awaitable[None]]
+# A follower of the store further behind than this is not ready: its readers (agent, CNI,
+# status) would act on a state the cluster has moved past. Seconds count since it last heard
+# from a voter (one heartbeat a second when idle); it moves to another voter after 3.
+FOLLOWER_MAX_LAG_REVISIONS = 1000
+FOLLOWER_MAX_LAG_SECONDS = 5.0
 
 
-def readiness_failures(store: Store, agent: Agent | None, kube: KubeHealth | None = None) -> dict[str, str]:
+def readiness_failures(store: NodeStore, agent: Agent | None, kube: KubeHealth | None = None) -> dict[str, str]:
     """Failing readiness checks by name, each with the reason; empty when the node is ready.
     In Kubernetes mode the leader (the one node that watches) is not ready until every watched
     kind has listed and is watching: not while one lists, backs off (the API server unreachable
@@ -43,6 +49,11 @@ def readiness_failures(store: Store, agent: Agent | None, kube: KubeHealth | Non
         failures["store_leader"] = "no Raft leader with a quorum is known (election in progress or too few members up)"
     if stats.commit_blockers:
         failures["store_commit"] = "this node cannot commit writes: " + "; ".join(stats.commit_blockers)
+    if stats.role == "store_follower" and (stats.lag_revisions > FOLLOWER_MAX_LAG_REVISIONS or stats.lag_seconds > FOLLOWER_MAX_LAG_SECONDS):
+        failures["follower_lag"] = (
+            f"this follower of the store is {stats.lag_revisions} revisions behind its voter and last heard from one "
+            f"{stats.lag_seconds:.1f} s ago (bounds: {FOLLOWER_MAX_LAG_REVISIONS} revisions, {FOLLOWER_MAX_LAG_SECONDS:g} s)"
+        )
     if agent is not None:
         agent_stats = agent.statistics()
         if not agent_stats.switch_connected:
@@ -56,6 +67,19 @@ def readiness_failures(store: Store, agent: Agent | None, kube: KubeHealth | Non
         if problems:
             failures["kubernetes_api"] = "; ".join(f"{kind}: {why}" for kind, why in sorted(problems.items()))
     return failures
+
+
+def store_view(stats: StoreStatistics) -> dict[str, Any]:
+    """What /readyz says of the store: the role, the revision, and on a follower how far behind."""
+    if stats.role != "store_follower":
+        return {"role": "voter" if stats.self_address is not None else "readonly", "revision": stats.revision, "followers": stats.followers}
+    return {
+        "role": "follower",
+        "revision": stats.revision,
+        "follows": stats.feed_voter,
+        "lag_revisions": stats.lag_revisions,
+        "lag_seconds": round(stats.lag_seconds, 3),
+    }
 
 
 def raft_view(stats: StoreStatistics, now: float) -> dict[str, Any]:
@@ -77,7 +101,7 @@ class OpsEndpoints:
     def __init__(
         self,
         app: Asgi,
-        store: Store,
+        store: NodeStore,
         agent: Agent | None,
         metrics: Metrics,
         refusal: Callable[[dict[str, Any]], str | None],  # why a /metrics request is refused (None: allowed)
@@ -94,7 +118,8 @@ class OpsEndpoints:
             await _respond(send, 200, "application/json", b'{"status": "ok"}\n')
         elif path == "/readyz":
             failures = readiness_failures(self.store, self.agent, self.kube)
-            body = {"ready": not failures, "failing": failures, "raft": raft_view(self.store.statistics(), time.time())}
+            stats = self.store.statistics()
+            body = {"ready": not failures, "failing": failures, "store": store_view(stats), "raft": raft_view(stats, time.time())}
             if self.agent is not None:  # serving, but not everything it was asked to (e.g. a NodePort backend it cannot reach)
                 body["degraded"] = list(self.agent.statistics().problems)
             await _respond(send, 503 if failures else 200, "application/json", (json.dumps(body) + "\n").encode())

@@ -11,22 +11,35 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from raftstore import StoreConfigError
+from raftstore import StoreConfigError, UnavailableError
 
 from ..model import ConflictError, NotFoundError, ValidationError
 
 if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
     from raftstore import Store
 
+    from ..nodes import NodeStore
 
-def _voters(store: Store) -> dict[str, Any]:
+
+def _raft_member(store: NodeStore) -> Store:
+    """The store as a Raft member. These routes run on the leader, which is one; a follower of
+    the store forwards them (a call reaching one here is answered 503, as without a leader)."""
+    from raftstore import Store  # on a voter: loading it costs nothing more
+
+    if not isinstance(store, Store):
+        raise UnavailableError("voters are changed on the Raft leader; this node is a follower of the store")
+    return store
+
+
+def _voters(store: NodeStore) -> dict[str, Any]:
     stats = store.statistics()
     return {"voters": list(stats.voters), "leader": stats.leader}
 
 
-async def add_voter(store: Store, address: str) -> tuple[dict[str, Any], int]:
+async def add_voter(node_store: NodeStore, address: str) -> tuple[dict[str, Any], int]:
     """Make `address` (host:port of its Raft listener) a voter; it is started afterwards with
     --peers naming the current voters, and catches up from the leader's snapshot and log."""
+    store = _raft_member(node_store)
     stats = store.statistics()
     if address in stats.voters:
         raise ConflictError(f"{address} is already a voter")
@@ -41,9 +54,10 @@ async def add_voter(store: Store, address: str) -> tuple[dict[str, Any], int]:
     return {**_voters(store), "committed": not alone}, store.revision
 
 
-async def remove_voter(store: Store, address: str) -> tuple[dict[str, Any], int]:
+async def remove_voter(node_store: NodeStore, address: str) -> tuple[dict[str, Any], int]:
     """Take `address` out of the voters. The leader itself is refused: removing it would leave
     the cluster leaderless until the others time out; stopping it first hands over at once."""
+    store = _raft_member(node_store)
     stats = store.statistics()
     if address not in stats.voters:
         raise NotFoundError(f"{address} is not a voter (voters: {', '.join(stats.voters)})")

@@ -15,12 +15,13 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import trio
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from raftstore import Store, encode_image
+from raftstore import encode_image
 
 from ..http import auth
 from ..http.errors import answer_for
@@ -28,12 +29,15 @@ from ..http.tokens import Role
 from ..nodes import leader_api_url
 from .protocol import SNAPSHOT_PATH
 
+if TYPE_CHECKING:
+    from ..nodes import NodeStore
+
 REVISION_HEADER = "X-Contivd-Snapshot-Revision"
 
 
 @dataclass(frozen=True)
 class SnapshotContext:
-    store: Store
+    store: NodeStore
     access: auth.Authenticator
 
 

@@ -74,8 +74,8 @@ def version(server: Mapping[str, Any], client_version: str) -> str:
 
 
 def _node_role(node: Mapping[str, Any], leader: str | None) -> str:
-    if node.get("readonly"):
-        return "readonly"
+    if node.get("readonly"):  # not a voter: a follower of the store (or, before 0.x, a read-only member)
+        return "follower"
     return "leader" if leader and node.get("raft_address") == leader else "voter"
 
 
@@ -100,6 +100,34 @@ def _unreachable(raft: Mapping[str, Any], names: Mapping[Any, Any]) -> str | Non
     )
 
 
+def _voter_fields(raft: Mapping[str, Any], info: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The answering Raft member's view (a voter, or a read-only member of an older release)."""
+    fields: list[tuple[str, Any]] = [
+        ("This node", f"{raft.get('self_address') or info.get('local-ip')} ({raft.get('role') or info.get('current-state')})"),
+        ("Term", raft.get("term")),
+        ("Commit index", raft.get("commit_index")),
+        ("Applied index", raft.get("last_applied")),
+        ("Quorum", raft.get("has_quorum")),
+        ("Members", ", ".join(raft.get("voters") or ()) or "none"),
+        ("Connected peers", ", ".join(raft.get("connected_voters") or ()) or "none"),
+    ]
+    if "followers" in raft:
+        fields.append(("Followers fed", raft["followers"]))
+    return fields
+
+
+def _follower_fields(raft: Mapping[str, Any], info: Mapping[str, Any], names: Mapping[Any, Any]) -> list[tuple[str, Any]]:
+    """A follower of the store: the voter it follows, its revision and how far behind it is."""
+    voter = raft.get("feed_voter")
+    return [
+        ("This node", f"{info.get('local-ip')} (follower)"),
+        ("Follows", f"{names.get(voter) or '?'} ({voter})" if voter else "no voter (reconnecting)"),
+        ("Revision", raft.get("revision")),
+        ("Lag", f"{raft.get('lag_revisions', 0)} revisions, last heard {float(raft.get('lag_seconds') or 0):.1f} s ago"),
+        ("Voters", ", ".join(raft.get("voters") or ()) or "none"),
+    ]
+
+
 def cluster_status(info: Mapping[str, Any]) -> str:
     """`GET /info` as an operator reads it: raft state as seen by the answering node, then
     the nodes registered in the store (the live membership, since registrations expire)."""
@@ -111,16 +139,7 @@ def cluster_status(info: Mapping[str, Any]) -> str:
         (
             ("Leader", f"{names.get(leader) or '?'} ({leader})" if leader else "none"),
             ("Leader API", info.get("leader-ip")),
-            (
-                "This node",
-                f"{raft.get('self_address') or info.get('local-ip')} ({raft.get('role') or info.get('current-state')})",
-            ),
-            ("Term", raft.get("term")),
-            ("Commit index", raft.get("commit_index")),
-            ("Applied index", raft.get("last_applied")),
-            ("Quorum", raft.get("has_quorum")),
-            ("Members", ", ".join(raft.get("voters") or ()) or "none"),
-            ("Connected peers", ", ".join(raft.get("connected_voters") or ()) or "none"),
+            *(_follower_fields(raft, info, names) if raft.get("role") == "store_follower" else _voter_fields(raft, info)),
             ("TLS CA (sha256)", (info.get("tls") or {}).get("caFingerprint") or "none (plain HTTP)"),
             ("Can commit", _can_commit(raft)),
             ("Unreachable", _unreachable(raft, names)),

@@ -29,9 +29,8 @@ from .forwarder import ForwardingClient
 from .leadership import unless_leader_changes
 
 if TYPE_CHECKING:  # annotations only: a follower loads neither PySyncObj nor the netmaster's write side
-    from raftstore import Store
-
     from ..netmaster.control import LocalControlPlane
+    from ..nodes import NodeStore
 
 log = logging.getLogger("contivd.control")
 REVISION_HEADER = "X-Contivd-Revision"  # the store revision that holds a write's result
@@ -55,7 +54,7 @@ def error_from_answer(status: int, message: str) -> Exception:
 class RemoteControlPlane:
     """Forwards to whichever node the registry names as the Raft leader (signed with the secret)."""
 
-    def __init__(self, store: Store, http: ForwardingClient, secret: str | None, node_name: str = ""):
+    def __init__(self, store: NodeStore, http: ForwardingClient, secret: str | None, node_name: str = ""):
         self.store = store
         self.http = http
         self.secret = secret
@@ -100,7 +99,7 @@ class RemoteControlPlane:
 class LeaderRouter:
     """The local control plane while this member leads Raft, the remote one otherwise."""
 
-    def __init__(self, store: Store, local: LocalControlPlane, remote: RemoteControlPlane):
+    def __init__(self, store: NodeStore, local: LocalControlPlane, remote: RemoteControlPlane):
         self.store = store
         self.local = local
         self.remote = remote

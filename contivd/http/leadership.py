@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 from raftstore import UnavailableError
 
 if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
-    from raftstore import Store
+    from ..nodes import NodeStore
 
 T = TypeVar("T")
 
@@ -26,7 +26,7 @@ def _name(is_leader: bool, leader: str | None) -> str:
     return "this node" if is_leader else leader or "no leader"
 
 
-async def unless_leader_changes(store: Store, call: Callable[[], Awaitable[T]], what: str) -> T:
+async def unless_leader_changes(store: NodeStore, call: Callable[[], Awaitable[T]], what: str) -> T:
     """`await call()`, unless this member's view of the leader changes first: then it is
     cancelled and UnavailableError (503 + Retry-After) names the change. `call`'s own
     exceptions propagate unchanged. Costs a cancel scope (the store cancels it), no task."""

@@ -8,14 +8,5 @@ side: one guarded transaction, refused on a non-empty store unless forced; `veri
 the source with what contivd then answers through its REST API.
 """
 
-from .client import submit_import as submit_import
-from .commit import IMPORT_PATH as IMPORT_PATH
-from .commit import ImportContext as ImportContext
-from .commit import register_import_route as register_import_route
-from .plan import ImportPlan as ImportPlan
-from .plan import plan_import as plan_import
-from .source import ContivTree as ContivTree
-from .source import MigrationError as MigrationError
-from .source import read_contiv_values as read_contiv_values
-from .verify import verification_plan as verification_plan
-from .verify import verify_import as verify_import
+# The submodules are imported by name (commit by every node's API, the rest by `contivd import-contiv`):
+# re-exporting them here would load the whole importer, and httpx, on every node.

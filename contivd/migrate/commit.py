@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from raftstore import Delete, KeyValueStore, Put, Store, mod_revision_is
+from raftstore import Delete, KeyValueStore, Put, mod_revision_is
 
 from ..http import auth
 from ..http.audit import AuditTrail
@@ -37,6 +37,9 @@ from ..state import keys as layout
 from .plan import ImportPlan, plan_import
 from .source import ContivTree, MigrationError
 
+if TYPE_CHECKING:
+    from ..nodes import NodeStore
+
 IMPORT_PATH = "/contivd/import"
 DEFAULT_OBJECTS = frozenset({layout.model("global", "global"), layout.model("tenant", "default")})
 # Everything an import owns: configuration objects and derived state (not nodes, not Kubernetes).
@@ -45,7 +48,7 @@ OWNED_PREFIXES = (layout.MODEL_PREFIX, f"{layout.ROOT}/state/", f"{layout.ROOT}/
 
 @dataclass(frozen=True)
 class ImportContext:
-    store: Store
+    store: NodeStore
     access: auth.Authenticator
     audit: AuditTrail
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:  # loaded by read_contiv_values: every node's API imports this module (commit.py), httpx costs ~4 MB
+    import httpx
 
 ROOT = "/contiv.io"
 MODEL_PREFIX = f"{ROOT}/obj/modeldb/"
@@ -86,6 +87,8 @@ def _flatten(node: Mapping[str, Any], out: dict[str, str]) -> None:
 def read_contiv_values(etcd: str, transport: httpx.BaseTransport | None = None) -> dict[str, str]:
     """Every key under /contiv.io of the etcd at `etcd` (`http://host:2379`) and its value text,
     through read-only GETs; ContivTree.from_values parses them."""
+    import httpx
+
     base = etcd.rstrip("/")
     try:
         with httpx.Client(base_url=base, timeout=READ_TIMEOUT_SECONDS, transport=transport) as http:

@@ -224,6 +224,21 @@ def node_health(report: Mapping[str, Any] | None, raft_connected: bool | None) -
     return ("degraded" if reasons else "ok"), reasons
 
 
+_ROLE_NAMES = {"store_follower": "store follower"}  # a follower of the store (not a Raft member)
+
+
+def store_position(store: Mapping[str, Any]) -> str:
+    """A member's place in the store: a follower's revision, lag and the voter it follows; a
+    voter's revision and how many followers it feeds ("" without a report)."""
+    if "revision" not in store:
+        return ""
+    if store.get("role") == "store_follower":
+        voter = store.get("feed_voter") or "no voter"
+        return f"rev {store['revision']}, {store.get('lag_revisions', 0)} behind ({float(store.get('lag_seconds') or 0):.1f} s), via {voter}"
+    followers = store.get("followers") or 0
+    return f"rev {store['revision']}" + (f", feeds {followers} followers" if followers else "")
+
+
 def cluster_model(
     local: StoreStatistics, self_name: str, nodes: Sequence[NodeRecord], reports: Mapping[str, Mapping[str, Any] | None]
 ) -> dict[str, Any]:
@@ -239,7 +254,7 @@ def cluster_model(
     leader_name = local.leader or ""
     for node in nodes:
         report = reports.get(node.name)
-        tracked = node.raft_address in local.voters and node.name != self_name
+        tracked = local.role != "store_follower" and node.raft_address in local.voters and node.name != self_name  # a follower has no Raft links
         connected = (node.raft_address in local.connected_voters) if tracked else (True if node.name == self_name else None)
         health, reasons = node_health(report, connected)
         store = (report or {}).get("store") or {}
@@ -251,8 +266,9 @@ def cluster_model(
                 "name": node.name,
                 "self": node.name == self_name,
                 "leader": is_leader,
-                "role": store.get("role")
-                or ("leader" if is_leader else "readonly" if node.readonly else "voter"),  # without a report: what this member knows
+                "role": _ROLE_NAMES.get(str(store.get("role")), store.get("role"))
+                or ("leader" if is_leader else "store follower" if node.readonly else "voter"),  # without a report: what this member knows
+                "store": store_position(store),
                 "term": store.get("term"),
                 "commitIndex": store.get("commit_index"),
                 "lastApplied": store.get("last_applied"),

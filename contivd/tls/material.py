@@ -28,7 +28,7 @@ from .fingerprint import fingerprint_pem
 from .pki import KeyPair, certificate_fits, create_ca, issue_node_certificate, open_key, seal_key
 
 if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
-    from raftstore import Store
+    from ..nodes import NodeStore
 
 log = logging.getLogger("contivd.tls")
 RETRY_SECONDS = 1.0
@@ -73,7 +73,7 @@ def _write(path: Path, text: str, mode: int) -> None:
     os.replace(temporary, path)
 
 
-async def _cluster_ca(store: Store, secret: str, creator: str) -> CaRecord:
+async def _cluster_ca(store: NodeStore, secret: str, creator: str) -> CaRecord:
     """The cluster CA record from the store, created when there is none; waits for a leader."""
     waiting_logged = False
     while True:
@@ -108,7 +108,7 @@ async def issue_files(files: TlsFiles, record: CaRecord, secret: str, node: str,
     _write(files.ca, bundle(record.trusted(time.time() if now is None else now)), 0o644)
 
 
-async def issued_tls_files(store: Store, directory: Path, secret: str, node: str, hosts: tuple[str, ...]) -> TlsFiles:
+async def issued_tls_files(store: NodeStore, directory: Path, secret: str, node: str, hosts: tuple[str, ...]) -> TlsFiles:
     """This node's files under `directory`, issued by the cluster CA for `hosts` when missing
     or no longer fitting; raises PkiError when the store's CA cannot be opened with `secret`.
     A restart reuses fitting files without the store (a node restarts without a quorum)."""

@@ -26,7 +26,7 @@ from .fingerprint import fingerprint_pem
 from .material import TlsFiles, issue_files, peer_context
 
 if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyncObj
-    from raftstore import Store
+    from ..nodes import NodeStore
 
 log = logging.getLogger("contivd.tls")
 
@@ -80,7 +80,7 @@ class ServingTls:
         for client in self._clients:
             client.ssl_context = self.client_context()
 
-    async def follow_rotations(self, store: Store, secret: str, node: str, hosts: tuple[str, ...]) -> None:
+    async def follow_rotations(self, store: NodeStore, secret: str, node: str, hosts: tuple[str, ...]) -> None:
         """Apply every change of the CA record, and the end of each grace period, to this node."""
         if not self.issued:
             return

@@ -70,9 +70,9 @@ def served(node: ContivdProcess) -> dict[str, Any]:
     return view
 
 
-def new_node(root: Path, name: str, peers: list[str], *extra: str) -> ContivdProcess:
+def new_node(root: Path, name: str, peers: list[str], *extra: str, follower: bool = False) -> ContivdProcess:
     raft_port, api_port = free_ports(2)
-    node = ContivdProcess(name, root, f"127.0.0.1:{raft_port}", api_port, peers)
+    node = ContivdProcess(name, root, f"127.0.0.1:{raft_port}", api_port, peers, follower=follower)
     node.extra = extra
     return node
 
@@ -97,7 +97,7 @@ def serves_everything_alone_then_accepts_a_member(
     node: ContivdProcess, joiner: ContivdProcess, before: dict[str, Any], acked: dict[str, str]
 ) -> None:
     """`node` (a new single-voter cluster) serves what the old cluster served, takes a write
-    that allocates a fresh address, and a new read-only member replicates it."""
+    that allocates a fresh address, and a new follower of the store holds it."""
     node.start()
     wait_serving(node, f"{node.name} to serve")
     assert served(node) == before
@@ -114,7 +114,7 @@ def serves_everything_alone_then_accepts_a_member(
 def test_snapshot_from_a_cluster_restores_into_a_new_cluster_that_serves_it_all(tmp_path: Path) -> None:
     cluster = ContivdCluster(tmp_path / "old", 3)
     restored = new_node(tmp_path, "restored", [])
-    joiner = new_node(tmp_path, "joiner", [restored.raft], "--readonly")
+    joiner = new_node(tmp_path, "joiner", [restored.raft], follower=True)
     try:
         cluster.start(90)
         acked = populate(cluster)
@@ -167,7 +167,7 @@ def test_a_truncated_or_corrupted_snapshot_is_refused_naming_the_fault(tmp_path:
 
 def test_recover_turns_the_survivor_of_a_lost_quorum_into_a_cluster_keeping_every_acknowledged_write(tmp_path: Path) -> None:
     cluster = ContivdCluster(tmp_path, 3)
-    joiner = new_node(tmp_path, "joiner", [], "--readonly")
+    joiner = new_node(tmp_path, "joiner", [], follower=True)
     try:
         cluster.start(90)
         acked = populate(cluster)

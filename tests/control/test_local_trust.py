@@ -23,7 +23,7 @@ from contivd.api.routes import ROUTES, Route, required_role
 from contivd.backup.protocol import SNAPSHOT_PATH
 from contivd.cli import cli
 from contivd.http.tokens import Role
-from contivd.migrate import IMPORT_PATH
+from contivd.migrate.commit import IMPORT_PATH
 from tests.support.contivd_nodes import ContivdProcess, running_cluster
 from tests.support.waiting import free_ports, wait_for
 

@@ -86,9 +86,12 @@ def generate(module: Any) -> str:
 def test_healthz_and_readyz(node: ContivdProcess) -> None:
     assert node.get("/healthz").json() == {"status": "ok"}
     ready = node.get("/readyz")
+    revision = ready.json()["store"]["revision"]
+    assert revision > 0
     assert ready.status_code == 200 and ready.json() == {
         "ready": True,
         "failing": {},
+        "store": {"role": "voter", "revision": revision, "followers": 0},
         "raft": {"can_commit": True, "commit_blockers": [], "unreachable": []},
     }
 

@@ -112,7 +112,7 @@ def test_cluster_status_page() -> None:
         "----  ------------     -------                 -------     ----      -------\n"
         "a     198.18.0.1:9000  http://198.18.0.1:9999  198.18.0.1  leader    0.1.0\n"
         "b     198.18.0.2:9000  http://198.18.0.2:9999  198.18.0.2  voter     0.1.0\n"
-        "r                      http://198.18.0.9:9999  198.18.0.9  readonly  0.1.0\n"
+        "r                      http://198.18.0.9:9999  198.18.0.9  follower  0.1.0\n"
     )
 
 
@@ -180,3 +180,23 @@ def test_policy_hits_view_lists_each_kind_and_names_silent_nodes() -> None:
     assert "Dropped by default (NetworkPolicy isolation):\n" in text and "prod       db   ingress    2        120\n" in text
     assert text.endswith("Not counted (did not answer): node2\n")
     assert views.policy_hits({"rules": {}, "unanswered": []}) == "No rule counters (no policy rules on the nodes that answered).\n"
+
+
+def test_cluster_status_of_a_follower_names_its_voter_revision_and_lag() -> None:
+    raft = {
+        "self_address": None, "role": "store_follower", "leader": "198.18.0.1:9000", "revision": 431, "feed_voter": "198.18.0.2:9000",
+        "lag_revisions": 2, "lag_seconds": 0.25, "voters": ["198.18.0.1:9000", "198.18.0.2:9000"], "commit_blockers": [],
+    }  # fmt: skip
+    text = views.cluster_status({**INFO, "local-ip": "198.18.0.9", "cluster": raft})
+    assert text.startswith(
+        "Leader: a (198.18.0.1:9000)\n"
+        "Leader API: http://198.18.0.1:9999\n"
+        "This node: 198.18.0.9 (follower)\n"
+        "Follows: b (198.18.0.2:9000)\n"
+        "Revision: 431\n"
+        "Lag: 2 revisions, last heard 0.2 s ago\n"
+        "Voters: 198.18.0.1:9000, 198.18.0.2:9000\n"
+        "TLS CA (sha256): AB:CD\n"
+        "Can commit: yes\n"
+    )
+    assert "Followers fed: 5\n" in views.cluster_status({**INFO, "cluster": {**INFO["cluster"], "followers": 5}})

@@ -5,7 +5,7 @@ into a group whose policy denies everything in: pings that passed stop, on the s
 OVS port; an unknown group is reported and changes nothing; the leader killed while a label
 changes → the new leader applies it.
 
-Three voting nodes and a fourth, read-only member (it never leads) that holds both pods, so the
+Three voting nodes and a fourth, a follower of the store (it never leads), that holds both pods, so the
 leader, whichever it is when the test kills it, never takes the pods' datapath with it. The API
 server runs as a process in the first node's namespace, listening on its control address.
 """
@@ -82,7 +82,7 @@ def test_a_label_change_moves_a_pod_into_a_denying_group_on_the_same_port_and_su
     kubeconfig.write_text(kubeconfig_text(f"http://198.19.0.1:{api_port}", TOKEN))
     pods: list[Pod] = []
     options = ("--cni-socket", "cni.sock", "--kubeconfig", str(kubeconfig), "--service-cidr", "198.18.97.0/24")
-    with cluster_of_nodes(tmp_path, 4, *options, readonly=1) as nodes, processes() as running:
+    with cluster_of_nodes(tmp_path, 4, *options, followers=1) as nodes, processes() as running:
         try:
             running.start(nodes[0].ns, sys.executable, "-m", "tests.support.k8s_apiserver", str(api_port), "--host", nodes[0].host)
             kube = KubeApi(nodes[0], api_port)

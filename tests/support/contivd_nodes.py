@@ -38,12 +38,23 @@ def _credentials(kwargs: dict[str, Any]) -> bool:
 
 class ContivdProcess:
     """One node (`--datapath none`): its API URL, its raft address, SIGKILL / SIGTERM / restart.
+    With `follower`, a follower of the store (`--follower`, `peers` = the voters; no Raft address).
     With `tls`, the node serves TLS on loopback too (`--tls always`) and calls verify its CA.
     get/post/delete without credentials go over the node's API socket, as root on the node
     does (loopback TCP without a token only reads); with a token, to the TCP URL."""
 
-    def __init__(self, name: str, root: Path, raft: str, api_port: int, peers: list[str], secret: str | None = SECRET, tls: bool = False):
-        self.name, self.raft, self.peers, self.secret = name, raft, peers, secret
+    def __init__(
+        self,
+        name: str,
+        root: Path,
+        raft: str,
+        api_port: int,
+        peers: list[str],
+        secret: str | None = SECRET,
+        tls: bool = False,
+        follower: bool = False,
+    ):
+        self.name, self.raft, self.peers, self.secret, self.follower = name, raft, peers, secret, follower
         self.data_dir = root / name
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{api_port}"
         self.api_listen = f"127.0.0.1:{api_port}"
@@ -60,8 +71,9 @@ class ContivdProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [
             sys.executable, "-m", "contivd", "run", "--node-name", self.name, "--data-dir", str(self.data_dir),
-            "--api-listen", self.api_listen, "--raft-listen", self.raft, "--datapath", "none", "--api-socket", str(self.socket),
+            "--api-listen", self.api_listen, "--datapath", "none", "--api-socket", str(self.socket),
         ]  # fmt: skip
+        args += ["--follower"] if self.follower else ["--raft-listen", self.raft]
         if self.peers:
             args += ["--peers", ",".join(self.peers)]
         args += list(self.extra)
@@ -151,14 +163,19 @@ class ContivdProcess:
 
 
 class ContivdCluster:
-    """N voter nodes on loopback with a cluster secret."""
+    """N voter nodes on loopback with a cluster secret, then `followers` followers of the store
+    (named follower0, ...; in `nodes` after the voters, and in `followers_of_the_store`)."""
 
-    def __init__(self, root: Path, size: int, secret: str | None = SECRET, tls: bool = False):
-        ports = free_ports(2 * size)
+    def __init__(self, root: Path, size: int, secret: str | None = SECRET, tls: bool = False, followers: int = 0):
+        ports = free_ports(2 * size + followers)
         rafts = [f"127.0.0.1:{ports[2 * i]}" for i in range(size)]
         self.nodes = [
             ContivdProcess(f"node{i}", root, rafts[i], ports[2 * i + 1], [r for r in rafts if r != rafts[i]], secret, tls) for i in range(size)
         ]
+        self.followers_of_the_store = [
+            ContivdProcess(f"follower{i}", root, "", ports[2 * size + i], rafts, secret, tls, follower=True) for i in range(followers)
+        ]
+        self.nodes += self.followers_of_the_store
 
     def start(self, timeout: float = 30) -> ContivdCluster:
         for node in self.nodes:
@@ -203,7 +220,7 @@ class ContivdCluster:
 
     def followers(self) -> list[ContivdProcess]:
         leader = self.leader()
-        return [n for n in self.nodes if n is not leader and n.alive()]
+        return [n for n in self.nodes if n is not leader and n.alive() and not n.follower]  # Raft followers, not followers of the store
 
     def close(self) -> None:
         for node in self.nodes:
@@ -213,9 +230,9 @@ class ContivdCluster:
 
 
 @contextmanager
-def running_cluster(root: Path, size: int, timeout: float = 30) -> Iterator[ContivdCluster]:
-    """A started cluster of `size` nodes, killed (by PID) on exit whatever happened."""
-    cluster = ContivdCluster(root, size)
+def running_cluster(root: Path, size: int, timeout: float = 30, followers: int = 0) -> Iterator[ContivdCluster]:
+    """A started cluster of `size` voters and `followers` followers of the store, killed (by PID) on exit whatever happened."""
+    cluster = ContivdCluster(root, size, followers=followers)
     try:
         yield cluster.start(timeout)
     finally:

@@ -36,13 +36,14 @@ FOLLOWER_MODULES: tuple[str, ...] = (
     "contivd.config",
     "contivd.logs",
     "contivd.cli",  # the `contivd` executable; `run` then imports these and contivd.main
+    "contivd.main",  # the composition root: the voter's and the datapath's parts load in contivd.voter / contivd.datapath
+    "contivd.roles",
     "contivd.ovs.errors",
     "contivd.tls.pki",
 )
 
-# What only a voter, the leader or the OVS datapath needs (PySyncObj, the netmaster's write
-# side, the Kubernetes watch, the node agent and its OpenFlow/OVSDB/netlink libraries, the CNI
-# server, BGP): none of it, nor any submodule, may be in sys.modules of a follower.
+# What only a voter, the leader or the OVS datapath needs (PySyncObj, the Kubernetes watch, the
+# node agent and its OpenFlow/OVSDB/netlink libraries, the CNI server, BGP): none of it, nor any submodule, may be in sys.modules of a follower.
 FOLLOWER_MUST_NOT_LOAD: tuple[str, ...] = (
     "pysyncobj.syncobj",  # the engine; raftstore._inet_shim registers an empty stand-in for pysyncobj.win_inet_pton
     "os_ken",
@@ -65,9 +66,9 @@ FOLLOWER_MUST_NOT_LOAD: tuple[str, ...] = (
     "contivd.k8s.client",
     "contivd.k8s.syncer",
     "contivd.k8s.reflector",
-    "contivd.netmaster.service",
-    "contivd.migrate",
-    "contivd.backup",
+    "contivd.migrate.client",
+    "contivd.migrate.verify",
+    "httpx",  # contivd's clients (ctl, import-contiv) only; it loads rich and pygments (~4 MB)
 )
 
 # What a voter with the OVS datapath adds on top (the benchmark's second half, in order).

@@ -93,3 +93,39 @@ def test_openflow_listen_is_a_unix_socket_or_a_loopback_port(given: str | None, 
 def test_routing_mode_with_one_uplink_is_accepted() -> None:
     config = load({"fwd_mode": "routing", "vlan_uplinks": "eth1"}, None, {})
     assert (config.fwd_mode, config.vlan_uplinks) == ("routing", ("eth1",))
+
+
+SECRET = "a-cluster-secret"
+
+
+def test_a_follower_takes_the_voters_from_peers_and_no_raft_address() -> None:
+    config = load({"follower": True, "peers": "127.0.0.1:9002,127.0.0.1:9003"}, None, {"CONTIVD_CLUSTER_SECRET": SECRET})
+    follower = config.follower_config()
+    assert follower.voters == ("127.0.0.1:9002", "127.0.0.1:9003") and follower.name == config.node_name and follower.secret == SECRET
+    with pytest.raises(ConfigError, match="a follower of the store is no Raft member"):
+        config.store_config()  # restore and recover make voters
+
+
+def test_readonly_is_a_deprecated_alias_of_follower(caplog: pytest.LogCaptureFixture) -> None:
+    env = {"CONTIVD_CLUSTER_SECRET": SECRET, "CONTIVD_READONLY": "true", "CONTIVD_RAFT_LISTEN": "127.0.0.1:9004"}  # as such nodes ran
+    config = load({"peers": "127.0.0.1:9002"}, None, env)
+    assert config.follower and config.follower_config().voters == ("127.0.0.1:9002",)
+    assert "--readonly is deprecated and will be removed: use --follower" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "flags, problem",
+    [
+        ({"follower": True}, "--follower needs --peers"),
+        ({"follower": True, "peers": "127.0.0.1:9002", "raft_listen": "127.0.0.1:9004"}, "a follower is not a Raft member"),
+        ({"follower": True, "peers": "127.0.0.1:9002,127.0.0.1:9002"}, "a voter address is listed twice"),
+    ],
+)
+def test_a_follower_without_voters_or_with_a_raft_address_is_refused(flags: dict[str, object], problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        load(flags, None, {"CONTIVD_CLUSTER_SECRET": SECRET})
+
+
+def test_a_follower_needs_the_cluster_secret() -> None:
+    with pytest.raises(ConfigError, match="--follower needs --cluster-secret, the same on every node"):
+        load({"follower": True, "peers": "127.0.0.1:9002"}, None, {})

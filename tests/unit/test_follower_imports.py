@@ -31,9 +31,9 @@ def test_the_follower_composition_loads_no_voter_leader_or_datapath_module() -> 
 
 def test_the_check_sees_a_heavy_module_when_one_is_loaded() -> None:
     """The other test's empty answer means something: the same check names what the voter's
-    composition root pulls in."""
-    found = loaded(modules_after("import contivd.main"))
-    assert {"pysyncobj.syncobj", "os_ken", "ovsdbapp", "pyroute2", "contivd.agent", "contivd.netmaster.service"} <= set(found)
+    and the OVS datapath's parts of the composition root pull in."""
+    found = loaded(modules_after("import contivd.voter, contivd.datapath"))
+    assert {"pysyncobj.syncobj", "os_ken", "ovsdbapp", "pyroute2", "contivd.agent", "contivd.k8s.syncer"} <= set(found)
     assert set(found) <= set(FOLLOWER_MUST_NOT_LOAD)
 
 

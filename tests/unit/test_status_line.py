@@ -53,3 +53,18 @@ def test_the_watching_leader_says_how_the_kubernetes_watch_does() -> None:
     assert "kubernetes" not in status_line(store(role="follower"), None, 0, KubeStatusView(watching=False, problems={}, services=0))
     unusable = KubeStatusView(watching=False, problems={"kubeconfig": "kubeconfig /etc/k cannot be used"}, services=0)
     assert status_line(store(role="follower"), None, 0, unusable).endswith("; kubernetes kubeconfig: kubeconfig /etc/k cannot be used")
+
+
+def test_a_follower_says_whom_it_follows_and_how_far_behind_it_is() -> None:
+    follower = store(
+        role="store_follower", self_address=None, term=0, readonly_members=0, revision=120, feed_voter="198.18.0.2:9002",
+        lag_revisions=3, lag_seconds=0.42,
+    )  # fmt: skip
+    assert status_line(follower, None, 2) == (
+        "follower of the store (revision 120, 3 behind, last heard 0.4 s ago); follows 198.18.0.2:9002; leader 198.18.0.1:9002; 2 endpoints on this node"
+    )
+    assert "follows no voter" in status_line(store(role="store_follower", self_address=None, feed_voter=None), None, 0)
+
+
+def test_a_voter_says_how_many_followers_it_feeds() -> None:
+    assert "; 3 voters (2 up), 1 read-only, 7 followers fed here; " in status_line(store(followers=7), None, 0)

@@ -81,11 +81,12 @@ function renderMembers(cluster) {
       el("td", { class: "num" }, num(m.term)),
       el("td", { class: "num" }, num(m.commitIndex)),
       el("td", { class: "num" }, num(m.lastApplied)),
+      el("td", {}, m.store),
       el("td", { class: "mono" }, m.raftAddress),
       el("td", { class: "mono" }, m.vtepIp),
     ),
   );
-  table(document.getElementById("members"), ["node", "role", "health", "term", "commit", "applied", "raft", "VTEP"], rows);
+  table(document.getElementById("members"), ["node", "role", "health", "term", "commit", "applied", "store", "raft", "VTEP"], rows);
   const problems = cluster.members.filter((m) => m.reasons.length).map((m) => `${m.name}: ${m.reasons.join("; ")}`);
   const unreachable = cluster.unreachable.map(
     (u) => `${cluster.self} has no Raft link to ${u.name} (${u.raftAddress}) since ${new Date(u.since * 1000).toISOString().slice(0, 19)}Z, ${ago(u.since)}`,

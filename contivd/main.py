@@ -31,6 +31,7 @@ from .http.forwarder import ForwardingClient
 from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
 from .http.local_socket import SocketInUseError, serve_unix
 from .http.tokens import Role
+from .memory import release_freed_memory
 from .metrics import StoreSummaries
 from .migrate.commit import IMPORT_PATH, ImportContext, register_import_route
 from .netmaster.service import Netmaster
@@ -226,6 +227,7 @@ async def _report_status(
 
     notifier.notify("READY=1", status())
     log.info("ready: %s", status().removeprefix("STATUS="))
+    release_freed_memory()
     while True:
         await trio.sleep(STATUS_SECONDS)
         notifier.notify(status())

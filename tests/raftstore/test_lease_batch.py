@@ -93,11 +93,20 @@ async def store_with_leases(n: int, ttl: float = 15.0) -> MemoryStore:
 
 
 async def test_concurrent_keepalives_are_one_proposal_each_caller_with_its_own_answer(autojump_clock: trio.testing.MockClock) -> None:
-    store = await store_with_leases(5)
+    """Lease 6 is revoked while the batch waits: its caller alone learns the lease is gone."""
+    store = await store_with_leases(6)
+    outcomes: list[Any] = []
     async with trio.open_nursery() as nursery:
         batcher = KeepaliveBatcher(store, lambda: True)
         nursery.start_soon(batcher.run)
-        outcomes = await renew_all(batcher, [1, 2, 3, 4, 5, 42, 3])
+
+        async def renew() -> None:
+            outcomes.extend(await renew_all(batcher, [1, 2, 3, 4, 5, 6, 3]))
+
+        async with trio.open_nursery() as callers:
+            callers.start_soon(renew)
+            await trio.sleep(WINDOW_SECONDS / 2)
+            await store.revoke_lease(6)
         nursery.cancel_scope.cancel()
     assert store.proposals["lease_keepalive_many"] == 1 and store.proposals["lease_keepalive"] == 0
     assert [o["lease"] for o in outcomes[:5]] == [1, 2, 3, 4, 5] and outcomes[6]["lease"] == 3

@@ -19,7 +19,8 @@ serves: it reaches a quorum of the voters and knows a leader. A follower leaves 
 does not (partitioned) or that goes silent.
 
 Requests: a follower's write (a command with its request id, so a retry elsewhere is
-deduplicated) is proposed through this voter's Store, and a linearizable read asks for this
+deduplicated) is proposed through this voter's Store (lease keepalives coalesced into one
+command per short window, `_lease_batch.py`), and a linearizable read asks for this
 voter's `sync()` revision; the answer carries the result, the follower waits until it applied
 that revision.
 """
@@ -40,6 +41,7 @@ import trio
 from ._base import StateMachineStore
 from ._errors import StoreError
 from ._feed_wire import changes_message, heartbeat_message, image_message
+from ._lease_batch import KeepaliveBatcher, is_keepalive
 from ._wire import Channel, WireError, data_body
 
 log = logging.getLogger("raftstore.feed")
@@ -137,8 +139,9 @@ class _Link:
 class Feed:
     """Serves the followers connected to this voter (see the module doc)."""
 
-    def __init__(self, store: StateMachineStore, serving: Callable[[], tuple[bool, str | None]]):
+    def __init__(self, store: StateMachineStore, serving: Callable[[], tuple[bool, str | None]], members_apply_lease_batches: Callable[[], bool]):
         self._store = store
+        self._keepalives = KeepaliveBatcher(store, members_apply_lease_batches)
         self._serving = serving  # (reaches a quorum and knows a leader, the leader)
         self._links: set[_Link] = set()
         self._ring: deque[_Batch] = deque(maxlen=RING_BATCHES)
@@ -157,6 +160,7 @@ class Feed:
             self._nursery = nursery
             nursery.start_soon(self._collect)
             nursery.start_soon(self._beat)
+            nursery.start_soon(self._keepalives.run)
 
     def adopt(self, sock: socket.socket, channel: Channel, hello: dict[str, Any], unsent: bytes) -> None:
         """Take over an authenticated follower connection (on the trio thread)."""
@@ -288,7 +292,8 @@ class Feed:
             if command is None:
                 reply["result"] = {"revision": await self._store.sync()}
             else:
-                reply["result"] = await self._store._propose(_forwarded(command))
+                forwarded = _forwarded(command)
+                reply["result"] = await (self._keepalives.renew(forwarded) if is_keepalive(forwarded) else self._store._propose(forwarded))
         except StoreError as exc:
             reply.update(error=type(exc).__name__, message=str(exc))
         link.push(Encoded(reply))  # a link that went meanwhile: the follower retries elsewhere (the request id deduplicates)

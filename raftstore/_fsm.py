@@ -70,6 +70,9 @@ class StateMachine:
     # Set only by a restore or a recovery, which start a new cluster from an image. A class
     # default, so state machines pickled into snapshots before it existed still load.
     cluster_id: str | None = None
+    # Commands applied (those inside a group-commit batch one by one): what the log costs,
+    # counted the same on every member. A class default for snapshots taken before it existed.
+    commands_applied = 0
 
     def __init__(self, history_limit: int = 10_000, dedup_limit: int = 10_000):
         self.revision = 0
@@ -126,6 +129,11 @@ class StateMachine:
 
     def lease_count(self) -> int:
         return len(self._leases)
+
+    def lease_ttl(self, lease_id: int) -> float | None:
+        """The lease's ttl, None if this member holds no such lease."""
+        lease = self._leases.get(lease_id)
+        return None if lease is None else lease.ttl
 
     def events_since(self, revision: int, prefix: str) -> list[HistoryRecord] | None:
         """History records with revision >= `revision` under `prefix`; None if compacted away."""
@@ -190,7 +198,10 @@ class StateMachine:
         except ValueError:
             return {"error": "bad_command", "message": "undecodable command"}
         if isinstance(command, dict) and command.get("op") == "batch" and command.get("v") == COMMAND_VERSION:
-            return [self._apply_command(c) for c in command.get("cmds", [])]
+            commands = command.get("cmds", [])
+            self.commands_applied += len(commands)
+            return [self._apply_command(c) for c in commands]
+        self.commands_applied += 1
         return self._apply_command(command)
 
     def _apply_command(self, command: Any) -> dict[str, Any]:
@@ -259,6 +270,12 @@ class StateMachine:
             return {"error": "lease_not_found", "message": f"lease {command['id']} does not exist (expired or revoked)"}
         lease.expires_at = max(lease.expires_at, float(command["now"]) + lease.ttl)
         return {"lease": command["id"], "expires_at": lease.expires_at}
+
+    def _lease_keepalive_many(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Renew many leases at one `now` (a voter's coalesced keepalives of its followers):
+        per id in order, exactly what a single `lease_keepalive` at that `now` answers, so an
+        unknown id fails alone and a repeated id renews twice to the same deadline."""
+        return {"results": [self._lease_keepalive({"id": lease_id, "now": command["now"]}) for lease_id in command["ids"]]}
 
     def _lease_revoke(self, command: dict[str, Any]) -> dict[str, Any]:
         lease = self._leases.get(command["id"])
@@ -330,5 +347,6 @@ _HANDLERS = {
     "txn": StateMachine._txn,
     "lease_grant": StateMachine._lease_grant,
     "lease_keepalive": StateMachine._lease_keepalive,
+    "lease_keepalive_many": StateMachine._lease_keepalive_many,  # needs wire format 3 on every member (_lease_batch.py)
     "lease_revoke": StateMachine._lease_revoke,
 }

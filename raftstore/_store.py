@@ -34,6 +34,7 @@ from ._consensus import DENIED, FAIL_NAMES, RETRYABLE, SUCCESS, Consensus
 from ._errors import StoreClosedError, StoreConfigError, StoreError, UnavailableError
 from ._feed import Feed
 from ._fsm import StateMachine
+from ._lease_batch import every_member_speaks
 from ._node import RaftNode
 from ._types import LeadershipChange, StoreStatistics, commit_blockers
 
@@ -113,7 +114,8 @@ class Store(StateMachineStore):
         self._apply_seconds = 0.0
         self._last_entry_commands = 1
         self._started = time.time()  # "unreachable since" for a voter never reached
-        self._feed = Feed(self, self._feed_serving)  # followers of the store connected to this voter
+        # followers of the store connected to this voter; their keepalives batched once every member can apply that
+        self._feed = Feed(self, self._feed_serving, lambda: every_member_speaks(self.config.wire_format, self.node.status()))
 
     # ---- wiring from ticks -------------------------------------------------------------------
 
@@ -465,7 +467,9 @@ class Store(StateMachineStore):
         connected = tuple(a for a, up in members if up)
         voters = tuple(sorted([a for a, _ in members] + ([self.config.listen] if self.config.listen else [])))
         started = self._started
-        revision, keys, leases, cluster_id = node.read(lambda f: (f.revision, f.key_count(), f.lease_count(), f.cluster_id))
+        revision, keys, leases, cluster_id, commands = node.read(
+            lambda f: (f.revision, f.key_count(), f.lease_count(), f.cluster_id, f.commands_applied)
+        )
         return StoreStatistics(
             self_address=self.config.listen,
             role="readonly" if self.config.readonly else status.role,
@@ -485,6 +489,7 @@ class Store(StateMachineStore):
             cluster_id=cluster_id,
             wire_formats=status.wire_formats,
             followers=self._feed.followers,
+            commands_applied=commands,
             disk_problem=None if disk is None else disk.message,
             disk_problem_since=None if disk is None else disk.since,
             unreachable_voters=tuple((a, status.down_since.get(a, started)) for a, up in members if not up),

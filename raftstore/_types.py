@@ -142,6 +142,7 @@ class StoreStatistics:
     feed_voter: str | None = None
     lag_revisions: int = 0
     lag_seconds: float = 0.0
+    commands_applied: int = 0  # a Raft member: log commands its state machine applied (a group-commit entry counts each of its commands)
 
 
 def commit_blockers(

@@ -17,7 +17,11 @@ hello (a downgrade makes the two sides' associated data differ and the first fra
 Format versions (WIRE_VERSIONS):
 1. messages are msgpack maps, PySyncObj's dicts as they are;
 2. messages are msgpack arrays `[code, present-fields bitmap, values...]` by the schema
-   below: smaller and cheaper to encode than maps.
+   below: smaller and cheaper to encode than maps;
+3. encoded as 2; a member speaking it applies the log command `lease_keepalive_many`. A
+   command op no older release knows may enter the log only once every member can apply it,
+   and the negotiated format is what one member sees of its peers' releases: a voter
+   proposes such a command only while it links every voter at 3 or more (`_lease_batch.py`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any, Protocol
 
 import msgpack
 
-WIRE_VERSIONS = (1, 2)  # oldest first; a member speaks every version from its configured newest down to 1
+WIRE_VERSIONS = (1, 2, 3)  # oldest first; a member speaks every version from its configured newest down to 1
 CURRENT_VERSION = WIRE_VERSIONS[-1]
 MAGIC = b"RSTW"
 MAX_FRAME_BYTES = 256 * 1024 * 1024  # a longer announced frame is garbage: drop the connection, buffer nothing

@@ -27,7 +27,7 @@ from ._types import LeadershipChange, StoreStatistics
 T = TypeVar("T")
 # What a failure can be injected into: the commands writes propose, and "sync" for sync() and
 # linearizable get/list.
-Operation = Literal["txn", "lease_grant", "lease_keepalive", "lease_revoke", "sync"]
+Operation = Literal["txn", "lease_grant", "lease_keepalive", "lease_keepalive_many", "lease_revoke", "sync"]
 _NEVER_HOLDS = {"key": "/memorystore/never", "check": "mod_revision", "value": -1}  # mod revisions are >= 0
 
 

@@ -1,0 +1,453 @@
+"""Followers of the store at scale (issue 27): what a follower costs the voters, and itself.
+
+(a) Real `contivd run --datapath none` processes on loopback with a cluster secret: 3 voters
+and K followers of the store (`--follower --peers <voters>`; `--follower-flag --readonly` runs
+them as read-only Raft members instead, the pre-issue-27 way), for K = 0, 16, 32 (`--quick`:
+0, 8). Per K: the leader's CPU per write (sequential tenant creates through its API socket;
+utime + stime of the leader process from /proc, so the other processes on a 2-core machine do
+not count), idle CPU of the voters and followers (% of a core), write → applied on every
+follower p50/p99 (each follower's `/status/events` stream announces the revision its typed
+state — `contivd.state.StateCache` — has reached; a write is applied on a follower at the first
+announcement of the revision the leader announced for it; writes are paced 0.4 s apart so
+that the stream's 0.25 s throttle never delays one), and VmRSS per role.
+
+(b) One raftstore voter (`python -m raftstore serve`, a 1-voter cluster with a cluster secret)
+feeding 1 000 simulated followers (`--quick`: 200) run by a few processes of this script
+(`--simulate`), each holding hundreds of `open_follower` FollowerStores on one trio loop:
+the real follower protocol (hello, sealed frames, the feed), the real state machine, and on
+top of each a `contivd.state.StateCache` that decodes every change into contivd's typed state
+as a node does. Each simulated follower records when its StateCache reached each revision
+(CLOCK_MONOTONIC, system-wide on Linux, so the processes compare); write → applied on all is,
+per write, the last of those times minus the moment the write was sent to the voter. Also the
+voter's CPU per write (sequential unpaced puts) and its idle CPU with every follower connected.
+The simulated followers derive the cluster key once per process (`derive_key` cached): a real
+node derives it once at start, 1 000 in one process would spend minutes on PBKDF2.
+
+The machine running this is small and shared (2 cores here): wall-clock latencies include
+waiting for a core behind the simulated followers themselves; CPU figures come from /proc.
+The last line printed is one JSON object with every figure.
+
+    python3 benchmarks/scale_bench.py [--quick] [--follower-flag --readonly] [--part a|b|both]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import contextlib
+import functools
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
+
+from tests.support.contivd_nodes import SECRET, ContivdCluster, ContivdProcess  # noqa: E402
+from tests.support.raft_processes import Cluster  # noqa: E402
+from tests.support.waiting import free_ports, wait_for  # noqa: E402
+
+WRITE_PACE = 0.4  # seconds between paced writes (above the status stream's 0.25 s throttle)
+FEED_WRITE_PACE = 0.25
+SETTLE_SECONDS = 3.0  # after start-up, before idle CPU is measured
+TENANT = "/contiv.io/obj/modeldb/tenant/"  # contivd.state.keys.model_prefix("tenant")
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of one process so far (/proc/PID/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def idle_cpu_pct(pids: list[int], seconds: float) -> list[float]:
+    """% of a core each process spent over `seconds` of wall time in which nothing is asked of it."""
+    before, started = [cpu_seconds(p) for p in pids], time.monotonic()
+    time.sleep(seconds)
+    elapsed = time.monotonic() - started
+    return [(cpu_seconds(p) - b) / elapsed * 100 for p, b in zip(pids, before, strict=True)]
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def raise_fd_limit() -> None:
+    """1 000 follower sockets on each side: as many descriptors as the hard limit allows."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+# ---- (a) contivd voters and followers -------------------------------------------------------
+
+
+class StoreEvents:
+    """One node's `/status/events` stream on a thread: (monotonic time, revision) of every
+    `store` event, i.e. each time the node's typed state reached a new revision."""
+
+    def __init__(self, node: ContivdProcess):
+        self.node = node
+        self.seen: list[tuple[float, int]] = []
+        self.opened = threading.Event()
+        self.failed: BaseException | None = None
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            with self.node.socket_client(timeout=None) as client, client.stream("GET", "/status/events") as answer:
+                self.opened.set()
+                event = ""
+                for line in answer.iter_lines():
+                    if line.startswith("event:"):
+                        event = line[6:].strip()
+                    elif line.startswith("data:") and event == "store":
+                        self.seen.append((time.monotonic(), int(json.loads(line[5:])["revision"])))
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller; the stream ends with the node
+            self.failed = exc
+            self.opened.set()
+
+    def applied_at(self, revision: int) -> float | None:
+        """When this node first announced `revision` or a later one."""
+        for moment, seen in list(self.seen):
+            if seen >= revision:
+                return moment
+        return None
+
+
+def create_tenant(client: Any, name: str) -> None:
+    answer = client.post(f"/api/v1/tenants/{name}/", json={"tenantName": name}, headers={"Accept": "application/json"})
+    if answer.status_code != 200:
+        raise RuntimeError(f"create tenant {name}: {answer.status_code} {answer.text[:200]}")
+
+
+def start_followers(root: Path, cluster: ContivdCluster, count: int, flag: str) -> list[ContivdProcess]:
+    ports = free_ports(2 * count)
+    voters = [node.raft for node in cluster.nodes]
+    followers = []
+    for i in range(count):
+        node = ContivdProcess(f"follower{i}", root, f"127.0.0.1:{ports[2 * i]}", ports[2 * i + 1], voters)
+        node.extra = (flag,)
+        followers.append(node.start())
+    return followers
+
+
+def ready_or_exit(node: ContivdProcess) -> bool:
+    if not node.alive():
+        raise RuntimeError(f"{node.name} exited:\n{node.log_text()}")
+    return node.ready()
+
+
+def bench_contivd(root: Path, k: int, writes: int, paced: int, idle: float, flag: str) -> dict[str, float]:
+    """3 voters + `k` followers: the figures of part (a) for this K (see the module doc)."""
+    cluster = ContivdCluster(root / f"k{k}", 3)
+    followers: list[ContivdProcess] = []
+    try:
+        cluster.start(timeout=120)
+        followers = start_followers(root / f"k{k}", cluster, k, flag)
+        for node in followers:
+            wait_for(lambda n=node: ready_or_exit(n), 300, f"{node.name} ready", 0.5)
+        leader = cluster.leader()
+        voters = [leader] + [n for n in cluster.nodes if n is not leader]
+        voter_pids = [n.proc.pid for n in voters if n.proc]
+        follower_pids = [n.proc.pid for n in followers if n.proc]
+        time.sleep(SETTLE_SECONDS)
+
+        idle_pct = idle_cpu_pct(voter_pids + follower_pids, idle)
+        figures: dict[str, float] = {
+            "leader_idle_cpu_pct": idle_pct[0],
+            "voter_idle_cpu_pct": mean(idle_pct[1:3]),
+        }
+        if k:
+            figures["follower_idle_cpu_pct"] = mean(idle_pct[3:])
+            figures["follower_idle_cpu_pct_max"] = max(idle_pct[3:])
+
+        with leader.socket_client(timeout=30) as client:
+            create_tenant(client, "warmup")
+            before = [cpu_seconds(p) for p in voter_pids + follower_pids]
+            for i in range(writes):
+                create_tenant(client, f"cpu{i}")
+            spent = [cpu_seconds(p) - b for p, b in zip(voter_pids + follower_pids, before, strict=True)]
+            figures["leader_cpu_ms_per_write"] = spent[0] / writes * 1000
+            figures["voter_cpu_ms_per_write"] = mean(spent[1:3]) / writes * 1000
+            if k:
+                figures["follower_cpu_ms_per_write"] = mean(spent[3:]) / writes * 1000
+                figures.update(applied_latencies(client, leader, followers, paced))
+
+        figures["voter_rss_mb"] = mean([rss_mb(p) for p in voter_pids])
+        if k:
+            figures["follower_rss_mb"] = mean([rss_mb(p) for p in follower_pids])
+        return figures
+    finally:
+        for node in followers:
+            node.kill()
+            node.log.close()
+        cluster.close()
+
+
+def applied_latencies(client: Any, leader: ContivdProcess, followers: list[ContivdProcess], paced: int) -> dict[str, float]:
+    """Paced tenant creates; per write and follower: sent → that follower announced it."""
+    streams = [StoreEvents(node) for node in [leader, *followers]]
+    for stream in streams:
+        stream.opened.wait(30)
+        if stream.failed:
+            raise RuntimeError(f"{stream.node.name}: /status/events: {stream.failed}")
+    time.sleep(1)  # each stream's first (catch-up) event is out
+    sent = []
+    for i in range(paced):
+        sent.append(time.monotonic())
+        create_tenant(client, f"paced{i}")
+        time.sleep(max(0.0, sent[-1] + WRITE_PACE - time.monotonic()))
+    time.sleep(2)
+    leader_events = streams[0].seen
+    per_follower: list[float] = []
+    on_all: list[float] = []
+    for i, start in enumerate(sent):
+        end = sent[i + 1] if i + 1 < len(sent) else float("inf")
+        revisions = [rev for moment, rev in leader_events if start <= moment < end]
+        if not revisions:
+            raise RuntimeError(f"the leader announced no revision for paced write {i}")
+        moments = [stream.applied_at(max(revisions)) for stream in streams[1:]]
+        missing = [s.node.name for s, m in zip(streams[1:], moments, strict=True) if m is None]
+        if missing:
+            raise RuntimeError(f"paced write {i} (revision {max(revisions)}) never announced by {', '.join(missing)}")
+        latencies = [m - start for m in moments if m is not None]
+        per_follower += latencies
+        on_all.append(max(latencies))
+    return {
+        "applied_p50_ms": percentile(per_follower, 0.5) * 1000,
+        "applied_p99_ms": percentile(per_follower, 0.99) * 1000,
+        "applied_all_p50_ms": percentile(on_all, 0.5) * 1000,
+        "applied_all_p99_ms": percentile(on_all, 0.99) * 1000,
+    }
+
+
+# ---- (b) one voter, many simulated followers -------------------------------------------------
+
+
+async def simulate(voter: str, prefix: str, count: int) -> None:
+    """`--simulate`: `count` FollowerStores of `voter`, each under a StateCache; prints `ready`
+    once all hold the voter's state, then, when stdin closes, one JSON line: per follower the
+    (revision, monotonic time) its typed state reached, and what the typed state holds."""
+    import trio
+
+    import raftstore._crypto
+    from contivd.state import StateCache
+    from raftstore import FollowerConfig, open_follower
+
+    raftstore._crypto.derive_key = functools.lru_cache(raftstore._crypto.derive_key)  # type: ignore[assignment]
+    secret = os.environ["CONTIVD_CLUSTER_SECRET"]
+    reached: list[list[float]] = [[] for _ in range(count)]
+    caches: list[Any] = [None] * count
+
+    async def follow(index: int, task_status: Any) -> None:
+        config = FollowerConfig(voters=(voter,), name=f"{prefix}-{index}", secret=secret, request_timeout=60)
+        async with open_follower(config) as store:
+            await store.sync()
+            cache = caches[index] = StateCache(store)
+            cache.catch_up()
+            task_status.started()
+            log = reached[index]
+            async for _ in store.watch("/contiv.io/", start_revision=cache.snapshot.revision + 1):
+                log += (cache.catch_up().revision, time.monotonic())
+
+    async with trio.open_nursery() as nursery:
+        for index in range(count):
+            await nursery.start(follow, index)
+        print("ready", flush=True)
+        await trio.to_thread.run_sync(sys.stdin.read)
+        tenants = [len(c.snapshot.objects.get("tenant", {})) for c in caches]
+        problems = sum(len(c.snapshot.problems) for c in caches)
+        print(json.dumps({"reached": reached, "tenants": tenants, "problems": problems}), flush=True)
+        nursery.cancel_scope.cancel()
+
+
+class Simulators:
+    """The `--simulate` processes, killed by PID on close."""
+
+    def __init__(self, voter: str, processes: int, per_process: int, log_dir: Path):
+        env = {**os.environ, "CONTIVD_CLUSTER_SECRET": SECRET}
+        self.procs = []
+        for j in range(processes):
+            log = open(log_dir / f"sim{j}.log", "ab")
+            args = [sys.executable, __file__, "--simulate", str(per_process), "--voter", voter, "--prefix", f"sim{j}"]
+            self.procs.append(subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, text=True))
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for proc in self.procs:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()  # blocks; the deadline is checked after each process
+            if line.strip() != "ready" or time.monotonic() > deadline:
+                raise RuntimeError(f"a simulator did not get ready in {timeout}s (exit {proc.poll()}): {line!r}")
+
+    def reports(self) -> list[dict[str, Any]]:
+        out = []
+        for proc in self.procs:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.close()
+            out.append(json.loads(proc.stdout.readline()))
+        return out
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=10)
+
+
+def bench_feed(root: Path, followers: int, processes: int, writes: int, paced: int, idle: float) -> dict[str, float]:
+    """Part (b): one voter, `followers` simulated followers over `processes` processes."""
+    root.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(root, 1)
+    simulators: Simulators | None = None
+    try:
+        cluster.start()
+        voter = cluster.members[0]
+        assert voter.proc is not None and voter.listen is not None
+        pid = voter.proc.pid
+        voter.call("put", key=f"{TENANT}seed", value={"tenantName": "seed"})
+        idle_alone = idle_cpu_pct([pid], idle)[0]
+        simulators = Simulators(voter.listen, processes, followers // processes, root)
+        simulators.wait_ready(600)
+        connected = voter.status()["followers"]
+        if connected != followers:
+            raise RuntimeError(f"the voter serves {connected} followers, not {followers}")
+        time.sleep(SETTLE_SECONDS)
+        sim_pids = [p.pid for p in simulators.procs]
+        idle_pct = idle_cpu_pct([pid, *sim_pids], idle)
+
+        before = cpu_seconds(pid)
+        for i in range(writes):
+            voter.call("put", key=f"{TENANT}cpu{i}", value={"tenantName": f"cpu{i}"})
+        cpu_per_write = (cpu_seconds(pid) - before) / writes
+        time.sleep(2)  # the simulated followers catch up before the paced writes
+
+        sent: list[tuple[float, float, int]] = []  # sent, committed (answered), revision
+        for i in range(paced):
+            start = time.monotonic()
+            revision = int(voter.call("put", key=f"{TENANT}paced{i}", value={"tenantName": f"paced{i}"}))
+            sent.append((start, time.monotonic(), revision))
+            time.sleep(max(0.0, start + FEED_WRITE_PACE - time.monotonic()))
+        time.sleep(3)
+        reports = simulators.reports()
+        tenants = {t for report in reports for t in report["tenants"]}
+        if tenants != {1 + writes + paced} or any(report["problems"] for report in reports):
+            raise RuntimeError(f"the simulated followers' typed state holds {sorted(tenants)} tenants, not {1 + writes + paced}")
+        reached = [log for report in reports for log in report["reached"]]
+        on_all, after_commit = applied_on_all(reached, sent)
+        return {
+            "voter_idle_cpu_pct_alone": idle_alone,
+            "voter_idle_cpu_pct": idle_pct[0],
+            "simulator_idle_cpu_pct_per_follower": sum(idle_pct[1:]) / followers,
+            "voter_cpu_ms_per_write": cpu_per_write * 1000,
+            "write_commit_p50_ms": percentile([c - s for s, c, _ in sent], 0.5) * 1000,
+            "applied_all_p50_ms": percentile(on_all, 0.5) * 1000,
+            "applied_all_p99_ms": percentile(on_all, 0.99) * 1000,
+            "applied_all_after_commit_p99_ms": percentile(after_commit, 0.99) * 1000,
+            "voter_rss_mb": rss_mb(pid),
+        }
+    finally:
+        if simulators is not None:
+            simulators.close()
+        cluster.close()
+
+
+def applied_on_all(reached: list[list[float]], sent: list[tuple[float, float, int]]) -> tuple[list[float], list[float]]:
+    """Per write: the last follower's (revision reached ≥ the write's) time minus the send time,
+    and minus the commit (answer) time. `reached` holds flat (revision, time) pairs per follower."""
+    on_all, after_commit = [], []
+    logs = [(log[0::2], log[1::2]) for log in reached]
+    for start, committed, revision in sent:
+        last = 0.0
+        for revisions, moments in logs:
+            at = bisect.bisect_left(revisions, revision)
+            if at == len(revisions):
+                raise RuntimeError(f"a simulated follower never reached revision {revision}")
+            last = max(last, moments[at])
+        on_all.append(last - start)
+        after_commit.append(last - committed)
+    return on_all, after_commit
+
+
+# ---- main ------------------------------------------------------------------------------------
+
+
+def rounded(figures: dict[str, float]) -> dict[str, float]:
+    return {name: round(value, 3) for name, value in figures.items()}
+
+
+@contextlib.contextmanager
+def scratch() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="scale-bench-") as tmp:
+        yield Path(tmp)
+
+
+def run_part(label: str, run: Callable[[], dict[str, float]]) -> dict[str, float]:
+    started = time.monotonic()
+    figures = rounded(run())
+    print(f"{label} ({time.monotonic() - started:.0f} s): " + ", ".join(f"{k} {v:g}" for k, v in figures.items()), flush=True)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="K = 0, 8; 200 simulated followers; fewer writes")
+    parser.add_argument("--part", choices=("a", "b", "both"), default="both")
+    parser.add_argument("--follower-flag", default="--follower", help="the `contivd run` flag that makes a follower (--readonly: a read-only Raft member)")
+    parser.add_argument("--simulate", type=int, help=argparse.SUPPRESS)  # internal: a simulator process of part (b)
+    parser.add_argument("--voter", help=argparse.SUPPRESS)
+    parser.add_argument("--prefix", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    raise_fd_limit()
+    if args.simulate:
+        import trio
+
+        trio.run(simulate, args.voter, args.prefix, args.simulate)
+        return
+    ks = (0, 8) if args.quick else (0, 16, 32)
+    writes, paced, idle = (100, 20, 8.0) if args.quick else (300, 50, 15.0)
+    sim_followers = 200 if args.quick else 1000
+    figures: dict[str, Any] = {"quick": args.quick, "follower_flag": args.follower_flag}
+    with scratch() as root:
+        if args.part in ("a", "both"):
+            for k in ks:
+                result = run_part(f"(a) 3 voters + {k} followers", lambda k=k: bench_contivd(root, k, writes, paced, idle, args.follower_flag))
+                for name, value in result.items():
+                    figures[f"{name}_k{k}"] = value
+            top = ks[-1]
+            figures["follower_idle_cpu_pct"] = figures[f"follower_idle_cpu_pct_k{top}"]
+            figures["follower_rss_mb"] = figures[f"follower_rss_mb_k{top}"]
+            figures[f"leader_cpu_ratio_k{top}_vs_k0"] = round(figures[f"leader_cpu_ms_per_write_k{top}"] / figures["leader_cpu_ms_per_write_k0"], 3)
+        if args.part in ("b", "both"):
+            processes = 4
+            result = run_part(
+                f"(b) 1 voter + {sim_followers} simulated followers", lambda: bench_feed(root / "feed", sim_followers, processes, writes, paced * 2, idle)
+            )
+            for name, value in result.items():
+                figures[f"{name}_{sim_followers}"] = value
+    print(json.dumps(figures, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

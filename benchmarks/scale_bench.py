@@ -1,14 +1,14 @@
 """Followers of the store at scale (issue 27): what a follower costs the voters, and itself.
 
 (a) Real `contivd run --datapath none` processes on loopback with a cluster secret: 3 voters
-and K followers of the store (`--follower --peers <voters>`; `--follower-flag --readonly` runs
+and K followers of the store (`--follower --peers <voters>`; `--follower-flag=--readonly` runs
 them as read-only Raft members instead, the pre-issue-27 way), for K = 0, 16, 32 (`--quick`:
 0, 8). Per K: the leader's CPU per write (sequential tenant creates through its API socket;
 utime + stime of the leader process from /proc, so the other processes on a 2-core machine do
 not count), idle CPU of the voters and followers (% of a core), write → applied on every
 follower p50/p99 (each follower's `/status/events` stream announces the revision its typed
-state — `contivd.state.StateCache` — has reached; a write is applied on a follower at the first
-announcement of the revision the leader announced for it; writes are paced 0.4 s apart so
+state — `contivd.state.StateCache` — has reached; a write is applied on a follower at its first
+announcement of the revision the leader announced first after the write was sent; writes are paced 0.6 s apart so
 that the stream's 0.25 s throttle never delays one), and VmRSS per role.
 
 (b) One raftstore voter (`python -m raftstore serve`, a 1-voter cluster with a cluster secret)
@@ -27,7 +27,7 @@ The machine running this is small and shared (2 cores here): wall-clock latencie
 waiting for a core behind the simulated followers themselves; CPU figures come from /proc.
 The last line printed is one JSON object with every figure.
 
-    python3 benchmarks/scale_bench.py [--quick] [--follower-flag --readonly] [--part a|b|both]
+    python3 benchmarks/scale_bench.py [--quick] [--follower-flag=--readonly] [--part a|b|both]
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import argparse
 import bisect
 import contextlib
 import functools
+import inspect
 import json
 import os
 import resource
@@ -44,7 +45,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,9 @@ from tests.support.contivd_nodes import SECRET, ContivdCluster, ContivdProcess  
 from tests.support.raft_processes import Cluster  # noqa: E402
 from tests.support.waiting import free_ports, wait_for  # noqa: E402
 
-WRITE_PACE = 0.4  # seconds between paced writes (above the status stream's 0.25 s throttle)
+WRITE_PACE = 0.6  # seconds between paced writes: a tenant create makes two revisions, the status stream announces at most one per 0.25 s
 FEED_WRITE_PACE = 0.25
+SIMULATORS = 4  # processes running the simulated followers of part (b)
 SETTLE_SECONDS = 3.0  # after start-up, before idle CPU is measured
 TENANT = "/contiv.io/obj/modeldb/tenant/"  # contivd.state.keys.model_prefix("tenant")
 
@@ -109,13 +111,15 @@ class StoreEvents:
         self.node = node
         self.seen: list[tuple[float, int]] = []
         self.opened = threading.Event()
+        self.closing = False
         self.failed: BaseException | None = None
+        self.client = node.socket_client(timeout=None)
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
     def _read(self) -> None:
         try:
-            with self.node.socket_client(timeout=None) as client, client.stream("GET", "/status/events") as answer:
+            with self.client.stream("GET", "/status/events") as answer:
                 self.opened.set()
                 event = ""
                 for line in answer.iter_lines():
@@ -123,9 +127,17 @@ class StoreEvents:
                         event = line[6:].strip()
                     elif line.startswith("data:") and event == "store":
                         self.seen.append((time.monotonic(), int(json.loads(line[5:])["revision"])))
-        except BaseException as exc:  # noqa: BLE001 - reported by the caller; the stream ends with the node
-            self.failed = exc
+        except Exception as exc:  # noqa: BLE001 - reported by the caller, unless it closed the stream
+            if not self.closing:
+                self.failed = exc
+        finally:
             self.opened.set()
+
+    def close(self) -> None:
+        """End the stream (its cluster events every 2 s would count as the node's idle CPU)."""
+        self.closing = True
+        self.client.close()
+        self.thread.join(10)
 
     def applied_at(self, revision: int) -> float | None:
         """When this node first announced `revision` or a later one."""
@@ -141,13 +153,26 @@ def create_tenant(client: Any, name: str) -> None:
         raise RuntimeError(f"create tenant {name}: {answer.status_code} {answer.text[:200]}")
 
 
-def start_followers(root: Path, cluster: ContivdCluster, count: int, flag: str) -> list[ContivdProcess]:
+def leader_revision(client: Any) -> int:
+    """The revision the leader's typed state is at (its status snapshot)."""
+    return int(client.get("/status/api/snapshot", headers={"Accept": "application/json"}).json()["revision"])
+
+
+def start_followers(root: Path, cluster: ContivdCluster, first: int, count: int, flag: str) -> list[ContivdProcess]:
+    """`count` nodes started with `flag` and the voters as --peers. A harness that knows followers
+    of the store (`follower=True`: no --raft-listen) runs them so; an older one passes --raft-listen,
+    which a read-only member (`--readonly` before followers of the store) ignores."""
     ports = free_ports(2 * count)
     voters = [node.raft for node in cluster.nodes]
+    knows_followers = "follower" in inspect.signature(ContivdProcess).parameters
     followers = []
-    for i in range(count):
-        node = ContivdProcess(f"follower{i}", root, f"127.0.0.1:{ports[2 * i]}", ports[2 * i + 1], voters)
-        node.extra = (flag,)
+    for i in range(first, first + count):
+        if knows_followers:
+            node = ContivdProcess(f"follower{i}", root, "", ports[2 * (i - first) + 1], voters, follower=True)  # type: ignore[call-arg,unused-ignore]
+            node.extra = () if flag == "--follower" else (flag,)
+        else:
+            node = ContivdProcess(f"follower{i}", root, f"127.0.0.1:{ports[2 * (i - first)]}", ports[2 * (i - first) + 1], voters)
+            node.extra = (flag,)
         followers.append(node.start())
     return followers
 
@@ -158,46 +183,28 @@ def ready_or_exit(node: ContivdProcess) -> bool:
     return node.ready()
 
 
-def bench_contivd(root: Path, k: int, writes: int, paced: int, idle: float, flag: str) -> dict[str, float]:
-    """3 voters + `k` followers: the figures of part (a) for this K (see the module doc)."""
-    cluster = ContivdCluster(root / f"k{k}", 3)
+def bench_contivd(root: Path, ks: tuple[int, ...], writes: int, paced: int, idle: float, flag: str) -> dict[int, dict[str, float]]:
+    """3 voters, then followers added until there are k of each `ks`: the figures of part (a) per
+    K (see the module doc). One cluster throughout, so that every K has the same leader."""
+    cluster = ContivdCluster(root, 3)
     followers: list[ContivdProcess] = []
+    results = {}
     try:
         cluster.start(timeout=120)
-        followers = start_followers(root / f"k{k}", cluster, k, flag)
-        for node in followers:
-            wait_for(lambda n=node: ready_or_exit(n), 300, f"{node.name} ready", 0.5)
         leader = cluster.leader()
         voters = [leader] + [n for n in cluster.nodes if n is not leader]
         voter_pids = [n.proc.pid for n in voters if n.proc]
-        follower_pids = [n.proc.pid for n in followers if n.proc]
-        time.sleep(SETTLE_SECONDS)
-
-        idle_pct = idle_cpu_pct(voter_pids + follower_pids, idle)
-        figures: dict[str, float] = {
-            "leader_idle_cpu_pct": idle_pct[0],
-            "voter_idle_cpu_pct": mean(idle_pct[1:3]),
-        }
-        if k:
-            figures["follower_idle_cpu_pct"] = mean(idle_pct[3:])
-            figures["follower_idle_cpu_pct_max"] = max(idle_pct[3:])
-
-        with leader.socket_client(timeout=30) as client:
-            create_tenant(client, "warmup")
-            before = [cpu_seconds(p) for p in voter_pids + follower_pids]
-            for i in range(writes):
-                create_tenant(client, f"cpu{i}")
-            spent = [cpu_seconds(p) - b for p, b in zip(voter_pids + follower_pids, before, strict=True)]
-            figures["leader_cpu_ms_per_write"] = spent[0] / writes * 1000
-            figures["voter_cpu_ms_per_write"] = mean(spent[1:3]) / writes * 1000
-            if k:
-                figures["follower_cpu_ms_per_write"] = mean(spent[3:]) / writes * 1000
-                figures.update(applied_latencies(client, leader, followers, paced))
-
-        figures["voter_rss_mb"] = mean([rss_mb(p) for p in voter_pids])
-        if k:
-            figures["follower_rss_mb"] = mean([rss_mb(p) for p in follower_pids])
-        return figures
+        for k in ks:
+            started = time.monotonic()
+            followers += start_followers(root, cluster, len(followers), k - len(followers), flag)
+            for node in followers:
+                wait_for(lambda n=node: ready_or_exit(n), 300, f"{node.name} ready", 0.5)
+            if cluster.leader() is not leader:
+                raise RuntimeError("the leader changed while followers started")
+            time.sleep(SETTLE_SECONDS)
+            results[k] = measure_contivd(leader, voter_pids, followers, writes, paced, idle)
+            print(f"(a) 3 voters + {k} followers ({time.monotonic() - started:.0f} s): {shown(results[k])}", flush=True)
+        return results
     finally:
         for node in followers:
             node.kill()
@@ -205,9 +212,49 @@ def bench_contivd(root: Path, k: int, writes: int, paced: int, idle: float, flag
         cluster.close()
 
 
+def measure_contivd(
+    leader: ContivdProcess, voter_pids: list[int], followers: list[ContivdProcess], writes: int, paced: int, idle: float
+) -> dict[str, float]:
+    """Idle CPU, CPU per write, write → applied and RSS with these followers connected."""
+    k = len(followers)
+    follower_pids = [n.proc.pid for n in followers if n.proc]
+    idle_pct = idle_cpu_pct(voter_pids + follower_pids, idle)
+    figures: dict[str, float] = {"leader_idle_cpu_pct": idle_pct[0], "voter_idle_cpu_pct": mean(idle_pct[1:3])}
+    if k:
+        figures["follower_idle_cpu_pct"] = mean(idle_pct[3:])
+        figures["follower_idle_cpu_pct_max"] = max(idle_pct[3:])
+    with leader.socket_client(timeout=30) as client:
+        create_tenant(client, f"k{k}warmup")
+        first = leader_revision(client)
+        before = [cpu_seconds(p) for p in voter_pids + follower_pids]
+        for i in range(writes):
+            create_tenant(client, f"k{k}cpu{i}")
+        spent = [cpu_seconds(p) - b for p, b in zip(voter_pids + follower_pids, before, strict=True)]
+        figures["revisions_per_write"] = (leader_revision(client) - first) / writes
+        figures["leader_cpu_ms_per_write"] = spent[0] / writes * 1000
+        figures["voter_cpu_ms_per_write"] = mean(spent[1:3]) / writes * 1000
+        if k:
+            figures["follower_cpu_ms_per_write"] = mean(spent[3:]) / writes * 1000
+            figures.update(applied_latencies(client, leader, followers, paced))
+    figures["voter_rss_mb"] = mean([rss_mb(p) for p in voter_pids])
+    if k:
+        figures["follower_rss_mb"] = mean([rss_mb(p) for p in follower_pids])
+    return figures
+
+
 def applied_latencies(client: Any, leader: ContivdProcess, followers: list[ContivdProcess], paced: int) -> dict[str, float]:
     """Paced tenant creates; per write and follower: sent → that follower announced it."""
     streams = [StoreEvents(node) for node in [leader, *followers]]
+    try:
+        return paced_writes(client, streams, paced)
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def paced_writes(client: Any, streams: list[StoreEvents], paced: int) -> dict[str, float]:
+    """`paced` tenant creates, WRITE_PACE apart; `streams`: the leader's, then the followers'."""
+    k = len(streams) - 1
     for stream in streams:
         stream.opened.wait(30)
         if stream.failed:
@@ -216,7 +263,7 @@ def applied_latencies(client: Any, leader: ContivdProcess, followers: list[Conti
     sent = []
     for i in range(paced):
         sent.append(time.monotonic())
-        create_tenant(client, f"paced{i}")
+        create_tenant(client, f"k{k}paced{i}")
         time.sleep(max(0.0, sent[-1] + WRITE_PACE - time.monotonic()))
     time.sleep(2)
     leader_events = streams[0].seen
@@ -227,10 +274,11 @@ def applied_latencies(client: Any, leader: ContivdProcess, followers: list[Conti
         revisions = [rev for moment, rev in leader_events if start <= moment < end]
         if not revisions:
             raise RuntimeError(f"the leader announced no revision for paced write {i}")
-        moments = [stream.applied_at(max(revisions)) for stream in streams[1:]]
+        revision = min(revisions)  # the first the leader reached after the send: the tenant's
+        moments = [stream.applied_at(revision) for stream in streams[1:]]
         missing = [s.node.name for s, m in zip(streams[1:], moments, strict=True) if m is None]
         if missing:
-            raise RuntimeError(f"paced write {i} (revision {max(revisions)}) never announced by {', '.join(missing)}")
+            raise RuntimeError(f"paced write {i} (revision {revision}) never announced by {', '.join(missing)}")
         latencies = [m - start for m in moments if m is not None]
         per_follower += latencies
         on_all.append(max(latencies))
@@ -403,18 +451,17 @@ def scratch() -> Iterator[Path]:
         yield Path(tmp)
 
 
-def run_part(label: str, run: Callable[[], dict[str, float]]) -> dict[str, float]:
-    started = time.monotonic()
-    figures = rounded(run())
-    print(f"{label} ({time.monotonic() - started:.0f} s): " + ", ".join(f"{k} {v:g}" for k, v in figures.items()), flush=True)
-    return figures
+def shown(figures: dict[str, float]) -> str:
+    return ", ".join(f"{name} {value:.3g}" for name, value in figures.items())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="K = 0, 8; 200 simulated followers; fewer writes")
     parser.add_argument("--part", choices=("a", "b", "both"), default="both")
-    parser.add_argument("--follower-flag", default="--follower", help="the `contivd run` flag that makes a follower (--readonly: a read-only Raft member)")
+    parser.add_argument(
+        "--follower-flag", default="--follower", help="the `contivd run` flag that makes a follower (--readonly: a read-only Raft member)"
+    )
     parser.add_argument("--simulate", type=int, help=argparse.SUPPRESS)  # internal: a simulator process of part (b)
     parser.add_argument("--voter", help=argparse.SUPPRESS)
     parser.add_argument("--prefix", help=argparse.SUPPRESS)
@@ -431,19 +478,17 @@ def main() -> None:
     figures: dict[str, Any] = {"quick": args.quick, "follower_flag": args.follower_flag}
     with scratch() as root:
         if args.part in ("a", "both"):
-            for k in ks:
-                result = run_part(f"(a) 3 voters + {k} followers", lambda k=k: bench_contivd(root, k, writes, paced, idle, args.follower_flag))
-                for name, value in result.items():
+            for k, result in bench_contivd(root / "contivd", ks, writes, paced, idle, args.follower_flag).items():
+                for name, value in rounded(result).items():
                     figures[f"{name}_k{k}"] = value
             top = ks[-1]
             figures["follower_idle_cpu_pct"] = figures[f"follower_idle_cpu_pct_k{top}"]
             figures["follower_rss_mb"] = figures[f"follower_rss_mb_k{top}"]
             figures[f"leader_cpu_ratio_k{top}_vs_k0"] = round(figures[f"leader_cpu_ms_per_write_k{top}"] / figures["leader_cpu_ms_per_write_k0"], 3)
         if args.part in ("b", "both"):
-            processes = 4
-            result = run_part(
-                f"(b) 1 voter + {sim_followers} simulated followers", lambda: bench_feed(root / "feed", sim_followers, processes, writes, paced * 2, idle)
-            )
+            started = time.monotonic()
+            result = rounded(bench_feed(root / "feed", sim_followers, SIMULATORS, writes, paced * 2, idle))
+            print(f"(b) 1 voter + {sim_followers} simulated followers ({time.monotonic() - started:.0f} s): {shown(result)}", flush=True)
             for name, value in result.items():
                 figures[f"{name}_{sim_followers}"] = value
     print(json.dumps(figures, sort_keys=True))

@@ -3,12 +3,14 @@
 (a) Real `contivd run --datapath none` processes on loopback with a cluster secret: 3 voters
 and K followers of the store (`--follower --peers <voters>`; `--follower-flag=--readonly` runs
 them as read-only Raft members instead, the pre-issue-27 way), for K = 0, 16, 32 (`--quick`:
-0, 8). Per K: the leader's CPU per write (sequential tenant creates through its API socket;
-utime + stime of the leader process from /proc, so the other processes on a 2-core machine do
-not count), idle CPU of the voters and followers (% of a core), write → applied on every
+0, 8), all in one cluster (followers added between the rounds, every round's tenants deleted
+after it, so every K has the same leader and store size). Per K: the leader's CPU per write
+(sequential tenant creates through its API socket; utime + stime of the leader process from
+/proc, so the other processes on a 2-core machine do not count; net of the leader's idle rate
+over the same time, `_raw` without), idle CPU of the voters and followers (% of a core), write → applied on every
 follower p50/p99 (each follower's `/status/events` stream announces the revision its typed
 state — `contivd.state.StateCache` — has reached; a write is applied on a follower at its first
-announcement of the revision the leader announced first after the write was sent; writes are paced 0.6 s apart so
+announcement of the leader's revision right after the write; writes are paced 0.6 s apart so
 that the stream's 0.25 s throttle never delays one), and VmRSS per role.
 
 (b) One raftstore voter (`python -m raftstore serve`, a 1-voter cluster with a cluster secret)
@@ -153,6 +155,14 @@ def create_tenant(client: Any, name: str) -> None:
         raise RuntimeError(f"create tenant {name}: {answer.status_code} {answer.text[:200]}")
 
 
+def delete_tenants(client: Any, names: list[str]) -> None:
+    """Back to the store's size before: every K writes into a store of the same size."""
+    for name in names:
+        answer = client.delete(f"/api/v1/tenants/{name}/", headers={"Accept": "application/json"})
+        if answer.status_code != 200:
+            raise RuntimeError(f"delete tenant {name}: {answer.status_code} {answer.text[:200]}")
+
+
 def leader_revision(client: Any) -> int:
     """The revision the leader's typed state is at (its status snapshot)."""
     return int(client.get("/status/api/snapshot", headers={"Accept": "application/json"}).json()["revision"])
@@ -224,61 +234,59 @@ def measure_contivd(
         figures["follower_idle_cpu_pct"] = mean(idle_pct[3:])
         figures["follower_idle_cpu_pct_max"] = max(idle_pct[3:])
     with leader.socket_client(timeout=30) as client:
+        names = [f"k{k}cpu{i}" for i in range(writes)]
         create_tenant(client, f"k{k}warmup")
         first = leader_revision(client)
-        before = [cpu_seconds(p) for p in voter_pids + follower_pids]
-        for i in range(writes):
-            create_tenant(client, f"k{k}cpu{i}")
-        spent = [cpu_seconds(p) - b for p, b in zip(voter_pids + follower_pids, before, strict=True)]
+        before, started = [cpu_seconds(p) for p in voter_pids + follower_pids], time.monotonic()
+        for name in names:
+            create_tenant(client, name)
+        elapsed = time.monotonic() - started
+        # Net of what each process spends anyway over that time (its idle rate: node lease
+        # keepalives, health polls), which grows with the number of nodes, not of writes.
+        spent = [cpu_seconds(p) - b - pct / 100 * elapsed for p, b, pct in zip(voter_pids + follower_pids, before, idle_pct, strict=True)]
         figures["revisions_per_write"] = (leader_revision(client) - first) / writes
+        delete_tenants(client, [f"k{k}warmup", *names])
+        figures["leader_cpu_ms_per_write_raw"] = (spent[0] + idle_pct[0] / 100 * elapsed) / writes * 1000
         figures["leader_cpu_ms_per_write"] = spent[0] / writes * 1000
         figures["voter_cpu_ms_per_write"] = mean(spent[1:3]) / writes * 1000
         if k:
             figures["follower_cpu_ms_per_write"] = mean(spent[3:]) / writes * 1000
-            figures.update(applied_latencies(client, leader, followers, paced))
+            figures.update(applied_latencies(client, followers, paced))
     figures["voter_rss_mb"] = mean([rss_mb(p) for p in voter_pids])
     if k:
         figures["follower_rss_mb"] = mean([rss_mb(p) for p in follower_pids])
     return figures
 
 
-def applied_latencies(client: Any, leader: ContivdProcess, followers: list[ContivdProcess], paced: int) -> dict[str, float]:
-    """Paced tenant creates; per write and follower: sent → that follower announced it."""
-    streams = [StoreEvents(node) for node in [leader, *followers]]
+def applied_latencies(client: Any, followers: list[ContivdProcess], paced: int) -> dict[str, float]:
+    """`paced` tenant creates, WRITE_PACE apart; per write and follower: sent → the follower
+    announced the revision the leader was at once it answered (the tenant's)."""
+    streams = [StoreEvents(node) for node in followers]
+    names = [f"k{len(followers)}paced{i}" for i in range(paced)]
     try:
-        return paced_writes(client, streams, paced)
+        for stream in streams:
+            stream.opened.wait(30)
+            if stream.failed:
+                raise RuntimeError(f"{stream.node.name}: /status/events: {stream.failed}")
+        time.sleep(1)  # each stream's first (catch-up) event is out
+        sent: list[tuple[float, int]] = []
+        for name in names:
+            start = time.monotonic()
+            create_tenant(client, name)
+            sent.append((start, leader_revision(client)))
+            time.sleep(max(0.0, start + WRITE_PACE - time.monotonic()))
+        time.sleep(2)
     finally:
         for stream in streams:
             stream.close()
-
-
-def paced_writes(client: Any, streams: list[StoreEvents], paced: int) -> dict[str, float]:
-    """`paced` tenant creates, WRITE_PACE apart; `streams`: the leader's, then the followers'."""
-    k = len(streams) - 1
-    for stream in streams:
-        stream.opened.wait(30)
-        if stream.failed:
-            raise RuntimeError(f"{stream.node.name}: /status/events: {stream.failed}")
-    time.sleep(1)  # each stream's first (catch-up) event is out
-    sent = []
-    for i in range(paced):
-        sent.append(time.monotonic())
-        create_tenant(client, f"k{k}paced{i}")
-        time.sleep(max(0.0, sent[-1] + WRITE_PACE - time.monotonic()))
-    time.sleep(2)
-    leader_events = streams[0].seen
+    delete_tenants(client, names)
     per_follower: list[float] = []
     on_all: list[float] = []
-    for i, start in enumerate(sent):
-        end = sent[i + 1] if i + 1 < len(sent) else float("inf")
-        revisions = [rev for moment, rev in leader_events if start <= moment < end]
-        if not revisions:
-            raise RuntimeError(f"the leader announced no revision for paced write {i}")
-        revision = min(revisions)  # the first the leader reached after the send: the tenant's
-        moments = [stream.applied_at(revision) for stream in streams[1:]]
-        missing = [s.node.name for s, m in zip(streams[1:], moments, strict=True) if m is None]
+    for start, revision in sent:
+        moments = [stream.applied_at(revision) for stream in streams]
+        missing = [s.node.name for s, m in zip(streams, moments, strict=True) if m is None]
         if missing:
-            raise RuntimeError(f"paced write {i} (revision {revision}) never announced by {', '.join(missing)}")
+            raise RuntimeError(f"revision {revision} never announced by {', '.join(missing)}")
         latencies = [m - start for m in moments if m is not None]
         per_follower += latencies
         on_all.append(max(latencies))

@@ -8,10 +8,11 @@ after it, so every K has the same leader and store size). Per K: the leader's CP
 (sequential tenant creates through its API socket; utime + stime of the leader process from
 /proc, so the other processes on a 2-core machine do not count; net of the leader's idle rate
 over the same time, `_raw` without), idle CPU of the voters and followers (% of a core), write → applied on every
-follower p50/p99 (each follower's `/status/events` stream announces the revision its typed
-state — `contivd.state.StateCache` — has reached; a write is applied on a follower at its first
-announcement of the leader's revision right after the write; writes are paced 0.6 s apart so
-that the stream's 0.25 s throttle never delays one), and VmRSS per role.
+follower p50/p99 (paced writes, 0.3 s apart: after each, the leader's revision; then one
+thread per follower reads the follower's applied revision from its `/info` every 2 ms until it
+holds that revision, and nothing is polled between writes. A status page stream would announce
+it without polling, but each one makes its node ask every node for a report every 2 s, which
+at 32 followers costs more than what is measured), and VmRSS per role.
 
 (b) One raftstore voter (`python -m raftstore serve`, a 1-voter cluster with a cluster secret)
 feeding 1 000 simulated followers (`--quick`: 200) run by a few processes of this script
@@ -36,16 +37,17 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import concurrent.futures
 import contextlib
 import functools
 import inspect
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,7 +59,9 @@ from tests.support.contivd_nodes import SECRET, ContivdCluster, ContivdProcess  
 from tests.support.raft_processes import Cluster  # noqa: E402
 from tests.support.waiting import free_ports, wait_for  # noqa: E402
 
-WRITE_PACE = 0.6  # seconds between paced writes: a tenant create makes two revisions, the status stream announces at most one per 0.25 s
+WRITE_PACE = 0.3  # seconds between paced writes (part a)
+BLOCK_WRITES = 25  # part (a): writes with the followers running, then as many with them SIGSTOPped, …
+POLL_SECONDS = 0.002  # between two reads of a follower's revision while a paced write is awaited
 FEED_WRITE_PACE = 0.25
 SIMULATORS = 4  # processes running the simulated followers of part (b)
 SETTLE_SECONDS = 3.0  # after start-up, before idle CPU is measured
@@ -105,48 +109,19 @@ def raise_fd_limit() -> None:
 # ---- (a) contivd voters and followers -------------------------------------------------------
 
 
-class StoreEvents:
-    """One node's `/status/events` stream on a thread: (monotonic time, revision) of every
-    `store` event, i.e. each time the node's typed state reached a new revision."""
+def node_revision(client: Any) -> int:
+    """The revision a node's store has applied (`/info`'s cluster statistics; local, cheap)."""
+    return int(client.get("/info", headers={"Accept": "application/json"}).json()["cluster"]["revision"])
 
-    def __init__(self, node: ContivdProcess):
-        self.node = node
-        self.seen: list[tuple[float, int]] = []
-        self.opened = threading.Event()
-        self.closing = False
-        self.failed: BaseException | None = None
-        self.client = node.socket_client(timeout=None)
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
 
-    def _read(self) -> None:
-        try:
-            with self.client.stream("GET", "/status/events") as answer:
-                self.opened.set()
-                event = ""
-                for line in answer.iter_lines():
-                    if line.startswith("event:"):
-                        event = line[6:].strip()
-                    elif line.startswith("data:") and event == "store":
-                        self.seen.append((time.monotonic(), int(json.loads(line[5:])["revision"])))
-        except Exception as exc:  # noqa: BLE001 - reported by the caller, unless it closed the stream
-            if not self.closing:
-                self.failed = exc
-        finally:
-            self.opened.set()
-
-    def close(self) -> None:
-        """End the stream (its cluster events every 2 s would count as the node's idle CPU)."""
-        self.closing = True
-        self.client.close()
-        self.thread.join(10)
-
-    def applied_at(self, revision: int) -> float | None:
-        """When this node first announced `revision` or a later one."""
-        for moment, seen in list(self.seen):
-            if seen >= revision:
-                return moment
-        return None
+def applied_at(client: Any, revision: int, timeout: float = 30) -> float:
+    """When polling (every POLL_SECONDS) first saw the node at `revision` or later."""
+    deadline = time.monotonic() + timeout
+    while node_revision(client) < revision:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"a follower did not reach revision {revision} in {timeout}s")
+        time.sleep(POLL_SECONDS)
+    return time.monotonic()
 
 
 def create_tenant(client: Any, name: str) -> None:
@@ -161,11 +136,6 @@ def delete_tenants(client: Any, names: list[str]) -> None:
         answer = client.delete(f"/api/v1/tenants/{name}/", headers={"Accept": "application/json"})
         if answer.status_code != 200:
             raise RuntimeError(f"delete tenant {name}: {answer.status_code} {answer.text[:200]}")
-
-
-def leader_revision(client: Any) -> int:
-    """The revision the leader's typed state is at (its status snapshot)."""
-    return int(client.get("/status/api/snapshot", headers={"Accept": "application/json"}).json()["revision"])
 
 
 def start_followers(root: Path, cluster: ContivdCluster, first: int, count: int, flag: str) -> list[ContivdProcess]:
@@ -228,6 +198,7 @@ def measure_contivd(
     """Idle CPU, CPU per write, write → applied and RSS with these followers connected."""
     k = len(followers)
     follower_pids = [n.proc.pid for n in followers if n.proc]
+    follower_clients = [node.socket_client(timeout=10) for node in followers]
     idle_pct = idle_cpu_pct(voter_pids + follower_pids, idle)
     figures: dict[str, float] = {"leader_idle_cpu_pct": idle_pct[0], "voter_idle_cpu_pct": mean(idle_pct[1:3])}
     if k:
@@ -236,60 +207,77 @@ def measure_contivd(
     with leader.socket_client(timeout=30) as client:
         names = [f"k{k}cpu{i}" for i in range(writes)]
         create_tenant(client, f"k{k}warmup")
-        first = leader_revision(client)
-        before, started = [cpu_seconds(p) for p in voter_pids + follower_pids], time.monotonic()
-        for name in names:
-            create_tenant(client, name)
+        first = node_revision(client)
+        pids = voter_pids + follower_pids
+        before, started = [cpu_seconds(p) for p in pids], time.monotonic()
+        leader_running, leader_stopped = [0.0, 0], [0.0, 0]  # leader CPU net of its idle rate, writes
+        blocks = [names[i : i + BLOCK_WRITES] for i in range(0, writes, BLOCK_WRITES)]
+        for index, block in enumerate(blocks):
+            stopped = bool(k) and index % 2 == 1
+            tally = leader_stopped if stopped else leader_running
+            with paused(follower_pids if stopped else []):
+                block_cpu, block_started = cpu_seconds(voter_pids[0]), time.monotonic()
+                for name in block:
+                    create_tenant(client, name)
+                tally[0] += cpu_seconds(voter_pids[0]) - block_cpu - idle_pct[0] / 100 * (time.monotonic() - block_started)
+                tally[1] += len(block)
+        wait_for(lambda: all(node_revision(c) >= node_revision(client) for c in follower_clients), 60, "the followers to catch up")
         elapsed = time.monotonic() - started
         # Net of what each process spends anyway over that time (its idle rate: node lease
         # keepalives, health polls), which grows with the number of nodes, not of writes.
-        spent = [cpu_seconds(p) - b - pct / 100 * elapsed for p, b, pct in zip(voter_pids + follower_pids, before, idle_pct, strict=True)]
-        figures["revisions_per_write"] = (leader_revision(client) - first) / writes
+        spent = [cpu_seconds(p) - b - pct / 100 * elapsed for p, b, pct in zip(pids, before, idle_pct, strict=True)]
+        figures["revisions_per_write"] = (node_revision(client) - first) / writes
         delete_tenants(client, [f"k{k}warmup", *names])
-        figures["leader_cpu_ms_per_write_raw"] = (spent[0] + idle_pct[0] / 100 * elapsed) / writes * 1000
-        figures["leader_cpu_ms_per_write"] = spent[0] / writes * 1000
+        figures["leader_cpu_ms_per_write"] = leader_running[0] / leader_running[1] * 1000
+        if k:  # the same leader, same minutes, with every follower SIGSTOPped: what the followers cost it
+            figures["leader_cpu_ms_per_write_followers_stopped"] = leader_stopped[0] / leader_stopped[1] * 1000
+            figures["leader_cpu_ratio_running_vs_stopped"] = leader_running[0] / leader_running[1] / (leader_stopped[0] / leader_stopped[1])
         figures["voter_cpu_ms_per_write"] = mean(spent[1:3]) / writes * 1000
         if k:
             figures["follower_cpu_ms_per_write"] = mean(spent[3:]) / writes * 1000
             figures.update(applied_latencies(client, followers, paced))
+    for follower_client in follower_clients:
+        follower_client.close()
     figures["voter_rss_mb"] = mean([rss_mb(p) for p in voter_pids])
     if k:
         figures["follower_rss_mb"] = mean([rss_mb(p) for p in follower_pids])
     return figures
 
 
-def applied_latencies(client: Any, followers: list[ContivdProcess], paced: int) -> dict[str, float]:
-    """`paced` tenant creates, WRITE_PACE apart; per write and follower: sent → the follower
-    announced the revision the leader was at once it answered (the tenant's)."""
-    streams = [StoreEvents(node) for node in followers]
-    names = [f"k{len(followers)}paced{i}" for i in range(paced)]
+@contextlib.contextmanager
+def paused(pids: list[int]) -> Iterator[None]:
+    """SIGSTOP `pids` (processes this script started) for the block, SIGCONT after, whatever happens."""
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
     try:
-        for stream in streams:
-            stream.opened.wait(30)
-            if stream.failed:
-                raise RuntimeError(f"{stream.node.name}: /status/events: {stream.failed}")
-        time.sleep(1)  # each stream's first (catch-up) event is out
-        sent: list[tuple[float, int]] = []
-        for name in names:
-            start = time.monotonic()
-            create_tenant(client, name)
-            sent.append((start, leader_revision(client)))
-            time.sleep(max(0.0, start + WRITE_PACE - time.monotonic()))
-        time.sleep(2)
+        yield
     finally:
-        for stream in streams:
-            stream.close()
-    delete_tenants(client, names)
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+
+
+def applied_latencies(client: Any, followers: list[ContivdProcess], paced: int) -> dict[str, float]:
+    """`paced` tenant creates, WRITE_PACE apart; per write and follower: sent → the follower's
+    store is at the revision the leader was at once it answered (the tenant's), polled from one
+    thread per follower from the answer on, and not at all between writes."""
+    names = [f"k{len(followers)}paced{i}" for i in range(paced)]
+    clients = [node.socket_client(timeout=10) for node in followers]
     per_follower: list[float] = []
     on_all: list[float] = []
-    for start, revision in sent:
-        moments = [stream.applied_at(revision) for stream in streams]
-        missing = [s.node.name for s, m in zip(streams, moments, strict=True) if m is None]
-        if missing:
-            raise RuntimeError(f"revision {revision} never announced by {', '.join(missing)}")
-        latencies = [m - start for m in moments if m is not None]
-        per_follower += latencies
-        on_all.append(max(latencies))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(len(followers)) as pool:
+            for name in names:
+                start = time.monotonic()
+                create_tenant(client, name)
+                revision = node_revision(client)
+                latencies = [moment - start for moment in pool.map(lambda c: applied_at(c, revision), clients)]
+                per_follower += latencies
+                on_all.append(max(latencies))
+                time.sleep(max(0.0, start + WRITE_PACE - time.monotonic()))
+    finally:
+        for follower_client in clients:
+            follower_client.close()
+    delete_tenants(client, names)
     return {
         "applied_p50_ms": percentile(per_follower, 0.5) * 1000,
         "applied_p99_ms": percentile(per_follower, 0.99) * 1000,
@@ -481,7 +469,7 @@ def main() -> None:
         trio.run(simulate, args.voter, args.prefix, args.simulate)
         return
     ks = (0, 8) if args.quick else (0, 16, 32)
-    writes, paced, idle = (100, 20, 8.0) if args.quick else (300, 50, 15.0)
+    writes, paced, idle = (100, 20, 8.0) if args.quick else (400, 50, 15.0)
     sim_followers = 200 if args.quick else 1000
     figures: dict[str, Any] = {"quick": args.quick, "follower_flag": args.follower_flag}
     with scratch() as root:

@@ -88,6 +88,19 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for {pid}")
 
 
+def tcp_bytes_sent(pid: int) -> int:
+    """Bytes `pid` has sent over its open TCP connections (`ss -tinp`): the leader's Raft
+    links, feeds and peer requests. Unlike CPU time, a 2-core machine's contention cannot skew it."""
+    listing = subprocess.run(["ss", "-tinpH"], capture_output=True, text=True, check=True).stdout
+    total, owned = 0, False
+    for line in listing.splitlines():
+        if not line[:1].isspace():
+            owned = f"pid={pid}," in line
+        elif owned:
+            total += sum(int(field.split(":")[1]) for field in line.split() if field.startswith("bytes_sent:"))
+    return total
+
+
 def idle_cpu_pct(pids: list[int], seconds: float) -> list[float]:
     """% of a core each process spent over `seconds` of wall time in which nothing is asked of it."""
     before, started = [cpu_seconds(p) for p in pids], time.monotonic()
@@ -209,7 +222,7 @@ def measure_contivd(
         create_tenant(client, f"k{k}warmup")
         first = node_revision(client)
         pids = voter_pids + follower_pids
-        before, started = [cpu_seconds(p) for p in pids], time.monotonic()
+        before, started, sent_before = [cpu_seconds(p) for p in pids], time.monotonic(), tcp_bytes_sent(voter_pids[0])
         leader_running, leader_stopped = [0.0, 0], [0.0, 0]  # leader CPU net of its idle rate, writes
         blocks = [names[i : i + BLOCK_WRITES] for i in range(0, writes, BLOCK_WRITES)]
         for index, block in enumerate(blocks):
@@ -223,6 +236,7 @@ def measure_contivd(
                 tally[1] += len(block)
         wait_for(lambda: all(node_revision(c) >= node_revision(client) for c in follower_clients), 60, "the followers to catch up")
         elapsed = time.monotonic() - started
+        figures["leader_tcp_bytes_per_write"] = (tcp_bytes_sent(voter_pids[0]) - sent_before) / writes
         # Net of what each process spends anyway over that time (its idle rate: node lease
         # keepalives, health polls), which grows with the number of nodes, not of writes.
         spent = [cpu_seconds(p) - b - pct / 100 * elapsed for p, b, pct in zip(pids, before, idle_pct, strict=True)]

@@ -4,15 +4,20 @@
 and K followers of the store (`--follower --peers <voters>`; `--follower-flag=--readonly` runs
 them as read-only Raft members instead, the pre-issue-27 way), for K = 0, 16, 32 (`--quick`:
 0, 8), all in one cluster (followers added between the rounds, every round's tenants deleted
-after it, so every K has the same leader and store size). Per K: the leader's CPU per write
-(sequential tenant creates through its API socket; utime + stime of the leader process from
-/proc, so the other processes on a 2-core machine do not count; net of the leader's idle rate
-over the same time, `_raw` without), idle CPU of the voters and followers (% of a core), write → applied on every
-follower p50/p99 (paced writes, 0.3 s apart: after each, the leader's revision; then one
-thread per follower reads the follower's applied revision from its `/info` every 2 ms until it
-holds that revision, and nothing is polled between writes. A status page stream would announce
-it without polling, but each one makes its node ask every node for a report every 2 s, which
-at 32 followers costs more than what is measured), and VmRSS per role.
+after it, so every K has the same leader and store size). Per K:
+- CPU per write of the leader, the other voters and the followers: sequential tenant creates
+  through the leader's API socket, utime + stime of each process from /proc (the other
+  processes on a 2-core machine do not count), net of that process's idle rate over the same
+  time. The writes run in blocks that alternate between the followers running and SIGSTOPped
+  (`leader_cpu_ms_per_write_followers_stopped`: the same leader in the same minutes), and the
+  leader's TCP bytes sent per write (`ss`; also net of its idle rate), which contention
+  cannot skew;
+- idle CPU of the voters and followers (% of a core) and VmRSS per role;
+- write → applied on every follower p50/p99: paced writes, 0.3 s apart; after each, the
+  leader's revision, then one thread per follower reads the follower's applied revision from
+  its `/info` every 2 ms until it holds that revision (nothing is polled between writes; a
+  status page stream would announce it without polling, but each makes its node ask every
+  node for a report every 2 s, which at 32 followers costs more than what is measured).
 
 (b) One raftstore voter (`python -m raftstore serve`, a 1-voter cluster with a cluster secret)
 feeding 1 000 simulated followers (`--quick`: 200) run by a few processes of this script
@@ -161,7 +166,7 @@ def start_followers(root: Path, cluster: ContivdCluster, first: int, count: int,
     followers = []
     for i in range(first, first + count):
         if knows_followers:
-            node = ContivdProcess(f"follower{i}", root, "", ports[2 * (i - first) + 1], voters, follower=True)  # type: ignore[call-arg,unused-ignore]
+            node = ContivdProcess(f"follower{i}", root, "", ports[2 * (i - first) + 1], voters, follower=True)
             node.extra = () if flag == "--follower" else (flag,)
         else:
             node = ContivdProcess(f"follower{i}", root, f"127.0.0.1:{ports[2 * (i - first)]}", ports[2 * (i - first) + 1], voters)
@@ -212,8 +217,14 @@ def measure_contivd(
     k = len(followers)
     follower_pids = [n.proc.pid for n in followers if n.proc]
     follower_clients = [node.socket_client(timeout=10) for node in followers]
+    idle_sent, idle_started = tcp_bytes_sent(voter_pids[0]), time.monotonic()
     idle_pct = idle_cpu_pct(voter_pids + follower_pids, idle)
-    figures: dict[str, float] = {"leader_idle_cpu_pct": idle_pct[0], "voter_idle_cpu_pct": mean(idle_pct[1:3])}
+    idle_bytes_per_s = (tcp_bytes_sent(voter_pids[0]) - idle_sent) / (time.monotonic() - idle_started)
+    figures: dict[str, float] = {
+        "leader_idle_cpu_pct": idle_pct[0],
+        "voter_idle_cpu_pct": mean(idle_pct[1:3]),
+        "leader_idle_tcp_bytes_per_s": idle_bytes_per_s,
+    }
     if k:
         figures["follower_idle_cpu_pct"] = mean(idle_pct[3:])
         figures["follower_idle_cpu_pct_max"] = max(idle_pct[3:])
@@ -236,7 +247,7 @@ def measure_contivd(
                 tally[1] += len(block)
         wait_for(lambda: all(node_revision(c) >= node_revision(client) for c in follower_clients), 60, "the followers to catch up")
         elapsed = time.monotonic() - started
-        figures["leader_tcp_bytes_per_write"] = (tcp_bytes_sent(voter_pids[0]) - sent_before) / writes
+        figures["leader_tcp_bytes_per_write"] = (tcp_bytes_sent(voter_pids[0]) - sent_before - idle_bytes_per_s * elapsed) / writes
         # Net of what each process spends anyway over that time (its idle rate: node lease
         # keepalives, health polls), which grows with the number of nodes, not of writes.
         spent = [cpu_seconds(p) - b - pct / 100 * elapsed for p, b, pct in zip(pids, before, idle_pct, strict=True)]
@@ -343,9 +354,11 @@ async def simulate(voter: str, prefix: str, count: int) -> None:
 class Simulators:
     """The `--simulate` processes, killed by PID on close."""
 
-    def __init__(self, voter: str, processes: int, per_process: int, log_dir: Path):
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, voter: str, processes: int, per_process: int, log_dir: Path) -> None:
         env = {**os.environ, "CONTIVD_CLUSTER_SECRET": SECRET}
-        self.procs = []
         for j in range(processes):
             log = open(log_dir / f"sim{j}.log", "ab")
             args = [sys.executable, __file__, "--simulate", str(per_process), "--voter", voter, "--prefix", f"sim{j}"]
@@ -378,7 +391,7 @@ def bench_feed(root: Path, followers: int, processes: int, writes: int, paced: i
     """Part (b): one voter, `followers` simulated followers over `processes` processes."""
     root.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(root, 1)
-    simulators: Simulators | None = None
+    simulators = Simulators()
     try:
         cluster.start()
         voter = cluster.members[0]
@@ -386,7 +399,7 @@ def bench_feed(root: Path, followers: int, processes: int, writes: int, paced: i
         pid = voter.proc.pid
         voter.call("put", key=f"{TENANT}seed", value={"tenantName": "seed"})
         idle_alone = idle_cpu_pct([pid], idle)[0]
-        simulators = Simulators(voter.listen, processes, followers // processes, root)
+        simulators.start(voter.listen, processes, followers // processes, root)
         simulators.wait_ready(600)
         connected = voter.status()["followers"]
         if connected != followers:
@@ -426,8 +439,7 @@ def bench_feed(root: Path, followers: int, processes: int, writes: int, paced: i
             "voter_rss_mb": rss_mb(pid),
         }
     finally:
-        if simulators is not None:
-            simulators.close()
+        simulators.close()
         cluster.close()
 
 

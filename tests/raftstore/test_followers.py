@@ -65,6 +65,21 @@ def test_followers_hold_the_voters_state_and_write_through_them(cluster3: Cluste
     assert leader.status()["readonly_members"] == 0, "followers are not Raft members"
 
 
+def test_followers_keep_off_the_leader_while_another_voter_feeds_them(cluster3: Cluster) -> None:
+    followers = [cluster3.add_follower(f"kappa{i}") for i in range(4)]
+    leader = cluster3.leader()
+
+    def fed_by_others(leader: StoreProcess) -> bool:
+        return leader.status()["followers"] == 0 and sum(m.status()["followers"] for m in cluster3.members) == len(followers)
+
+    wait_for(lambda: fed_by_others(leader), 20, "every follower to follow a voter that does not lead")
+    target = voter_of(followers[0], cluster3)
+    wait_for(lambda: leader.call("transfer_leadership", to=target.listen) or True, 20, "the leadership transfer to be accepted")
+    wait_for(lambda: cluster3.leader() is target, 20, "the followed voter to lead")
+    wait_for(lambda: fed_by_others(target), 20, "the new leader's followers to move to another voter")
+    assert followers[0].call("put", key="/k/after", value=1, timeout=30) > 0
+
+
 def test_a_voter_killed_under_watching_and_writing_followers_loses_and_repeats_nothing(cluster3: Cluster) -> None:
     followers = [cluster3.add_follower(f"node{i}") for i in range(2)]
     watches = [f.watch("/w/", start_revision=1) for f in followers]

@@ -15,7 +15,8 @@ import json
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import trio
@@ -68,6 +69,33 @@ class StateMachineStore(ABC):
         self._changed = trio.Event()
         self._change_pending = False
         self._open_watches = 0
+        # Cancel scopes bound to a view of the leadership (_leadership_view): cancelled by its
+        # first change (_cancel_bound), so that work bound to a leader that is gone is abandoned.
+        self._bound: dict[trio.CancelScope, object] = {}
+
+    def _leadership_view(self) -> object:
+        """What a change of leadership changes, as this store sees it (a single store: nothing)."""
+        return None
+
+    def _cancel_bound(self, view: object) -> None:
+        for scope, bound_to in self._bound.items():
+            if bound_to != view:
+                scope.cancel()
+
+    @contextmanager
+    def cancelled_on_leadership_change(self) -> Iterator[trio.CancelScope]:
+        """A cancel scope that the first change of this store's view of the leadership
+        cancels: it gains or loses leadership, or follows another leader or none. Lets a
+        caller abandon work bound to a leader that is gone (contivd's forwarded and
+        leader-only requests); check `scope.cancelled_caught` after the block. Costs a dict
+        entry, no task."""
+        scope = trio.CancelScope()
+        self._bound[scope] = self._leadership_view()
+        try:
+            with scope:
+                yield scope
+        finally:
+            del self._bound[scope]
 
     @abstractmethod
     async def _propose(self, command: dict[str, Any]) -> dict[str, Any]:

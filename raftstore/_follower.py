@@ -20,8 +20,8 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import trio
@@ -98,7 +98,6 @@ class FollowerStore(StateMachineStore):
         self._write_seconds = 0.0
         self._closed = False
         self._serving_seen = False  # the voter tried last said it serves
-        self._bound: dict[trio.CancelScope, str | None] = {}  # scopes cancelled when the leader reported changes
 
     # ---- StateMachineStore ---------------------------------------------------------------------
 
@@ -166,17 +165,9 @@ class FollowerStore(StateMachineStore):
             return self._leader
         raise UnavailableError("no voter reported a leader in time")
 
-    @contextmanager
-    def cancelled_on_leadership_change(self) -> Iterator[trio.CancelScope]:
-        """As `Store`'s: a cancel scope that the next change of the reported leader cancels
-        (a write forwarded to a leader that is gone is abandoned, not waited on)."""
-        scope = trio.CancelScope()
-        self._bound[scope] = self._leader
-        try:
-            with scope:
-                yield scope
-        finally:
-            del self._bound[scope]
+    def _leadership_view(self) -> str | None:
+        """The leader as the voter followed reports it (a follower never leads)."""
+        return self._leader
 
     async def leadership_changes(self) -> AsyncIterator[LeadershipChange]:
         """The leader as reported, then one item per change."""
@@ -303,9 +294,7 @@ class FollowerStore(StateMachineStore):
             if leader != self._leader:
                 self._leader = leader if isinstance(leader, str) else None
                 self._set_link(link)  # wakes leadership_changes and wait_leader
-                for scope, bound_to in self._bound.items():
-                    if bound_to != self._leader:
-                        scope.cancel()
+                self._cancel_bound(self._leader)
             self._serving = bool(message.get("serving"))
             if not self._serving:
                 raise _Leave("the voter lost its quorum or knows no leader")

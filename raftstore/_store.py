@@ -21,8 +21,8 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import trio
@@ -98,10 +98,6 @@ class Store(StateMachineStore):
         self._loop_thread = threading.get_ident()  # constructed on the trio thread
         self._leadership_changed = trio.Event()
         self._leader_since = math.inf
-        # Cancel scopes bound to a leadership view (leading?, leader): cancelled by the first
-        # change. Proposals made while leading use one, so that their callers learn of a
-        # step-down (check-quorum or a newer term) at once instead of after the request timeout.
-        self._bound: dict[trio.CancelScope, tuple[bool, str | None]] = {}
         self._closed = False
         self._barrier_wanted = trio.Event()
         self._next_barrier = _Waiter()
@@ -165,10 +161,7 @@ class Store(StateMachineStore):
         else:
             self._leader_since = math.inf
         if self._bound and self._node is not None:  # also called before the node is set and after close
-            view = (self._node.is_leader(), self._node.leader())
-            for scope, bound_to in self._bound.items():
-                if bound_to != view:
-                    scope.cancel()
+            self._cancel_bound((self._node.is_leader(), self._node.leader()))
         changed, self._leadership_changed = self._leadership_changed, trio.Event()
         changed.set()
 
@@ -347,22 +340,10 @@ class Store(StateMachineStore):
         raise UnavailableError("no leader elected in time")
 
     def _leadership_view(self) -> tuple[bool, str | None]:
+        """(leading?, leader). Proposals made while leading are bound to it, so that their
+        callers learn of a step-down (check-quorum or a newer term) at once, not after the
+        request timeout."""
         return self.is_leader(), self.leader()
-
-    @contextmanager
-    def cancelled_on_leadership_change(self) -> Iterator[trio.CancelScope]:
-        """A cancel scope that the first change of this member's view of the leadership
-        cancels: it gains or loses leadership, or follows another leader or none. Lets a
-        caller abandon work bound to a leader that is gone (contivd's forwarded and
-        leader-only requests); check `scope.cancelled_caught` after the block. Costs a dict
-        entry, no task."""
-        scope = trio.CancelScope()
-        self._bound[scope] = self._leadership_view()
-        try:
-            with scope:
-                yield scope
-        finally:
-            del self._bound[scope]
 
     async def leadership_changes(self) -> AsyncIterator[LeadershipChange]:
         """The current leadership, then one item per change (gained, lost, new leader)."""

@@ -29,7 +29,8 @@ def verification_plan(tree: ContivTree) -> list[str]:
     return [
         f"count of every object type ({', '.join(kinds)}) and of endpoints",
         f"configuration of each of the {len(tree.objects)} objects, field by field",
-        f"each of the {len(tree.networks)} networks: VLAN / VXLAN / local VLAN, endpoint count, allocated IPv4 addresses",
+        f"each of the {len(tree.networks)} networks: VLAN / VXLAN / local VLAN, endpoint count, allocated IPv4 addresses"
+        " (those a network can hand out: Contiv also marks the subnet's network and broadcast addresses, which are never handed out)",
         f"each of the {len(tree.groups)} endpoint groups: endpoint count, allocated pool addresses",
         f"each of the {len(tree.endpoints)} endpoints: IPv4, IPv6, MAC, endpoint group id and key, host",
         f"each of the {len(tree.services)} service load balancers: VIP and providers",
@@ -72,6 +73,19 @@ def _allocated(encoded: str, base: str, first: int, last: int) -> set[int]:
     """Addresses whose bit is set in a Contiv bitmap, between two addresses (inclusive)."""
     start = int(IPv4Address(base))
     return {start + i for i in go_bitset_indices(encoded)[1] if first <= start + i <= last}
+
+
+def _host_range(network: Mapping[str, Any]) -> tuple[int, int]:
+    """The addresses a network can hand out (first, last). Contiv's `ipAddrRange` spans the whole
+    subnet and its bitset marks the network and broadcast addresses as taken; contivd's inspect
+    lists the hosts only. Both mean "never handed out", so the check compares the hosts."""
+    first, _, last = str(network.get("ipAddrRange", "")).partition("-")
+    low, high = int(IPv4Address(first)), int(IPv4Address(last or first))
+    length = int(network.get("subnetLen") or 32)
+    if length <= 30:
+        base = int(IPv4Address(str(network["subnetIP"])))
+        low, high = max(low, base + 1), min(high, base + (1 << (32 - length)) - 2)
+    return low, high
 
 
 def _show(addresses: Iterable[int]) -> str:
@@ -131,9 +145,8 @@ def _network(diff: _Diff, tree: ContivTree, key: str) -> int:
     diff.compare(what, "pktTag", theirs.get("pktTag", 0), oper.get("pktTag", 0))
     diff.compare(what, "externalPktTag", theirs.get("extPktTag", 0), oper.get("externalPktTag", 0))
     diff.compare(what, "numEndpoints", theirs.get("epCount", 0), oper.get("numEndpoints", 0))
-    first, _, last = str(theirs.get("ipAddrRange", "")).partition("-")
-    if first and last:
-        expected = _allocated(str(theirs.get("ipAllocMap", "")), str(theirs["subnetIP"]), int(IPv4Address(first)), int(IPv4Address(last)))
+    if theirs.get("ipAddrRange"):
+        expected = _allocated(str(theirs.get("ipAllocMap", "")), str(theirs["subnetIP"]), *_host_range(theirs))
         got = _ranges(oper.get("allocatedIPAddresses", ""))
         if expected != got:
             diff.lines.append(f"{what}: allocated addresses: only in Contiv {_show(expected - got)}; only in contivd {_show(got - expected)}")

@@ -82,7 +82,8 @@ class ContivTreeBuilder:
         state: dict[str, Any] = {
             "id": net_id, "tenant": tenant, "networkName": name, "nwType": "data", "pktTagType": encap, "pktTag": pkt_tag,
             "extPktTag": ext_tag, "subnetIP": str(net.network_address), "subnetLen": net.prefixlen, "gateway": gateway,
-            "ipAddrRange": f"{net.network_address + 1}-{net.broadcast_address - 1}", "epAddrCount": 0, "epCount": 0, "networkTag": net_id,
+            "ipAddrRange": f"{net.network_address}-{net.broadcast_address}",  # the whole subnet, as Contiv writes it
+            "epAddrCount": 0, "epCount": 0, "networkTag": net_id,
         }  # fmt: skip
         if v6:
             net6 = v6[0].split("/")

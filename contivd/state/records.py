@@ -74,6 +74,7 @@ def _int(attr: str, name: str) -> Wire:
 
 
 R = TypeVar("R", bound="_Record")
+_PARSED_AS: dict[Callable[[Any], Any], type] = {_text: str, int: int}
 
 
 class _Record:
@@ -84,18 +85,39 @@ class _Record:
     WIRE: ClassVar[tuple[Wire, ...]]
 
     @classmethod
-    def _fields(cls, value: Mapping[str, Any]) -> dict[str, Any]:
-        return {w.attr: w.parse(value[w.name] if w.required else value.get(w.name, w.missing)) for w in cls.WIRE}
+    def _fields(cls, value: Mapping[str, Any], wire: tuple[Wire, ...]) -> dict[str, Any]:
+        fields = {}
+        for w in wire:
+            raw = value[w.name] if w.required else value.get(w.name, w.missing)
+            # the parse of a value already of its type is the value: skipped (the netmaster's plans decode records on their hot path)
+            fields[w.attr] = raw if type(raw) is _PARSED_AS.get(w.parse) else w.parse(raw)
+        return fields
 
     @classmethod
-    def _from(cls: type[R], value: Any, **extra: Callable[[Mapping[str, Any]], Any]) -> R:
+    def _from(cls: type[R], value: Any, wire: tuple[Wire, ...] | None = None, **extra: Callable[[Mapping[str, Any]], Any]) -> R:
+        """The record of `value`: the fields of `wire` (the class's WIRE by default) and `extra`."""
+
         def build(v: Mapping[str, Any]) -> R:
-            return cls(**cls._fields(v), **{attr: read(v) for attr, read in extra.items()})
+            return cls(**cls._fields(v, cls.WIRE if wire is None else wire), **{attr: read(v) for attr, read in extra.items()})
 
         return _parse(cls.KIND, value, build)
 
+    @classmethod
+    def from_json(cls: type[R], value: Any) -> R:
+        """The record of a stored value; RecordError naming the object when it is unusable."""
+        return cls._from(value)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored value (Contiv's Go field names)."""
+        return self._wire_json()
+
     def _wire_json(self) -> dict[str, Any]:
-        return {w.name: (w.render or (lambda x: x))(getattr(self, w.attr)) for w in self.WIRE if not (w.omit_empty and not getattr(self, w.attr))}
+        out = {}
+        for w in self.WIRE:
+            value = getattr(self, w.attr)
+            if not (w.omit_empty and not value):
+                out[w.name] = value if w.render is None else w.render(value)
+        return out
 
 
 def _parse(kind: str, value: Any, build: Callable[[Mapping[str, Any]], T]) -> T:
@@ -166,15 +188,19 @@ class EndpointState(_Record):
         return self._wire_json()
 
 
-_IPV6_FIELDS = ("ipv6SubnetIP", "ipv6SubnetLen", "ipv6Gateway", "ipv6AllocMap", "ipv6LastHost")
+def _host_ids(value: Any) -> frozenset[int]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"ipv6AllocMap must be an object, got {type(value).__name__}")
+    return frozenset(int(host) for host in value)
 
 
 @dataclass(frozen=True, slots=True)
 class NetworkState(_Record):
     """Contiv's `CfgNetworkState` (`/contiv.io/state/nets/<net>.<tenant>`).
 
-    The address bitmaps stay in their stored encodings (`ip_alloc_map` base64, the IPv6 map an
-    object): only the netmaster's IPAM and the usage summary (state.usage) read them.
+    The IPv4 bitmap stays in its stored encoding (`ip_alloc_map`, base64): only the netmaster's
+    IPAM and the usage summary (state.usage) read it. The IPv6 fields are stored only for
+    dual-stack networks (`ipv6_subnet_ip` set); their map is stored `{"<host index>": true}`.
     """
 
     id: str
@@ -192,9 +218,11 @@ class NetworkState(_Record):
     ep_count: int
     ip_alloc_map: str
     network_tag: str
-    ipv6: tuple[tuple[str, Any], ...] = ()
-    """The IPv6 fields (ipv6SubnetIP, ipv6SubnetLen, ipv6Gateway, ipv6AllocMap, ipv6LastHost) as
-    stored, present only for dual-stack networks."""
+    ipv6_subnet_ip: str = ""  # "": not dual-stack, and no ipv6* field is stored
+    ipv6_subnet_len: int = 0
+    ipv6_gateway: str = ""
+    ipv6_alloc_map: frozenset[int] = frozenset()  # host indexes (address - subnet address) in use
+    ipv6_last_host: int = 0
 
     KIND: ClassVar[str] = "network"
     WIRE: ClassVar[tuple[Wire, ...]] = (
@@ -214,17 +242,34 @@ class NetworkState(_Record):
         Wire("ip_alloc_map", "ipAllocMap"),
         Wire("network_tag", "networkTag"),
     )
+    IPV6: ClassVar[tuple[Wire, ...]] = (
+        Wire("ipv6_subnet_ip", "ipv6SubnetIP"),
+        _int("ipv6_subnet_len", "ipv6SubnetLen"),
+        Wire("ipv6_gateway", "ipv6Gateway"),
+        Wire("ipv6_alloc_map", "ipv6AllocMap", _host_ids, {}, render=lambda hosts: {str(h): True for h in sorted(hosts)}),
+        _int("ipv6_last_host", "ipv6LastHost"),
+    )
 
     @property
     def subnet(self) -> str:
         return f"{self.subnet_ip}/{self.subnet_len}"
 
+    @property
+    def dual_stack(self) -> bool:
+        return bool(self.ipv6_subnet_ip)
+
+    @property
+    def ipv6_subnet(self) -> str:
+        return f"{self.ipv6_subnet_ip}/{self.ipv6_subnet_len}"
+
     @classmethod
     def from_json(cls, value: Any) -> NetworkState:
-        return cls._from(value, ipv6=lambda v: tuple((k, v[k]) for k in _IPV6_FIELDS if k in v))
+        return cls._from(value, cls.WIRE + cls.IPV6 if isinstance(value, Mapping) and "ipv6SubnetIP" in value else cls.WIRE)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self._wire_json(), **dict(self.ipv6)}
+        if not self.dual_stack:
+            return self._wire_json()
+        return {**self._wire_json(), **{w.name: (w.render or (lambda x: x))(getattr(self, w.attr)) for w in self.IPV6}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,8 +316,7 @@ class EndpointGroupState(_Record):
 
     @classmethod
     def from_json(cls, value: Any) -> EndpointGroupState:
-        optional = {w.attr: (lambda v, w=w: w.parse(v.get(w.name, w.missing))) for w in cls.POOL + cls.PROFILE}
-        return cls._from(value, **optional)
+        return cls._from(value, cls.WIRE + cls.POOL + cls.PROFILE)
 
     def to_json(self) -> dict[str, Any]:
         pool = {w.name: getattr(self, w.attr) for w in self.POOL} if self.ip_pool else {}
@@ -347,6 +391,131 @@ class ServiceLBState(_Record):
 
     def to_json(self) -> dict[str, Any]:
         return self._wire_json()
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceProvidersState(_Record):
+    """Contiv's `SvcProvider` (`/contiv.io/state/provider/<service>:<tenant>`): the addresses of
+    a service's providers, sorted."""
+
+    id: str
+    service_name: str
+    providers: tuple[str, ...]
+
+    KIND: ClassVar[str] = "service providers"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("id", "id", required=True),
+        Wire("service_name", "ServiceName"),
+        Wire("providers", "Providers", lambda v: tuple(str(p) for p in v or ()), None, render=list),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TagsState(_Record):
+    """The cluster's tags in use (`/contiv.io/state/tags/global`): one fastpath bitset per kind,
+    stored base64 (a set bit is a tag in use); contivd.netmaster.resources allocates in them."""
+
+    vlan: str
+    vxlan: str
+    local_vlan: str
+    epg_id: str
+
+    KIND: ClassVar[str] = "tags"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("vlan", "vlan", required=True),
+        Wire("vxlan", "vxlan", required=True),
+        Wire("local_vlan", "localVlan", required=True),
+        Wire("epg_id", "epgId", required=True),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalConfigState(_Record):
+    """Contiv's global `Cfg` (`/contiv.io/master/config/global`): the fabric and forwarding modes."""
+
+    nw_infra_type: str
+    fwd_mode: str
+    arp_mode: str
+    pvt_subnet: str
+    id: str = ""
+
+    KIND: ClassVar[str] = "global configuration"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("id", "id"),
+        Wire("nw_infra_type", "nw-infra-type"),
+        Wire("fwd_mode", "fwd-mode"),
+        Wire("arp_mode", "arp-mode"),
+        Wire("pvt_subnet", "pvt-subnet"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalState(_Record):
+    """Contiv's global resource state (`/contiv.io/state/global/global`): the configured VLAN and
+    VXLAN ranges, under `auto`."""
+
+    vlans: str
+    vxlans: str
+    id: str = ""
+
+    KIND: ClassVar[str] = "global state"
+    WIRE: ClassVar[tuple[Wire, ...]] = (Wire("id", "id"),)
+
+    @classmethod
+    def from_json(cls, value: Any) -> GlobalState:
+        def auto(name: str) -> Callable[[Mapping[str, Any]], str]:
+            return lambda v: _text((v.get("auto") or {}).get(name))
+
+        return cls._from(value, vlans=auto("VLANs"), vxlans=auto("VXLANs"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self._wire_json(), "auto": {"VLANs": self.vlans, "VXLANs": self.vxlans}}
+
+
+@dataclass(frozen=True, slots=True)
+class RuleMap:
+    """One rule of an attached policy: the rule object as configured and the ofnet rules it
+    compiled to for the group."""
+
+    rule: Mapping[str, Any]  # the configuration object (contivd.model's validated rule), stored whole
+    ofnet_rules: tuple[PolicyRule, ...]
+
+    @classmethod
+    def from_json(cls, value: Any) -> RuleMap:
+        def build(v: Mapping[str, Any]) -> RuleMap:
+            rules = v.get("OfnetRules") or {}
+            return cls(dict(v["Rule"]), tuple(PolicyRule.from_json({"RuleId": rule_id, **rule}) for rule_id, rule in rules.items()))
+
+        return _parse("policy rule map", value, build)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"Rule": dict(self.rule), "OfnetRules": {r.rule_id: r.to_json() for r in self.ofnet_rules}}
+
+
+@dataclass(frozen=True, slots=True)
+class EpgPolicyState(_Record):
+    """Contiv's `EpgPolicy` (`/contiv.io/state/policy/<tenant>:<group>:<tenant>:<policy>`): a
+    policy attached to a group, the group's id and each rule's compiled ofnet rules."""
+
+    id: str
+    endpoint_group_id: int
+    rule_maps: tuple[tuple[str, RuleMap], ...]  # by rule key
+
+    KIND: ClassVar[str] = "group policy"
+    WIRE: ClassVar[tuple[Wire, ...]] = (
+        Wire("id", "id", required=True),
+        _int("endpoint_group_id", "EndpointGroupID"),
+        Wire(
+            "rule_maps",
+            "RuleMaps",
+            lambda v: tuple((str(k), RuleMap.from_json(m)) for k, m in (v or {}).items()),
+            None,
+            render=lambda maps: {key: rule_map.to_json() for key, rule_map in maps},
+        ),
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self._wire_json(), "EpgPolicyKey": self.id}
 
 
 @dataclass(frozen=True, order=True, slots=True)

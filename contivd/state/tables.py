@@ -1,0 +1,144 @@
+"""Where each record the netmaster writes lives, and how it is read and written: the typed door
+to the store's layout for the writer.
+
+A `Table` pairs a key prefix with its record's parser and renderer; a record is addressed by its
+id under the prefix (a singleton such as the tag state is a table with the one id ""). `read`
+and `scan` decode stored values into records, `put` and `delete` make the store operations that
+write them, in the stored format `records` declares: the netmaster never spells a key or touches
+a stored value. The id functions build Contiv's ids (`<net>.<tenant>`, `<group>:<tenant>`, …).
+
+Not responsible for: guarding reads or batching writes (contivd.netmaster.view), node readers
+(contivd.state.snapshot keeps its own typed copy from the watch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from raftstore import Delete, KeyValueStore, Put
+
+from ..model import PolicyRule
+from . import keys
+from .records import (
+    EndpointGroupState,
+    EndpointState,
+    EpgPolicyState,
+    GlobalConfigState,
+    GlobalState,
+    NetworkState,
+    ServiceLBState,
+    ServiceProvidersState,
+    TagsState,
+    policy_rule_from_json,
+    policy_rule_to_json,
+)
+
+R = TypeVar("R")
+
+ConfigObject = Mapping[str, Any]
+"""A configuration object as contivd.model validates and renders it (the stored JSON object)."""
+
+
+@dataclass(frozen=True)
+class Table(Generic[R]):
+    """Records of one kind: `prefix + id` is a record's key."""
+
+    prefix: str
+    parse: Callable[[Any], R]
+    render: Callable[[R], Any]
+
+    def key(self, id: str = "") -> str:
+        return self.prefix + id
+
+
+def _config_object(value: Any) -> ConfigObject:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"configuration object is {type(value).__name__}, not an object")
+    return value
+
+
+NETWORKS: Table[NetworkState] = Table(keys.NETS_PREFIX, NetworkState.from_json, NetworkState.to_json)
+ENDPOINTS: Table[EndpointState] = Table(keys.EPS_PREFIX, EndpointState.from_json, EndpointState.to_json)
+GROUPS: Table[EndpointGroupState] = Table(keys.EPGS_PREFIX, EndpointGroupState.from_json, EndpointGroupState.to_json)
+SERVICES: Table[ServiceLBState] = Table(keys.SERVICE_LB_PREFIX, ServiceLBState.from_json, ServiceLBState.to_json)
+PROVIDERS: Table[ServiceProvidersState] = Table(keys.PROVIDER_PREFIX, ServiceProvidersState.from_json, ServiceProvidersState.to_json)
+POLICIES: Table[EpgPolicyState] = Table(keys.POLICY_PREFIX, EpgPolicyState.from_json, EpgPolicyState.to_json)
+POLICY_RULES: Table[PolicyRule] = Table(keys.POLICY_RULE_PREFIX, policy_rule_from_json, policy_rule_to_json)
+TAGS: Table[TagsState] = Table(keys.TAGS_STATE, TagsState.from_json, TagsState.to_json)
+GLOBAL_CONFIG: Table[GlobalConfigState] = Table(keys.GLOBAL_CONFIG, GlobalConfigState.from_json, GlobalConfigState.to_json)
+GLOBAL_STATE: Table[GlobalState] = Table(keys.GLOBAL_STATE, GlobalState.from_json, GlobalState.to_json)
+CONFIG_VERSION: Table[int] = Table(keys.CONFIG_VERSION, int, int)
+"""Bumped by every configuration write: config transactions compare it, so two writers that read
+the same configuration cannot both commit."""
+CONFIG: Table[ConfigObject] = Table(keys.MODEL_PREFIX, _config_object, dict)
+"""Every configuration object; ids are `config_id(kind, key)`."""
+
+
+def config_id(kind: str, key: str) -> str:
+    return f"{kind}/{key}"
+
+
+def split_config_id(id: str) -> tuple[str, str]:
+    """`config_id`'s inverse: (kind, key)."""
+    kind, _, key = id.partition("/")
+    return kind, key
+
+
+def network_id(tenant: str, network: str) -> str:
+    """Contiv's network id `<net>.<tenant>`."""
+    return keys.net_id(tenant, network)
+
+
+def endpoint_id(tenant: str, network: str, endpoint: str) -> str:
+    """Contiv's endpoint id `<net>.<tenant>-<endpointID>`."""
+    return keys.ep_id(tenant, network, endpoint)
+
+
+def endpoints_of(tenant: str, network: str) -> str:
+    """The id prefix of a network's endpoints."""
+    return f"{network_id(tenant, network)}-"
+
+
+def group_id(tenant: str, group: str) -> str:
+    """Contiv's endpoint group (and serviceLB) id `<name>:<tenant>`, the group's `endpointGroupKey`."""
+    return f"{group}:{tenant}"
+
+
+service_id = group_id
+
+
+def read(store: KeyValueStore, table: Table[R], id: str = "") -> tuple[R | None, int]:
+    """The record stored under `id` (None if absent) and its mod revision (0 if absent)."""
+    kv = store.get_nowait(table.key(id))
+    return (None, 0) if kv is None else (table.parse(kv.value), kv.mod_revision)
+
+
+def scan(store: KeyValueStore, table: Table[R], id_prefix: str = "") -> dict[str, R]:
+    """Every record whose id starts with `id_prefix`, by id."""
+    cut = len(table.prefix)
+    return {kv.key[cut:]: table.parse(kv.value) for kv in store.list_nowait(table.key(id_prefix))}
+
+
+def first(store: KeyValueStore, table: Table[R], match: Callable[[str], bool]) -> R | None:
+    """The first record, in id order, whose id `match`es (only that one is decoded)."""
+    cut = len(table.prefix)
+    for kv in store.list_nowait(table.prefix):
+        if match(kv.key[cut:]):
+            return table.parse(kv.value)
+    return None
+
+
+def revision(store: KeyValueStore, table: Table[Any], id: str = "") -> int:
+    """The mod revision of the record under `id`, 0 if absent (nothing is decoded)."""
+    kv = store.get_nowait(table.key(id))
+    return 0 if kv is None else kv.mod_revision
+
+
+def put(table: Table[R], id: str, record: R) -> Put:
+    return Put(table.key(id), table.render(record))
+
+
+def delete(table: Table[Any], id: str = "") -> Delete:
+    return Delete(table.key(id))

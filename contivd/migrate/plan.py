@@ -26,7 +26,7 @@ from ..model import SPECS, ModelError, validate
 from ..netmaster import effects, resources, services
 from ..netmaster.service import Netmaster
 from ..netmaster.view import Writes
-from ..state import EndpointState, RecordError
+from ..state import EndpointState, RecordError, TagsState
 from ..state import keys as layout
 from .gobitset import to_fastpath
 from .source import ContivTree, MigrationError
@@ -95,7 +95,11 @@ async def plan_import(tree: ContivTree) -> ImportPlan:
     for tenant in sorted({key for kind, key in tree.objects if kind == "tenant"}):
         effects.refresh_policies(view, writes, tenant)
         tenant_services = [s for s in view.items("serviceLB") if s["tenantName"] == tenant]
-        tenant_endpoints = [ep for ep in entries.values() if isinstance(ep, dict) and "netID" in ep and ep["netID"].rpartition(".")[2] == tenant]
+        tenant_endpoints = [
+            EndpointState.from_json(ep)
+            for ep in entries.values()
+            if isinstance(ep, dict) and "netID" in ep and ep["netID"].rpartition(".")[2] == tenant
+        ]
         services.refresh(view, writes, tenant, tenant_services, tenant_endpoints)
     await store.txn([], writes.ops())
     entries = {kv.key: kv.value for kv in store.list_nowait(f"{layout.ROOT}/") if kv.key != layout.CONFIG_VERSION}
@@ -132,7 +136,7 @@ def _network_state(tree: ContivTree, key: str) -> Mapping[str, Any]:
 
 def _overlay(tree: ContivTree, entries: dict[str, Any]) -> None:
     """Lay Contiv's allocations over the replayed state in `entries` (mutated)."""
-    tags: State = entries[layout.TAGS_STATE]
+    tags = TagsState.from_json(entries[layout.TAGS_STATE])
     wanted: list[tuple[resources.TagKind, int, str]] = []
     networks: dict[str, State] = {}
     for (kind, key), _ in sorted(tree.objects.items()):
@@ -142,7 +146,7 @@ def _overlay(tree: ContivTree, entries: dict[str, Any]) -> None:
         ours: State = entries[layout.net_state(tenant, name)]
         _overlay_network(f"network {key}", _network_state(tree, key), ours)
         if ours["pktTagType"] != "vlan":
-            resources.release(tags, "localVlan", ours["pktTag"])
+            tags = resources.release(tags, "localVlan", ours["pktTag"])
             wanted.append(("localVlan", int(_network_state(tree, key)["pktTag"]), f"network {key}"))
             ours["pktTag"] = int(_network_state(tree, key)["pktTag"])
         networks[layout.net_id(tenant, name)] = ours
@@ -156,7 +160,7 @@ def _overlay(tree: ContivTree, entries: dict[str, Any]) -> None:
         if theirs is None:
             raise MigrationError(f"endpointGroup {key}: Contiv's tree has no state for it (/contiv.io/state/endpointGroups/{name}:{tenant})")
         network = networks[ours["networkName"] + "." + tenant]
-        resources.release(tags, "epgId", ours["endpointGroupId"])
+        tags = resources.release(tags, "epgId", ours["endpointGroupId"])
         group_ids[f"{name}:{tenant}"] = ours["endpointGroupId"] = int(theirs.get("endpointGroupId", 0))
         wanted.append(("epgId", ours["endpointGroupId"], f"endpointGroup {key}"))
         ours.update(pktTag=network["pktTag"], extPktTag=network["extPktTag"], epCount=int(theirs.get("epCount", 0)))
@@ -164,9 +168,10 @@ def _overlay(tree: ContivTree, entries: dict[str, Any]) -> None:
             ours["epgIpAllocMap"] = _bitmap(f"endpointGroup {key} epgIpAllocMap", theirs.get("epgIpAllocMap", ""), network)
     for kind, tag, owner in wanted:
         try:
-            resources.allocate(tags, kind, requested=tag)
+            tags, _ = resources.allocate(tags, kind, requested=tag)
         except ModelError as exc:
             raise MigrationError(f"{owner}: Contiv's {kind} {tag} cannot be kept: {exc} (two objects share it in Contiv)") from None
+    entries[layout.TAGS_STATE] = tags.to_json()
     for endpoint_id, value in sorted(tree.endpoints.items()):
         entries[layout.ep_state(endpoint_id)] = _endpoint(endpoint_id, value, networks, group_ids)
 

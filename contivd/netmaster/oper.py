@@ -2,52 +2,57 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ..model import EndpointOper
-from ..state import keys as layout
+from ..state import EndpointGroupState, EndpointState, NetworkState, tables
+from ..state.tables import ConfigObject
 from . import ipam
 from .view import View
 
 
+def endpoint(endpoint: EndpointState) -> dict[str, Any]:
+    """An endpoint as inspects show it (Contiv's EndpointOper, omitempty)."""
+    return EndpointOper.from_state(endpoint.to_json()).to_json()
+
+
 def _endpoints(view: View, kind: str, key: str) -> list[dict[str, Any]]:
-    return [EndpointOper.from_state(ep).to_json() for ep in sorted(view.endpoints(kind, key), key=lambda e: e["id"])]
+    return [endpoint(ep) for ep in sorted(view.endpoints(kind, key), key=lambda e: e.id)]
 
 
-def _common(view: View, kind: str, obj: Mapping[str, Any], state: Mapping[str, Any]) -> dict[str, Any]:
+def _common(view: View, kind: str, obj: ConfigObject, state: NetworkState | EndpointGroupState) -> dict[str, Any]:
     """Tags, endpoint count and endpoints: what network and group inspect share."""
     return {
-        "pktTag": state["pktTag"],
-        "externalPktTag": state["extPktTag"],
-        "numEndpoints": state.get("epCount", 0),
+        "pktTag": state.pkt_tag,
+        "externalPktTag": state.ext_pkt_tag,
+        "numEndpoints": state.ep_count,
         "endpoints": _endpoints(view, kind, obj["key"]),
     }
 
 
-def network(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
-    state = view.state(layout.net_state(obj["tenantName"], obj["networkName"]))
+def network(view: View, obj: ConfigObject) -> dict[str, Any]:
+    state = view.read(tables.NETWORKS, tables.network_id(obj["tenantName"], obj["networkName"]))
     if state is None:
         return {}
     return {
         **_common(view, "network", obj, state),
-        "allocatedAddressesCount": state.get("epAddrCount", 0),
+        "allocatedAddressesCount": state.ep_addr_count,
         **ipam.address_oper(state),
-        "networkTag": state.get("networkTag", ""),
+        "networkTag": state.network_tag,
     }
 
 
-def endpoint_group(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
-    state = view.state(layout.epg_state(obj["tenantName"], obj["groupName"]))
+def endpoint_group(view: View, obj: ConfigObject) -> dict[str, Any]:
+    state = view.read(tables.GROUPS, tables.group_id(obj["tenantName"], obj["groupName"]))
     if state is None:
         return {}
-    return {**_common(view, "endpointGroup", obj, state), **ipam.epg_address_oper(state), "groupTag": state.get("groupTag", "")}
+    return {**_common(view, "endpointGroup", obj, state), **ipam.epg_address_oper(state), "groupTag": state.group_tag}
 
 
-def tenant(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
+def tenant(view: View, obj: ConfigObject) -> dict[str, Any]:
     name = obj["tenantName"]
 
-    def owned(kind: str) -> list[Mapping[str, Any]]:
+    def owned(kind: str) -> list[ConfigObject]:
         return [o for o in view.items(kind) if o.get("tenantName") == name]
 
     networks = [network(view, n) for n in owned("network")]
@@ -62,13 +67,14 @@ def tenant(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def service_lb(view: View, obj: Mapping[str, Any]) -> dict[str, Any]:
-    state = view.state(f"{layout.SERVICE_LB_PREFIX}{obj['serviceName']}:{obj['tenantName']}") or {}
-    providers = state.get("providers", {})
+def service_lb(view: View, obj: ConfigObject) -> dict[str, Any]:
+    state = view.read(tables.SERVICES, tables.service_id(obj["tenantName"], obj["serviceName"]))
+    providers = [provider for _, provider in state.providers] if state else []
+    endpoints = [view.read(tables.ENDPOINTS, p.endpoint_key) for p in providers]
     return {
-        "serviceVip": state.get("ipaddress", ""),
+        "serviceVip": state.ip_address if state else "",
         "numProviders": len(providers),
-        "providers": [EndpointOper.from_state(view.state(layout.ep_state(p["EpIDKey"])) or {}).to_json() for p in providers.values()],
+        "providers": [endpoint(ep) if ep else EndpointOper.from_state({}).to_json() for ep in endpoints],
     }
 
 

@@ -30,7 +30,8 @@ from ..model import (
     validate,
     with_network_subnets,
 )
-from ..state import keys as layout
+from ..state import tables
+from ..state.tables import ConfigObject
 from . import effects, endpoints, oper
 from .view import Reads, View, Writes
 
@@ -109,7 +110,7 @@ class Netmaster:
                 wanted = with_network_subnets(obj, view) if kind == "rule" else obj
                 if existing is None:
                     check_create(kind, wanted, view)
-                    stored: Mapping[str, Any] = wanted
+                    stored: ConfigObject = wanted
                 else:
                     stored = check_update(kind, existing, wanted, view)
                     if stored is existing:
@@ -117,7 +118,7 @@ class Netmaster:
                 writes = Writes(view)
                 view.put_object(kind, key, dict(stored))
                 effects.handler(kind)(view, writes, existing, stored)
-                writes.put(layout.model(kind, key), dict(stored))
+                writes.put(tables.CONFIG, tables.config_id(kind, key), stored)
                 if await self._commit_config(view, writes):
                     return render(kind, stored, view)
         raise ConflictRetryError(f"{kind} {key}: configuration kept changing during the write; retry")
@@ -136,17 +137,17 @@ class Netmaster:
                     old = view.get(dep_kind, dep_key)
                     view.put_object(dep_kind, dep_key, None)
                     effects.handler(dep_kind)(view, writes, old, None)
-                    writes.delete(layout.model(dep_kind, dep_key))
+                    writes.delete(tables.CONFIG, tables.config_id(dep_kind, dep_key))
                 if await self._commit_config(view, writes):
                     return key
         raise ConflictRetryError(f"{kind} {key}: configuration kept changing during the delete; retry")
 
     async def _commit_config(self, view: View, writes: Writes) -> bool:
-        writes.put(layout.CONFIG_VERSION, view.config_version + 1)
+        writes.put(tables.CONFIG_VERSION, "", view.config_version + 1)
         result = await self.store.txn(view.guards(), writes.ops())
         return result.succeeded
 
-    async def _read_object(self, collection: str, key: str) -> tuple[str, View, Mapping[str, Any]]:
+    async def _read_object(self, collection: str, key: str) -> tuple[str, View, ConfigObject]:
         kind = kind_for(collection)
         view = await self.read_view()
         obj = view.get(kind, key)
@@ -174,12 +175,10 @@ class Netmaster:
 
     async def inspect_endpoint(self, key: str) -> dict[str, Any]:
         """Contiv matches endpoint ids containing `key`; the first in id order answers."""
-        from ..model import EndpointOper
-
         await self.store.sync()
-        for kv in self.store.list_nowait(layout.EPS_PREFIX):
-            if key in kv.key[len(layout.EPS_PREFIX) :]:
-                return {"Oper": EndpointOper.from_state(kv.value).to_json()}  # omitempty already
+        found = tables.first(self.store, tables.ENDPOINTS, lambda endpoint_id: key in endpoint_id)
+        if found is not None:
+            return {"Oper": oper.endpoint(found)}  # omitempty already
         raise NotFoundError(f"endpoint not found: {key}", contiv=contiv_line("endpoint-not-found"))
 
     # ---- endpoints (batched per network) ---------------------------------------------------
@@ -191,18 +190,19 @@ class Netmaster:
         """create_endpoint's answer and the store revision that holds it (a caller that
         programs the datapath waits for its local state to reach that revision)."""
         state, revision = await self._batched_at(request, lambda reads, writes: endpoints.create_endpoint(reads, writes, request, self.node_name))
-        return {"EndpointConfig": state}, revision
+        return {"EndpointConfig": state.to_json()}, revision
 
     async def delete_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
         state = await self._batched(request, lambda reads, writes: endpoints.delete_endpoint(reads, writes, request))
-        return {"EndpointConfig": state}
+        return {"EndpointConfig": state.to_json() if state else None}
 
     async def update_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
         return await self._batched(request, lambda reads, writes: endpoints.update_endpoint(reads, writes, request), "Tenant", "Network")
 
     async def relabel_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Move an endpoint between groups and replace its labels (the leader's pod watch)."""
-        return await self._batched(request, lambda reads, writes: endpoints.relabel_endpoint(reads, writes, request), "Tenant", "Network")
+        state = await self._batched(request, lambda reads, writes: endpoints.relabel_endpoint(reads, writes, request), "Tenant", "Network")
+        return state.to_json()
 
     async def alloc_address(self, request: Mapping[str, Any]) -> dict[str, Any]:
         return await self._batched_on_network_id(request, endpoints.alloc_address)

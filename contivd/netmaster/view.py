@@ -4,65 +4,73 @@ Netmaster plans run against a View built right after `store.sync()` on the leade
 implements the model's `Lookup` and records every state key it hands out with its mod revision;
 `guards()` turns those into transaction compares, so a plan commits only if nothing it looked
 at changed (serialisable), also across a leader change.
+
+Plans read and write the typed records of contivd.state through its tables: a record is decoded
+once per plan when first read and rendered once per write; records are frozen, so a plan
+changes one by writing a new one (`dataclasses.replace`).
 """
 
 from __future__ import annotations
 
-import copy
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from collections.abc import Collection, Iterable
+from typing import Any, TypeVar, cast
 
-from raftstore import Compare, Delete, DeletePrefix, KeyValue, KeyValueStore, Op, Put, mod_revision_is
+from raftstore import Compare, DeletePrefix, KeyValueStore, Op, mod_revision_is
 
-from ..state import keys as layout
+from ..model import PolicyRule
+from ..state import EndpointState, EpgPolicyState, tables
+from ..state.tables import ConfigObject, Table
 from . import resources
+
+R = TypeVar("R")
 
 
 class Reads:
-    """Guarded reads of individual keys: every key handed out is recorded with its mod
-    revision, and `guards()` turns the record into transaction compares. Values are private
-    mutable copies, cached, so a plan sees its own changes when it reads a key again."""
+    """Guarded reads of individual records: every key handed out is recorded with its mod
+    revision, and `guards()` turns the record into transaction compares. Records are cached
+    per plan, so a plan sees its own writes when it reads a record again."""
 
     def __init__(self, store: KeyValueStore):
         self._store = store
         self._reads: dict[str, int] = {}
-        self._states: dict[str, Any] = {}
+        self._records: dict[str, object] = {}  # key → record (None: absent), as this plan sees it
 
-    def state(self, key: str) -> Any:
-        """A private mutable copy of a state value (None if absent); the read is guarded."""
-        if key not in self._states:
-            kv: KeyValue | None = self._store.get_nowait(key)
-            self._reads[key] = kv.mod_revision if kv else 0
-            self._states[key] = copy.deepcopy(kv.value) if kv else None
-        return self._states[key]
+    def read(self, table: Table[R], id: str = "") -> R | None:
+        """The record `id` of `table` (None if absent); the read is guarded."""
+        key = table.key(id)
+        if key not in self._records:
+            found = tables.read(self._store, table, id)
+            self._records[key], self._reads[key] = found
+        return cast("R | None", self._records[key])
 
-    def list_states(self, prefix: str) -> dict[str, Any]:
-        """Committed values under `prefix` merged with this plan's own writes (unguarded:
-        callers guard through a key every relevant writer also writes)."""
-        found = {kv.key: kv.value for kv in self._store.list_nowait(prefix)}
-        for key, value in self._states.items():
+    def scan(self, table: Table[R], id_prefix: str = "") -> dict[str, R]:
+        """Committed records whose id starts with `id_prefix`, merged with this plan's own
+        writes (unguarded: callers guard through a key every relevant writer also writes)."""
+        found = tables.scan(self._store, table, id_prefix)
+        prefix, cut = table.key(id_prefix), len(table.prefix)
+        for key, record in self._records.items():
             if key.startswith(prefix):
-                if value is None:
-                    found.pop(key, None)
+                if record is None:
+                    found.pop(key[cut:], None)
                 else:
-                    found[key] = value
+                    found[key[cut:]] = cast(R, record)
         return found
 
-    def remember(self, key: str, value: Any) -> None:
-        """Make later reads of `key` in this plan see `value` (the plan is writing it)."""
+    def remember(self, table: Table[R], id: str, record: R | None) -> None:
+        """Make later reads of `id` in this plan see `record` (the plan is writing it)."""
+        key = table.key(id)
         if key not in self._reads:
-            self.state(key)
-        self._states[key] = value
+            self._reads[key] = tables.revision(self._store, table, id)
+        self._records[key] = record
 
-    def checkpoint(self) -> dict[str, Any]:
-        """A cheap restore point: plans replace nested values instead of mutating them, so a
-        copy of each top-level dict is enough (state fields are scalars or replaced wholesale)."""
-        return {k: dict(v) if isinstance(v, dict) else v for k, v in self._states.items()}
+    def checkpoint(self) -> dict[str, object]:
+        """A restore point: records are frozen, so a copy of the cache is enough."""
+        return dict(self._records)
 
-    def restore(self, checkpoint: dict[str, Any]) -> None:
+    def restore(self, checkpoint: dict[str, object]) -> None:
         """Forget everything since `checkpoint()`, including keys first read after it."""
-        self._states = checkpoint
+        self._records = checkpoint
 
     def guards(self) -> list[Compare]:
         return [mod_revision_is(key, revision) for key, revision in sorted(self._reads.items())]
@@ -74,31 +82,30 @@ class View(Reads):
 
     def __init__(self, store: KeyValueStore):
         super().__init__(store)
-        version = self.state(layout.CONFIG_VERSION)
-        self.config_version = int(version) if version else 0
-        self._objects: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-        for kv in store.list_nowait(layout.MODEL_PREFIX):
-            kind, _, key = kv.key[len(layout.MODEL_PREFIX) :].partition("/")
-            self._objects[kind][key] = kv.value
+        self.config_version = self.read(tables.CONFIG_VERSION) or 0
+        self._objects: dict[str, dict[str, ConfigObject]] = defaultdict(dict)
+        for id, obj in tables.scan(store, tables.CONFIG).items():
+            kind, key = tables.split_config_id(id)
+            self._objects[kind][key] = obj
 
     # ---- Lookup -----------------------------------------------------------------------------
 
-    def get(self, kind: str, key: str) -> Mapping[str, Any] | None:
+    def get(self, kind: str, key: str) -> ConfigObject | None:
         return self._objects.get(kind, {}).get(key)
 
-    def items(self, kind: str) -> Iterable[Mapping[str, Any]]:
+    def items(self, kind: str) -> Iterable[ConfigObject]:
         return [self._objects[kind][k] for k in sorted(self._objects.get(kind, {}))]
 
     def endpoint_ips(self, kind: str, key: str) -> Collection[str]:
-        return [ep["ipAddress"] for ep in self.endpoints(kind, key)]
+        return [ep.ip_address for ep in self.endpoints(kind, key)]
 
     def tags_in_use(self, encap: str) -> Collection[int]:
-        tags = self.state(layout.TAGS_STATE)
+        tags = self.read(tables.TAGS)
         return resources.in_use(tags, "vlan" if encap == "vlan" else "vxlan") if tags else []
 
     # ---- derived reads ----------------------------------------------------------------------
 
-    def endpoints(self, kind: str, key: str) -> list[dict[str, Any]]:
+    def endpoints(self, kind: str, key: str) -> list[EndpointState]:
         """Endpoint states of a network (`tenant:net`) or group (`tenant:group`).
 
         Guarded through the network state: every endpoint create or delete rewrites it."""
@@ -108,23 +115,18 @@ class View(Reads):
             obj = self.get("endpointGroup", key)
             if obj is None:
                 return []
-            group, name = f"{name}:{tenant}", obj["networkName"]
-        self.state(layout.net_state(tenant, name))
-        prefix = f"{layout.EPS_PREFIX}{layout.net_id(tenant, name)}-"
-        eps = [kv.value for kv in self._store.list_nowait(prefix)]
-        return [ep for ep in eps if group is None or ep.get("endpointGroupKey") == group]
+            group, name = tables.group_id(tenant, name), obj["networkName"]
+        self.read(tables.NETWORKS, tables.network_id(tenant, name))
+        eps = tables.scan(self._store, tables.ENDPOINTS, tables.endpoints_of(tenant, name)).values()
+        return [ep for ep in eps if group is None or ep.endpoint_group_key == group]
 
-    def owned_policy_states(self, tenant: str) -> dict[str, Any]:
-        """EpgPolicy and policyRule states of a tenant's groups (keys start `<tenant>:`).
+    def owned_policy_states(self, tenant: str) -> tuple[dict[str, EpgPolicyState], dict[str, PolicyRule]]:
+        """EpgPolicy and policyRule states of a tenant's groups (ids start `<tenant>:`), by id.
 
         Only configuration writes change them, so CONFIG_VERSION already guards them."""
-        found: dict[str, Any] = {}
-        for prefix in (layout.POLICY_PREFIX, layout.POLICY_RULE_PREFIX):
-            for kv in self._store.list_nowait(f"{prefix}{tenant}:"):
-                found[kv.key] = kv.value
-        return found
+        return tables.scan(self._store, tables.POLICIES, f"{tenant}:"), tables.scan(self._store, tables.POLICY_RULES, f"{tenant}:")
 
-    def put_object(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
+    def put_object(self, kind: str, key: str, obj: ConfigObject | None) -> None:
         """Let handlers see the configuration as it will be after this write."""
         if obj is None:
             self._objects[kind].pop(key, None)
@@ -140,15 +142,17 @@ class Writes:
         self._reads = reads
         self._ops: dict[str, Op] = {}
 
-    def put(self, key: str, value: Any) -> None:
-        self._ops.pop(key, None)
-        self._ops[key] = Put(key, value)
-        self._reads.remember(key, value)
+    def put(self, table: Table[R], id: str, record: R) -> None:
+        op = tables.put(table, id, record)
+        self._ops.pop(op.key, None)
+        self._ops[op.key] = op
+        self._reads.remember(table, id, record)
 
-    def delete(self, key: str) -> None:
-        self._ops.pop(key, None)
-        self._ops[key] = Delete(key)
-        self._reads.remember(key, None)
+    def delete(self, table: Table[Any], id: str = "") -> None:
+        op = tables.delete(table, id)
+        self._ops.pop(op.key, None)
+        self._ops[op.key] = op
+        self._reads.remember(table, id, None)
 
     def ops(self) -> list[Op]:
         return list(self._ops.values())

@@ -9,6 +9,7 @@ import pytest
 from contivd.model import ConflictError
 from contivd.netmaster import ipam, resources
 from contivd.netmaster.service import Netmaster
+from contivd.state import NetworkState, TagsState
 from contivd.state import keys as layout
 from raftstore import MemoryStore
 from tests.unit.netmaster.helpers import TENANT, create, delete_request, net_state, network, state, under
@@ -25,7 +26,7 @@ def rule(rule_id: str, **fields: Any) -> dict[str, Any]:
 
 
 def tags_in_use(store: MemoryStore, space: resources.TagKind) -> list[int]:
-    return sorted(resources.in_use(state(store, layout.TAGS_STATE), space))
+    return sorted(resources.in_use(TagsState.from_json(state(store, layout.TAGS_STATE)), space))
 
 
 async def test_defaults_write_the_global_state_once(netmaster: Netmaster, store: MemoryStore) -> None:
@@ -58,14 +59,14 @@ async def test_creating_a_group_allocates_its_id_and_deleting_frees_it(netmaster
     g1, g2 = state(store, layout.epg_state(TENANT, "g1")), state(store, layout.epg_state(TENANT, "g2"))
     assert (g1["endpointGroupId"], g2["endpointGroupId"]) == (1, 2) and tags_in_use(store, "epgId") == [1, 2]
     assert g1["pktTag"] == net_state(store, "n")["pktTag"] and g2["IPPool"] == "198.18.24.100-198.18.24.109"
-    assert ipam.address_oper(net_state(store, "n"))["allocatedIPAddresses"] == "198.18.24.100-198.18.24.109"
+    assert ipam.address_oper(NetworkState.from_json(net_state(store, "n")))["allocatedIPAddresses"] == "198.18.24.100-198.18.24.109"
     await create(netmaster, "e", "n", group="g2")
     with pytest.raises(ConflictError, match=r"EPG default:g2 has active endpoints \(1\)"):
         await netmaster.delete_object("endpointGroups", "default:g2")
     await netmaster.delete_endpoint(delete_request("e", "n"))
     await netmaster.delete_object("endpointGroups", "default:g2")
     assert tags_in_use(store, "epgId") == [1] and state(store, layout.epg_state(TENANT, "g2")) is None
-    assert ipam.address_oper(net_state(store, "n"))["allocatedIPAddresses"] == "", "the pool went back to the network"
+    assert ipam.address_oper(NetworkState.from_json(net_state(store, "n")))["allocatedIPAddresses"] == "", "the pool went back to the network"
     await netmaster.put_object("endpointGroups", "default:g3", group("g3", "n"))
     assert state(store, layout.epg_state(TENANT, "g3"))["endpointGroupId"] == 2, "a freed id is reused"
 
@@ -147,4 +148,4 @@ async def test_service_providers_follow_endpoint_labels(netmaster: Netmaster, st
     assert state(store, provider_key)["Providers"] == ["198.18.32.3"] and state(store, lb_key)["ipaddress"] == "198.18.31.1"
     await netmaster.delete_object("serviceLBs", "default:web")
     assert state(store, lb_key) is None and state(store, provider_key) is None
-    assert ipam.address_oper(net_state(store, "svc"))["allocatedIPAddresses"] == "198.18.31.254", "the VIP was released"
+    assert ipam.address_oper(NetworkState.from_json(net_state(store, "svc")))["allocatedIPAddresses"] == "198.18.31.254", "the VIP was released"

@@ -7,6 +7,7 @@ import pytest
 from contivd.model import ConflictError, ValidationError
 from contivd.netmaster import ipam
 from contivd.netmaster.service import Netmaster
+from contivd.state import EndpointGroupState, NetworkState
 from contivd.state import keys as layout
 from raftstore import MemoryStore
 from tests.unit.netmaster.helpers import TENANT, create, delete_request, net_state, network, state
@@ -19,7 +20,10 @@ async def test_addresses_are_allocated_lowest_first_skipping_the_gateway(netmast
     assert [ep["macAddress"] for ep in created] == ["02:02:c6:12:01:02", "02:02:c6:12:01:03", "02:02:c6:12:01:04"]
     net = net_state(store, "n")
     assert (net["epCount"], net["epAddrCount"]) == (3, 3)
-    assert ipam.address_oper(net) == {"availableIPAddresses": "198.18.1.5-198.18.1.6", "allocatedIPAddresses": "198.18.1.1-198.18.1.4"}
+    assert ipam.address_oper(NetworkState.from_json(net)) == {
+        "availableIPAddresses": "198.18.1.5-198.18.1.6",
+        "allocatedIPAddresses": "198.18.1.1-198.18.1.4",
+    }
     stored = state(store, layout.ep_state("n.default-e1"))
     assert stored == created[1] and stored["homingHost"] == "node1" and stored["netID"] == "n.default"
 
@@ -48,7 +52,7 @@ async def test_group_pools_allocate_inside_the_pool_until_exhausted(netmaster: N
         await create(netmaster, "p2", "n", group="pool")
     assert (await create(netmaster, "plain", "n"))["ipAddress"] == "198.18.3.1", "the network allocates around the pool"
     epg = state(store, layout.epg_state(TENANT, "pool"))
-    assert epg["epCount"] == 2 and ipam.epg_address_oper(epg)["allocatedIPAddresses"] == "198.18.3.10-198.18.3.11"
+    assert epg["epCount"] == 2 and ipam.epg_address_oper(EndpointGroupState.from_json(epg))["allocatedIPAddresses"] == "198.18.3.10-198.18.3.11"
     await netmaster.delete_endpoint(delete_request("p0", "n"))
     assert (await create(netmaster, "p3", "n", group="pool"))["ipAddress"] == "198.18.3.10", "a freed pool address is reused"
 
@@ -98,7 +102,7 @@ async def test_address_only_allocations_for_ipam_drivers(netmaster: Netmaster, s
         "IPv4Address": "198.18.7.9/24",
     }
     assert await netmaster.release_address({"NetworkID": "n.default", "IPv4Address": "198.18.7.2/24"}) == "success"
-    assert ipam.address_oper(net_state(store, "n"))["allocatedIPAddresses"] == "198.18.7.1, 198.18.7.9"
+    assert ipam.address_oper(NetworkState.from_json(net_state(store, "n")))["allocatedIPAddresses"] == "198.18.7.1, 198.18.7.9"
     with pytest.raises(ValidationError, match="198.18.8.1 is not in network n.default"):
         await netmaster.release_address({"NetworkID": "n.default", "IPv4Address": "198.18.8.1/24"})
     with pytest.raises(ValidationError, match="NetworkID 'n' must be"):

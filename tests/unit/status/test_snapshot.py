@@ -10,7 +10,7 @@ from typing import Any
 from contivd.agent.service import AgentStatistics
 from contivd.bgp.peering import Peering, inspect_answer
 from contivd.netmaster import ipam
-from contivd.state import NetworkState, NodeRecord, StateSnapshot
+from contivd.state import EndpointGroupState, NetworkState, NodeRecord, StateSnapshot
 from contivd.state import keys as layout
 from contivd.state.usage import address_usage
 from contivd.status.snapshot import ENDPOINT_COLUMNS, bgp_model, cluster_model, node_health, node_report, store_model
@@ -19,24 +19,31 @@ from raftstore import KeyValue, StoreStatistics
 MARKUP = "<img src=x onerror=alert(1)>"
 
 
-def network(name: str, subnet: str, gateway: str, tag: int, encap: str = "vxlan") -> dict[str, Any]:
+def network(name: str, subnet: str, gateway: str, tag: int, encap: str = "vxlan") -> NetworkState:
     return ipam.new_network_state({"networkName": name, "tenantName": "default", "encap": encap, "subnet": subnet, "gateway": gateway}, tag, 0)
 
 
-def endpoint(net: dict[str, Any], epg: dict[str, Any] | None, name: str, node: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    address = ipam.allocate_ipv4(net, epg)
-    return {
-        "id": layout.ep_id("default", net["networkName"], name),
-        "netID": net["id"],
-        "endpointID": name,
-        "serviceName": epg["groupName"] if epg else "",
-        "ipAddress": address,
-        "macAddress": ipam.mac_for(address),
-        "homingHost": node,
-        "labels": labels,
-        "containerId": f"c-{name}",
-        "epCommonName": "",
-    }
+def endpoint(
+    net: NetworkState, epg: EndpointGroupState | None, name: str, node: str, labels: dict[str, str] | None = None
+) -> tuple[NetworkState, EndpointGroupState | None, dict[str, Any]]:
+    """The network and group with the endpoint's address taken, and the endpoint's stored value."""
+    net, epg, address = ipam.allocate_ipv4(net, epg)
+    return (
+        net,
+        epg,
+        {
+            "id": layout.ep_id("default", net.network_name, name),
+            "netID": net.id,
+            "endpointID": name,
+            "serviceName": epg.group_name if epg else "",
+            "ipAddress": address,
+            "macAddress": ipam.mac_for(address),
+            "homingHost": node,
+            "labels": labels,
+            "containerId": f"c-{name}",
+            "epCommonName": "",
+        },
+    )
 
 
 def snapshot_of(entries: dict[str, Any]) -> StateSnapshot:
@@ -51,13 +58,12 @@ def entries() -> StateSnapshot:
     group = {"groupName": "db", "tenantName": "default", "networkName": "pods", "ipPool": "198.18.0.100-198.18.0.109"}
     db, pods = ipam.new_epg_state(group, pods, 5)
     storage = network("storage", "198.18.8.0/29", "", 100, encap="vlan")
-    eps = [
-        endpoint(pods, None, "a", "node1", {"app": MARKUP}),
-        endpoint(pods, db, "b", "node2"),
-        endpoint(storage, None, MARKUP, "node1"),
-    ]
-    out: dict[str, Any] = {layout.net_state("default", n["networkName"]): n for n in (pods, storage)}
-    out[layout.epg_state("default", "db")] = db
+    pods, _, a = endpoint(pods, None, "a", "node1", {"app": MARKUP})
+    pods, pooled, b = endpoint(pods, db, "b", "node2")
+    storage, _, c = endpoint(storage, None, MARKUP, "node1")
+    eps = [a, b, c]
+    out: dict[str, Any] = {layout.net_state("default", n.network_name): n.to_json() for n in (pods, storage)}
+    out[layout.epg_state("default", "db")] = pooled.to_json() if pooled else None
     out[layout.model("endpointGroup", "default:db")] = {**group, "policies": ["p"]}
     out.update({layout.ep_state(ep["id"]): ep for ep in eps})
     out[f"{layout.POLICY_RULE_PREFIX}default:db:default:p:default:p:1:inRx"] = {
@@ -206,8 +212,7 @@ def test_each_nodes_bgp_peering_reaches_its_member_row() -> None:
 
 def test_address_usage_of_a_range_subnet_and_an_empty_store() -> None:
     ranged = network("r", "198.18.1.5-198.18.1.15/27", "198.18.1.15", 3)
-    ipam.allocate_ipv4(ranged, None)
-    assert address_usage(NetworkState.from_json(ranged), []) == (1, 10), "only the range counts: one endpoint of 11 less the gateway"
+    assert address_usage(ipam.allocate_ipv4(ranged, None).network, []) == (1, 10), "only the range counts: one endpoint of 11 less the gateway"
     assert store_model(StateSnapshot()) == {
         "networks": [],
         "groups": [],

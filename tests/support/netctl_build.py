@@ -8,11 +8,12 @@ directory of contiv/netplugin), or a shallow clone from GitHub. Whatever step is
 a machine (no Go, no source) becomes the reason the test is skipped, so CI on a closed network
 stays green and says why.
 
-netmaster's ofnet master listens on a port fixed at compile time (ofnet's
-`OFNET_MASTER_PORT = 9001`); the build rewrites that constant in its copy of the vendor tree to
-OFNET_MASTER_PORT below, under the kernel's ephemeral range so that no loopback port another
-test or benchmark takes from the kernel can collide with it. Nothing is patched in the source
-itself, only in the copy that is built.
+netmaster's ofnet master serves its RPC on every interface at a port fixed at compile time
+(ofnet's `OFNET_MASTER_PORT = 9001`, `net.Listen("tcp", ":9001")`). The build rewrites both in its
+copy of the vendor tree (OFNET_EDITS): the port becomes OFNET_MASTER_PORT below, under the
+kernel's ephemeral range so that no loopback port another test or benchmark takes from the
+kernel collides with it, and the listener binds loopback only. Nothing is patched in the
+source itself, only in the copy that is built; netctl uses neither.
 
     python3 -m tests.support.netctl_build netmaster OUT   # writes the binary OUT
 """
@@ -29,8 +30,15 @@ from pathlib import Path
 UPSTREAM = "https://github.com/contiv/netplugin"
 IMPORT_PATH = "github.com/contiv/netplugin"
 PACKAGES = {"netctl": "./netctl/netctl", "netmaster": "./netmaster"}  # what `go build` builds for each binary
-OFNET_CONSTANT = "vendor/github.com/contiv/ofnet/ofnet.go"
 OFNET_MASTER_PORT = 29001  # ofnet's RPC port in the netmaster built here (Contiv's 9001)
+OFNET_EDITS = (  # (file, Contiv's line, the built copy's line)
+    ("vendor/github.com/contiv/ofnet/ofnet.go", "const OFNET_MASTER_PORT = 9001\n", f"const OFNET_MASTER_PORT = {OFNET_MASTER_PORT}\n"),
+    (
+        "vendor/github.com/contiv/ofnet/rpcHub/rpcHub.go",
+        'net.Listen("tcp", fmt.Sprintf(":%d", portNo))',
+        'net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", portNo))',
+    ),
+)
 
 
 class ContivBuildUnavailable(Exception):
@@ -55,7 +63,7 @@ def contiv_binary(name: str, work: Path) -> Path:
     tree = work / "gopath" / "src" / IMPORT_PATH
     if not (tree / "netctl").is_dir():
         _obtain_source(tree)
-    _move_ofnet_port(tree)
+    _confine_ofnet_rpc(tree)
     binary = work / name
     env = {**os.environ, "GOPATH": str(work / "gopath"), "GO111MODULE": "off", "GOCACHE": str(work / "gocache"), "CGO_ENABLED": "0"}
     built = subprocess.run([go, "build", "-o", str(binary), PACKAGES[name]], cwd=tree, env=env, capture_output=True, text=True, timeout=900)
@@ -64,14 +72,14 @@ def contiv_binary(name: str, work: Path) -> Path:
     return binary
 
 
-def _move_ofnet_port(tree: Path) -> None:
-    """Rewrite ofnet's `OFNET_MASTER_PORT = 9001` to OFNET_MASTER_PORT in the copy `tree`."""
-    path = tree / OFNET_CONSTANT
-    text = path.read_text()
-    patched = text.replace("const OFNET_MASTER_PORT = 9001\n", f"const OFNET_MASTER_PORT = {OFNET_MASTER_PORT}\n")
-    if f"const OFNET_MASTER_PORT = {OFNET_MASTER_PORT}\n" not in patched:
-        raise ContivBuildUnavailable(f"{path} does not declare `const OFNET_MASTER_PORT = 9001`: another ofnet than Contiv's last release")
-    path.write_text(patched)
+def _confine_ofnet_rpc(tree: Path) -> None:
+    """Apply OFNET_EDITS to the copy `tree` (again: a no-op)."""
+    for name, contiv, built in OFNET_EDITS:
+        path = tree / name
+        text = path.read_text().replace(contiv, built)
+        if built not in text:
+            raise ContivBuildUnavailable(f"{path} has no `{contiv.strip()}`: another ofnet than Contiv's last release")
+        path.write_text(text)
 
 
 def _obtain_source(tree: Path) -> None:

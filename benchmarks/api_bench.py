@@ -18,7 +18,30 @@ processes spent per request (user + system), which a loaded machine skews far le
 throughput; `cpu_ratio_tls_vs_plain_3` compares it. The last line printed is one JSON object
 with every figure.
 
-    python3 benchmarks/api_bench.py [--quick]
+With `--netmaster PATH` (the original Contiv netmaster's binary) a last section runs it beside
+contivd: the original with its etcd 3.4 (Debian's etcd-server, v2 API, temporary data directory)
+as `--mode docker --netmode vlan --fwdmode bridge`, a fake Docker API answering the network
+calls it makes at /run/docker.sock inside a private mount namespace
+(tests/support/contiv_netmaster.py), against contivd on 1 node and on 3 voters (`--datapath
+none`), every process on loopback and killed by PID after. Each gets the same vlan network
+default:bench, then the same createEndpoint bodies from one driver (the stdlib's http.client,
+one keep-alive connection per thread, each connected before the clock starts; contivd's calls
+go to the leader with an admin token): rounds of 1 000 sequential calls then 1 000 from 16
+threads per server (200 with --quick), the servers taking turns in an order rotated each round.
+calls/s are the medians over rounds (`side_seq_per_s_*`, `side_conc_per_s_*`); `ratio_seq_1`,
+`ratio_seq_3`, `ratio_conc_1`, `ratio_conc_3` are contivd's over the original's. Server CPU per
+sequential call (`cpu_ms_per_call_*`, utime + stime from /proc) counts etcd + netmaster for the
+original, every contivd process for contivd (`cpu_ms_per_call_3_leader` the leader alone);
+`cpu_ratio_1` is contivd's on 1 node over the original's. Without --netmaster the section is
+skipped and says so (`side_by_side` false, none of these keys). The binary is built from
+contiv/netplugin's source with Debian's Go (`apt-get install golang-go`) as the original netctl
+is, ofnet's RPC port moved from 9001 to 127.0.0.1:29001 in the built copy
+(tests/support/netctl_build.py); CONTIVD_NETCTL_SRC may name a local checkout or bare git
+directory of it instead of cloning from GitHub:
+
+    python3 -m tests.support.netctl_build netmaster /tmp/netmaster
+
+    python3 benchmarks/api_bench.py [--quick] [--netmaster /tmp/netmaster]
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent.test_datapath import PODS_NET, provision, pytestmark, started_node  # noqa: F401 - pytestmark: the ovs marker and skips
-from tests.nodes import Node, reaches, sh, wait_until
+from tests.support.nodes import Node, reaches, sh, wait_until
 from tests.support.waiting import free_ports
 
 NOBODY = ("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.nodes import Node, attach_pod, cluster_of_nodes, metric_value, reaches, settled, sh, wait_until
+from tests.support.nodes import Node, attach_pod, cluster_of_nodes, metric_value, reaches, settled, sh, wait_until
 from tests.support.service_pods import first_answer, start_answering
 
 pytestmark = [

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.agent.test_datapath import PODS_NET, provision, pytestmark  # noqa: F401 - markers shared
 from tests.control.test_systemd_notify import receive_until
-from tests.nodes import Node, wait_until
+from tests.support.nodes import Node, wait_until
 
 CALL_METRICS = "/metrics"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from contivd.agent.hostnet import HOST_PORT_NAMES
-from tests.nodes import Node, sh, wait_until
+from tests.support.nodes import Node, sh, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SOCKET_NAME = "cni.sock"

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from tests.cni.harness import netconf, plugin_executable
-from tests.nodes import Node
+from tests.support.nodes import Node
 
 NETWORK = "contiv"  # the conflist's name: what `podman run --network` names
 BUSYBOX = Path("/bin/busybox")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.cni.harness import Pod, create_network, holdings, netconf, run_plugin
-from tests.nodes import cluster_of_nodes, reaches, wait_until
+from tests.support.nodes import cluster_of_nodes, reaches, wait_until
 
 pytestmark = [
     pytest.mark.cni,

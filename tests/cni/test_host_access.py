@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.cni.harness import Pod, cni_node, create_network, holdings, new_pod, set_private_subnet
-from tests.nodes import Node, reaches, sh, wait_until
+from tests.support.nodes import Node, reaches, sh, wait_until
 from tests.support.service_pods import first_answer, start_answering
 
 pytestmark = [

@@ -26,8 +26,8 @@ from contivd.cni_server.resolve import Attachment
 from tests.cni.harness import Pod, create_network, netconf, run_plugin
 from tests.cni.test_host_access import deny_all_group
 from tests.k8s.test_service_datapath import KubeApi
-from tests.nodes import Node, cluster_of_nodes, leader_of, reaches, sh, wait_until
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text, pod
+from tests.support.nodes import Node, cluster_of_nodes, leader_of, reaches, sh, wait_until
 from tests.support.service_pods import processes
 from tests.support.waiting import free_ports
 

@@ -51,7 +51,7 @@ from openflow.flow import Flow  # noqa: E402
 from openflow.flows.policy import rule_flow  # noqa: E402
 from openflow.inputs import PolicyRuleSpec  # noqa: E402
 from openflow.pipeline import TABLES  # noqa: E402
-from tests.cni.harness import Pod, netconf, socket_of  # noqa: E402
+from tests.support.cni_harness import Pod, netconf, socket_of  # noqa: E402
 from tests.support.nodes import Node, cluster_of_nodes, sh  # noqa: E402
 from tests.support.ovs_netns import ovs_sandbox  # noqa: E402
 

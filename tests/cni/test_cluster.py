@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cni.harness import Pod, create_network, holdings, netconf, run_plugin
+from tests.support.cni_harness import Pod, create_network, holdings, netconf, run_plugin
 from tests.support.nodes import cluster_of_nodes, reaches, wait_until
 
 pytestmark = [

@@ -31,10 +31,9 @@ from click.testing import CliRunner
 
 from contivd.cli import cli
 from tests.support.contivd_nodes import ContivdProcess
+from tests.support.ctl_runner import NO_CTL_ENV
 from tests.support.netctl_build import ContivBuildUnavailable, netctl_binary
 from tests.support.tcp_relay import Relay
-
-from .conftest import NO_CTL_ENV
 
 pytestmark = pytest.mark.netctl
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.cni.harness import create_network, netconf, run_plugin, set_private_subnet
+from tests.support.cni_harness import create_network, netconf, run_plugin, set_private_subnet
 from tests.support.kube_real import (
     KubePod,
     RealCluster,

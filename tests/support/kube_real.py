@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 from kubernetes import client as kube
 
-from tests.cni.harness import Pod, netconf, run_plugin
+from tests.support.cni_harness import Pod, netconf, run_plugin
 from tests.support.nodes import Node, cluster_of_nodes
 from tests.support.service_pods import Processes, processes, stop
 

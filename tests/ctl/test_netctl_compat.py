@@ -31,7 +31,7 @@ from click.testing import CliRunner
 
 from contivd.cli import cli
 from tests.support.contivd_nodes import ContivdProcess
-from tests.support.netctl_build import NetctlUnavailable, netctl_binary
+from tests.support.netctl_build import ContivBuildUnavailable, netctl_binary
 from tests.support.tcp_relay import Relay
 
 from .conftest import NO_CTL_ENV
@@ -330,7 +330,7 @@ def difference(step: Step, netctl: Outcome, ctl: Outcome) -> str | None:
 def netctl(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         return netctl_binary(tmp_path_factory.mktemp("netctl-build"))
-    except NetctlUnavailable as why:
+    except ContivBuildUnavailable as why:
         pytest.skip(str(why))
 
 

@@ -95,7 +95,7 @@ class AuditTrail:
         if not batch:
             return
         self._pending.clear()
-        held = [kv.key for kv in self.store.list_nowait(keys.AUDIT_PREFIX)]
+        held = self.store.keys_nowait(keys.AUDIT_PREFIX)  # keys only: decoding up to max_entries values per flush cost more than the writes audited
         excess = max(0, len(held) + len(batch) - self.max_entries)
         ops: list[Op] = [Delete(key) for key in held[:excess]]
         ops += [Put(self._key(entry), entry.to_json()) for entry in batch[-self.max_entries :]]

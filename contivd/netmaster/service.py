@@ -30,7 +30,7 @@ from ..model import (
     validate,
     with_network_subnets,
 )
-from ..state import tables
+from ..state import EndpointState, tables
 from ..state.tables import ConfigObject
 from . import effects, endpoints, oper
 from .view import Reads, View, Writes
@@ -189,8 +189,12 @@ class Netmaster:
     async def create_endpoint_at(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
         """create_endpoint's answer and the store revision that holds it (a caller that
         programs the datapath waits for its local state to reach that revision)."""
-        state, revision = await self._batched_at(request, lambda reads, writes: endpoints.create_endpoint(reads, writes, request, self.node_name))
+        state, revision = await self.create_endpoint_state(request)
         return {"EndpointConfig": state.to_json()}, revision
+
+    async def create_endpoint_state(self, request: Mapping[str, Any]) -> tuple[EndpointState, int]:
+        """The endpoint as committed, typed (in-process callers need no JSON round trip), and its revision."""
+        return await self._batched_at(request, lambda reads, writes: endpoints.create_endpoint(reads, writes, request, self.node_name))
 
     async def delete_endpoint(self, request: Mapping[str, Any]) -> dict[str, Any]:
         state = await self._batched(request, lambda reads, writes: endpoints.delete_endpoint(reads, writes, request))

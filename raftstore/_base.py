@@ -158,6 +158,13 @@ class StateMachineStore(ABC):
         found = self._read_state(lambda fsm: fsm.get(key))
         return None if found is None else _kv(*found)
 
+    def mod_revision_nowait(self, key: str) -> int:
+        """The revision that last changed `key` on this member (0 if absent), without decoding
+        its value: what a caller that keeps decoded values by revision needs (see get_nowait)."""
+        validate_key(key)
+        found = self._read_state(lambda fsm: fsm.get(key))
+        return 0 if found is None else int(found[1].mod_revision)
+
     def list_nowait(self, prefix: str) -> builtins.list[KeyValue]:
         """This member's applied keys under `prefix`, without waiting (see get_nowait)."""
         validate_prefix(prefix)

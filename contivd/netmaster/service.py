@@ -75,6 +75,7 @@ class Netmaster:
         self.node_name = node_name
         self._config_lock = trio.Lock()
         self._batches: dict[str, _Batch] = {}
+        self._records = tables.RecordCache()  # endpoint plans decode a network or group once, not once per request
 
     # ---- configuration objects --------------------------------------------------------------
 
@@ -248,7 +249,7 @@ class Netmaster:
             for attempt in range(COMMIT_ATTEMPTS):
                 if attempt:
                     await self.store.sync()  # our local read was stale: catch up, then replan
-                reads = Reads(self.store)
+                reads = Reads(self.store, self._records)
                 writes, outcomes = Writes(reads), []
                 for plan, _ in work:
                     checkpoint, saved_writes = reads.checkpoint(), writes.ops()
@@ -267,6 +268,8 @@ class Netmaster:
                 if committed is None:
                     result = await self.store.txn(reads.guards(), writes.ops())
                     committed = result.revision if result.succeeded else None
+                    if committed is not None:
+                        self._records.committed(reads.written(writes.ops()), committed)
                 if committed is not None:
                     for (_, slot), (kind, value) in zip(work, outcomes, strict=True):
                         slot[kind], slot["revision"] = value, committed

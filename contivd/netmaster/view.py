@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 from typing import Any, TypeVar, cast
 
-from raftstore import Compare, DeletePrefix, KeyValueStore, Op, mod_revision_is
+from raftstore import Compare, DeletePrefix, KeyValueStore, Op, Put, mod_revision_is
 
 from ..model import PolicyRule
 from ..state import EndpointState, EpgPolicyState, tables
@@ -31,8 +31,9 @@ class Reads:
     revision, and `guards()` turns the record into transaction compares. Records are cached
     per plan, so a plan sees its own writes when it reads a record again."""
 
-    def __init__(self, store: KeyValueStore):
+    def __init__(self, store: KeyValueStore, cache: tables.RecordCache | None = None):
         self._store = store
+        self._cache = cache
         self._reads: dict[str, int] = {}
         self._records: dict[str, object] = {}  # key → record (None: absent), as this plan sees it
 
@@ -40,9 +41,14 @@ class Reads:
         """The record `id` of `table` (None if absent); the read is guarded."""
         key = table.key(id)
         if key not in self._records:
-            found = tables.read(self._store, table, id)
+            read = tables.read if self._cache is None else self._cache.read
+            found = read(self._store, table, id)
             self._records[key], self._reads[key] = found
         return cast("R | None", self._records[key])
+
+    def written(self, ops: Iterable[Op]) -> list[tuple[str, object]]:
+        """The record each Put of `ops` writes (this plan's view of its key): for the cache."""
+        return [(op.key, self._records[op.key]) for op in ops if isinstance(op, Put)]
 
     def scan(self, table: Table[R], id_prefix: str = "") -> dict[str, R]:
         """Committed records whose id starts with `id_prefix`, merged with this plan's own

@@ -13,9 +13,9 @@ Not responsible for: guarding reads or batching writes (contivd.netmaster.view),
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from raftstore import Delete, KeyValueStore, Put
 
@@ -132,8 +132,39 @@ def first(store: KeyValueStore, table: Table[R], match: Callable[[str], bool]) -
 
 def revision(store: KeyValueStore, table: Table[Any], id: str = "") -> int:
     """The mod revision of the record under `id`, 0 if absent (nothing is decoded)."""
-    kv = store.get_nowait(table.key(id))
-    return 0 if kv is None else kv.mod_revision
+    return store.mod_revision_nowait(table.key(id))
+
+
+class RecordCache:
+    """Decoded records by key and the revision that wrote them, so a record is decoded once
+    however often it is read: a key's value at a given mod revision never changes. The
+    netmaster also files what it committed (`committed`), so its next plan reads the network
+    it just wrote without decoding it. Bounded: emptied when it holds `size` keys."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._records: dict[str, tuple[int, object]] = {}
+
+    def read(self, store: KeyValueStore, table: Table[R], id: str = "") -> tuple[R | None, int]:
+        """As `read`, decoding only what this cache does not hold at its current revision."""
+        key = table.key(id)
+        held = self._records.get(key)
+        if held is not None and held[0] == store.mod_revision_nowait(key):
+            return cast(R, held[1]), held[0]
+        found = read(store, table, id)
+        if found[0] is not None:
+            self._file(key, found[1], found[0])
+        return found
+
+    def committed(self, records: Iterable[tuple[str, object]], revision: int) -> None:
+        """File records a transaction committed at `revision` (key, record as written)."""
+        for key, record in records:
+            self._file(key, revision, record)
+
+    def _file(self, key: str, revision: int, record: object) -> None:
+        if len(self._records) >= self._size and key not in self._records:
+            self._records.clear()
+        self._records[key] = (revision, record)
 
 
 def put(table: Table[R], id: str, record: R) -> Put:

@@ -17,6 +17,7 @@ def rows(text: str) -> list[list[str]]:
 
 def test_tenant_lifecycle(ctl: Ctl) -> None:
     assert ctl("tenant", "create", "acme").stdout == "Creating tenant: acme\n"
+    ctl.fails("tenant", "create", "acme", message="Cant change tenant parameters after its created: tenant acme already exists")
     assert ["acme"] in rows(ctl("tenant", "ls").stdout)
     assert "acme" in ctl("tenant", "ls", "-q").stdout.splitlines()
     assert {"key": "acme", "tenantName": "acme"}.items() <= next(

@@ -71,7 +71,7 @@ def usage(*args: str) -> Step:
 CHAPTERS: dict[str, tuple[Step, ...]] = {
     "tenant": (
         text("tenant", "ls"), text("tenant", "ls", "-q"), js("tenant", "ls", "--json"),
-        text("tenant", "create", "cmp-t1"), text("tenant", "list"), text("tenant", "ls", "--quiet"), js("tenant", "ls", "-j"),
+        text("tenant", "create", "cmp-t1"), text("tenant", "create", "cmp-t1"), text("tenant", "list"), text("tenant", "ls", "--quiet"), js("tenant", "ls", "-j"),
         js("tenant", "inspect", "cmp-t1"), text("tenant", "inspect", "cmp-nosuch"),
         usage("tenant", "create"), usage("tenant", "create", "a", "b"), usage("tenant", "ls", "extra"), usage("tenant", "inspect"),
         text("tenant", "create", "bad_name"), text("tenant", "rm", "cmp-nosuch", differs="announce"),

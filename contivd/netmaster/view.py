@@ -14,6 +14,8 @@ from typing import Any
 
 from raftstore import Compare, Delete, DeletePrefix, KeyValue, KeyValueStore, Op, Put, mod_revision_is
 
+from ..nodes import registered_nodes
+from ..state import NodeRecord
 from ..state import keys as layout
 from . import resources
 
@@ -94,6 +96,10 @@ class View(Reads):
     def tags_in_use(self, encap: str) -> Collection[int]:
         tags = self.state(layout.TAGS_STATE)
         return resources.in_use(tags, "vlan" if encap == "vlan" else "vxlan") if tags else []
+
+    def nodes(self) -> list[NodeRecord]:
+        """The registered (live) nodes, unguarded: for answers, never for a plan's decisions."""
+        return registered_nodes(self._store)
 
     # ---- derived reads ----------------------------------------------------------------------
 

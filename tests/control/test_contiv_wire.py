@@ -168,3 +168,24 @@ def test_bodies_follow_omitempty_and_contivs_quirks(world: ContivdProcess) -> No
     rule = ensure(world, "/api/v1/rules/default:wpol:rn/", {**RULE, "ruleId": "rn", "fromNetwork": "wnet"})
     assert rule["fromIpAddress"] == NET["subnet"]
     assert world.get("/service/netmaster").json() is None
+
+
+def test_an_endpoint_shows_its_container_once_a_start_event_named_it(world: ContivdProcess) -> None:
+    """Contiv's createEndpoint ignores ConfigEP.Container (its answer's containerId is "", not
+    omitted: CfgEndpointState has no omitempty) and only the start event records the container,
+    so the oper bodies of a created endpoint have no containerID; contivd keeps the container
+    for its CNI server all the same."""
+    body = {"TenantName": "default", "NetworkName": "wnet", "EndpointID": "ec1", "ConfigEP": {"Container": "cafe01", "Host": "h"}}
+    created = world.post("/plugin/createEndpoint", body).json()["EndpointConfig"]
+    assert created["containerId"] == "" and created["endpointID"] == "ec1"
+    try:
+        oper = world.get("/api/v1/inspect/endpoints/ec1/").json()["Oper"]
+        assert "containerID" not in oper and oper["endpointID"] == "ec1"
+        listed = [ep for ep in world.get("/api/v1/inspect/networks/default:wnet/").json()["Oper"]["endpoints"] if ep["endpointID"] == "ec1"]
+        assert len(listed) == 1 and "containerID" not in listed[0]
+        start = {"Tenant": "default", "Network": "wnet", "EndpointID": "ec1", "ContainerID": "cafe01", "Labels": {"app": "db"}, "Event": "start"}
+        assert world.post("/plugin/updateEndpoint", start).status_code == 200
+        oper = world.get("/api/v1/inspect/endpoints/ec1/").json()["Oper"]
+        assert oper["containerID"] == "cafe01" and oper["labels"] == "map[app:db]"
+    finally:
+        world.post("/plugin/deleteEndpoint", {"TenantName": "default", "NetworkName": "wnet", "EndpointID": "ec1"})

@@ -23,6 +23,7 @@ TENANT = '--tenant, -t "default"\tName of the tenant'
 ALL = "--all, -a\tList all items"
 JSON = "--json, -j\tOutput list in JSON format"
 QUIET = "--quiet, -q\tOnly display name field"
+SERVICE_TENANT = "--tenant, -t \tservice tenant"  # netctl's service create and rm: no default, their own words
 EXTRA = "More arguments than required"
 HELP_TAB_WIDTH = 8  # codegangsta/cli's printHelp: tabwriter.NewWriter(out, 0, 8, 1, '\t', 0)
 HELP_PADDING = 1
@@ -44,282 +45,156 @@ class Usage:
     check_help: bool = True
 
 
+LIST_FLAGS = (TENANT, ALL, JSON, QUIET)
+
+APP_PROFILE_FLAGS = (TENANT, "--group, -g \tEndpoint Group List (separated by commas)")  # create and update
+
+BGP_CREATE_FLAGS = (
+    "--router-ip \tBGP my-router ip ",
+    "--as \tSelf AS id",
+    "--neighbor-as \tBGP neighbor AS id",
+    "--neighbor \tBGP neighbor to be added",
+)
+
+EXTERNAL_CONTRACTS_CREATE_FLAGS = (
+    TENANT,
+    "--consumed, -c\tExternal contracts type - consumed",
+    "--provided, -p\tExternal contracts type - provided",
+    "--contract, -a [--contract option --contract option]\tContract",
+)
+
+GROUP_CREATE_FLAGS = (
+    TENANT,
+    "--policy, -p [--policy option --policy option]\tPolicy",
+    "--networkprofile, -n \tnetwork profile",
+    "--external-contract, -e [--external-contract option --external-contract option]\tExternal contract",
+    "--ip-pool, -r \tIP Address range, example 10.36.0.1-10.36.0.10",
+    "--epg-tag, --tag \tConfigured Group Tag",
+)
+
+NETPROFILE_CREATE_FLAGS = (
+    TENANT,
+    "--bandwidth, -b \tBandwidth (e.g., 10 kbps, 100 mbps, 1gbps)",
+    '--dscp, -d "0"\tDSCP',
+    '--burst, -s "0"\tburst size(Must be in kilobytes)',
+)
+
+NETWORK_CREATE_FLAGS = (
+    TENANT,
+    '--nw-type, -n "data"\tNetwork Type (infra or data)',
+    '--encap, -e "vxlan"\tEncap type (vlan or vxlan)',
+    '--pkt-tag, -p "0"\tPacket tag (Vlan ID/VNI)',
+    "--subnet, -s \tSubnet CIDR - REQUIRED",
+    "--gateway, -g \tGateway",
+    "--subnetv6, --s6 \tIPv6 Subnet CIDR ",
+    "--gatewayv6, --g6 \tIPv6 Gateway",
+    "--nw-tag, --tag \tConfigured Network Tag",
+)
+
+POLICY_RULE_ADD_FLAGS = (
+    TENANT,
+    '--priority, -p "1"\tPriority Indicator',
+    '--direction, -d "in"\tDirection of traffic (in/out)',
+    "--from-group, -g \tFrom Endpoint Group Name (Valid in incoming direction only)",
+    "--to-group, -e \tTo Endpoint Group Name (Valid in outgoing direction only)",
+    "--from-network, -n \tFrom Network name (Valid in incoming direction only)",
+    "--to-network, -o \tTo Network name (Valid in outgoing direction only)",
+    "--from-ip-address, -i \tFrom IP address/CIDR (Valid in incoming direction only)",
+    "--to-ip-address, -s \tTo IP address/CIDR (Valid in outgoing direction only)",
+    "--protocol, -l \tProtocol (e.g., tcp, udp, icmp)",
+    '--port, -P "0"\tPort',
+    '--action, -j "allow"\tAction to take (allow or deny)',
+)
+
+SERVICE_CREATE_FLAGS = (
+    SERVICE_TENANT,
+    "--network, -s \tservice network name",
+    "--selector, -l [--selector option --selector option]\tservice selector .Usage: --selector=key1=value1 --selector=key2=value2",
+    "--port, -p [--port option --port option]\tservice/provider Port Usage- --port=svcPort1:provPort1:protocol --port=svcPort2:provPort2:protocol",
+    "--preferred-ip, --ip \tpreferred ip address",
+)
+
+
+def _named(
+    summary: str,
+    args_usage: str,
+    wrong_args: str,
+    *,
+    flags: tuple[str, ...] = (TENANT,),
+    count: int = 1,
+    required: tuple[tuple[str, str], ...] = (),
+    check_help: bool = True,
+) -> Usage:
+    """A command of `count` names (netctl: `if len(ctx.Args()) != count`), by default with `-t`."""
+    return Usage(summary, args_usage, flags, (count, count), wrong_args, required, check_help)
+
+
+def _listing(summary: str, *, flags: tuple[str, ...] = LIST_FLAGS, args_usage: str = " ") -> Usage:
+    """A command of no argument (netctl: `if len(ctx.Args()) != 0`), by default `ls`'s flags."""
+    return Usage(summary, args_usage, flags, (0, 0), EXTRA)
+
+
 USAGES: Mapping[tuple[str, ...], Usage] = {
-    ('aci-gw', 'info'): Usage(
-        'Show aci gateway information', ' ',
-        (TENANT, ALL, JSON),
-        args=(0, 0), wrong_args=EXTRA,
+    ("aci-gw", "info"): _listing("Show aci gateway information", flags=(TENANT, ALL, JSON)),
+    ("aci-gw", "inspect"): _listing("Inspect aci gateway operational information", flags=()),
+    ("app-profile", "create"): _named("Create an application profile", "[app-profile]", "Profile name required", flags=APP_PROFILE_FLAGS),
+    ("app-profile", "group-ls"): _named("List groups in an app-profile", "[network] [app-profile]", "Profile name required", flags=LIST_FLAGS),
+    ("app-profile", "ls"): _listing("List Application Profiles"),
+    ("app-profile", "rm"): _named("Delete an application profile", "[app-profile]", "Profile name required"),
+    ("app-profile", "update"): _named("Update an application profile", "[app-profile]", "Profile name required", flags=APP_PROFILE_FLAGS),
+    ("bgp", "create"): Usage("Add BGP configuration.", "[hostname]", BGP_CREATE_FLAGS, (1, None), "Host name required"),
+    ("bgp", "inspect"): _named("Inspect Bgp", "[hostname]", "Host name required", flags=()),
+    ("bgp", "ls"): _listing("List BGP configuration", flags=(JSON, QUIET), args_usage="[hostname]"),
+    ("bgp", "rm"): _named("Delete BGP configuration", "[hostname]", "Host name required", flags=()),
+    ("endpoint", "inspect"): _named("Inspect an Endpoint", "[epid]", "Endpoint name required", flags=()),
+    ("external-contracts", "create"): _named(
+        "Create external contracts", "", "Contracts group name required", flags=EXTERNAL_CONTRACTS_CREATE_FLAGS, check_help=False
     ),
-    ('aci-gw', 'inspect'): Usage(
-        'Inspect aci gateway operational information', ' ',
-        (),
-        args=(0, 0), wrong_args=EXTRA,
+    ("external-contracts", "ls"): _listing("List external contracts", flags=(QUIET, ALL, JSON, TENANT), args_usage=""),
+    ("external-contracts", "rm"): _named("Delete external contracts", "", "Contracts group name required"),
+    ("global", "info"): _listing("Show global information", flags=(TENANT, ALL, JSON)),
+    ("global", "inspect"): _listing("Inspect Global Operational Information", flags=()),
+    ("group", "create"): _named(
+        "Create an endpoint group", "[network] [group]", "Network and group name required", flags=GROUP_CREATE_FLAGS, count=2
     ),
-    ('app-profile', 'create'): Usage(
-        'Create an application profile', '[app-profile]',
-        (TENANT, "--group, -g \tEndpoint Group List (separated by commas)"),
-        args=(1, 1), wrong_args='Profile name required',
+    ("group", "inspect"): _named("Inspect a EndpointGroup", "[group]", "EndpointGroup name required"),
+    ("group", "ls"): _listing("List endpoint groups"),
+    ("group", "rm"): _named("Delete an endpoint group", "[group]", "EndpointGroup name required"),
+    ("netprofile", "create"): _named("Create a network profile", "[netprofile]", "Net profile name required", flags=NETPROFILE_CREATE_FLAGS),
+    ("netprofile", "inspect"): _named("inspect network profile", "[netprofile]", "Net profile name required"),
+    ("netprofile", "ls"): _listing("List network profile"),
+    ("netprofile", "rm"): _named("Delete a network profile", "[network] [group]", "Net profile name required"),
+    ("network", "create"): _named(
+        "Create a network", "[network]", "Network name required", flags=NETWORK_CREATE_FLAGS, required=(("subnet", "Subnet is required"),)
     ),
-    ('app-profile', 'group-ls'): Usage(
-        'List groups in an app-profile', '[network] [app-profile]',
-        (TENANT, ALL, JSON, QUIET),
-        args=(1, 1), wrong_args='Profile name required',
-    ),
-    ('app-profile', 'ls'): Usage(
-        'List Application Profiles', ' ',
-        (TENANT, ALL, JSON, QUIET),
-        args=(0, 0), wrong_args=EXTRA,
-    ),
-    ('app-profile', 'rm'): Usage(
-        'Delete an application profile', '[app-profile]',
-        (TENANT,),
-        args=(1, 1), wrong_args='Profile name required',
-    ),
-    ('app-profile', 'update'): Usage(
-        'Update an application profile', '[app-profile]',
-        (TENANT, "--group, -g \tEndpoint Group List (separated by commas)"),
-        args=(1, 1), wrong_args='Profile name required',
-    ),
-    ('bgp', 'create'): Usage(
-        'Add BGP configuration.', '[hostname]',
-        (
-            "--router-ip \tBGP my-router ip ",
-            "--as \tSelf AS id",
-            "--neighbor-as \tBGP neighbor AS id",
-            "--neighbor \tBGP neighbor to be added",
-        ),
-        args=(1, None), wrong_args='Host name required',
-    ),
-    ('bgp', 'inspect'): Usage(
-        'Inspect Bgp', '[hostname]',
-        (),
-        args=(1, 1), wrong_args='Host name required',
-    ),
-    ('bgp', 'ls'): Usage(
-        'List BGP configuration', '[hostname]',
-        (JSON, QUIET),
-        args=(0, 0), wrong_args=EXTRA,
-    ),
-    ('bgp', 'rm'): Usage(
-        'Delete BGP configuration', '[hostname]',
-        (),
-        args=(1, 1), wrong_args='Host name required',
-    ),
-    ('endpoint', 'inspect'): Usage(
-        'Inspect an Endpoint', '[epid]',
-        (),
-        args=(1, 1), wrong_args='Endpoint name required',
-    ),
-    ('external-contracts', 'create'): Usage(
-        'Create external contracts', '',
-        (
-            TENANT,
-            "--consumed, -c\tExternal contracts type - consumed",
-            "--provided, -p\tExternal contracts type - provided",
-            "--contract, -a [--contract option --contract option]\tContract",
-        ),
-        args=(1, 1), wrong_args='Contracts group name required',
+    ("network", "inspect"): _named("Inspect a Network", "[network]", "Network name required"),
+    ("network", "ls"): _listing("List networks"),
+    ("network", "rm"): _named("Delete a network", "[network]", "Network name required"),
+    ("policy", "create"): _named("Create a new policy", "[policy]", "Policy name required"),
+    ("policy", "inspect"): _named("Inspect a policy", "[policy]", "Policy name required"),
+    ("policy", "ls"): _listing("List policies"),
+    ("policy", "rm"): _named("Delete a policy", "[policy]", "Policy name required"),
+    ("policy", "rule-add"): _named(
+        "Add a new rule to the policy",
+        "[policy] [rule id]",
+        "Policy name and Rule ID required",
+        flags=POLICY_RULE_ADD_FLAGS,
+        count=2,
         check_help=False,
     ),
-    ('external-contracts', 'ls'): Usage(
-        'List external contracts', '',
-        (QUIET, ALL, JSON, TENANT),
-        args=(0, 0), wrong_args=EXTRA,
+    ("policy", "rule-ls"): _named("List rules for a given tenant,policy", "[policy]", "Policy name required", flags=(TENANT, JSON, QUIET)),
+    ("policy", "rule-rm"): _named("Delete a rule from the policy", "[policy] [rule id]", "Policy name and Rule ID required", count=2),
+    ("service", "create"): _named(
+        "Create Service object (only for docker version <= 1.12.x)", "[servicename]", "Service name required", flags=SERVICE_CREATE_FLAGS
     ),
-    ('external-contracts', 'rm'): Usage(
-        'Delete external contracts', '',
-        (TENANT,),
-        args=(1, 1), wrong_args='Contracts group name required',
-    ),
-    ('global', 'info'): Usage(
-        'Show global information', ' ',
-        (TENANT, ALL, JSON),
-        args=(0, 0), wrong_args=EXTRA,
-    ),
-    ('global', 'inspect'): Usage(
-        'Inspect Global Operational Information', ' ',
-        (),
-        args=(0, 0), wrong_args=EXTRA,
-    ),
-    ('group', 'create'): Usage(
-        'Create an endpoint group', '[network] [group]',
-        (
-            TENANT,
-            "--policy, -p [--policy option --policy option]\tPolicy",
-            "--networkprofile, -n \tnetwork profile",
-            "--external-contract, -e [--external-contract option --external-contract option]\tExternal contract",
-            "--ip-pool, -r \tIP Address range, example 10.36.0.1-10.36.0.10",
-            "--epg-tag, --tag \tConfigured Group Tag",
-        ),
-        args=(2, 2), wrong_args='Network and group name required',
-    ),
-    ('group', 'inspect'): Usage(
-        'Inspect a EndpointGroup', '[group]',
-        (TENANT,),
-        args=(1, 1), wrong_args='EndpointGroup name required',
-    ),
-    ('group', 'ls'): Usage(
-        'List endpoint groups', ' ',
-        (TENANT, ALL, JSON, QUIET),
-        args=(0, 0), wrong_args=EXTRA,
-    ),
-    ('group', 'rm'): Usage(
-        'Delete an endpoint group', '[group]',
-        (TENANT,),
-        args=(1, 1), wrong_args='EndpointGroup name required',
-    ),
-    ('netprofile', 'create'): Usage(
-        'Create a network profile', '[netprofile]',
-        (
-            TENANT,
-            "--bandwidth, -b \tBandwidth (e.g., 10 kbps, 100 mbps, 1gbps)",
-            "--dscp, -d \"0\"\tDSCP",
-            "--burst, -s \"0\"\tburst size(Must be in kilobytes)",
-        ),
-        args=(1, 1), wrong_args='Net profile name required',
-    ),
-    ('netprofile', 'inspect'): Usage(
-        'inspect network profile', '[netprofile]',
-        (TENANT,),
-        args=(1, 1), wrong_args='Net profile name required',
-    ),
-    ('netprofile', 'ls'): Usage(
-        'List network profile', ' ',
-        (TENANT, ALL, JSON, QUIET),
-        args=(0, 0), wrong_args=EXTRA,
-    ),
-    ('netprofile', 'rm'): Usage(
-        'Delete a network profile', '[network] [group]',
-        (TENANT,),
-        args=(1, 1), wrong_args='Net profile name required',
-    ),
-    ('network', 'create'): Usage(
-        'Create a network', '[network]',
-        (
-            TENANT,
-            "--nw-type, -n \"data\"\tNetwork Type (infra or data)",
-            "--encap, -e \"vxlan\"\tEncap type (vlan or vxlan)",
-            "--pkt-tag, -p \"0\"\tPacket tag (Vlan ID/VNI)",
-            "--subnet, -s \tSubnet CIDR - REQUIRED",
-            "--gateway, -g \tGateway",
-            "--subnetv6, --s6 \tIPv6 Subnet CIDR ",
-            "--gatewayv6, --g6 \tIPv6 Gateway",
-            "--nw-tag, --tag \tConfigured Network Tag",
-        ),
-        args=(1, 1), wrong_args='Network name required',
-        required=(("subnet", "Subnet is required"),),
-    ),
-    ('network', 'inspect'): Usage(
-        'Inspect a Network', '[network]',
-        (TENANT,),
-        args=(1, 1), wrong_args='Network name required',
-    ),
-    ('network', 'ls'): Usage(
-        'List networks', ' ',
-        (TENANT, ALL, JSON, QUIET),
-        args=(0, 0), wrong_args=EXTRA,
-    ),
-    ('network', 'rm'): Usage(
-        'Delete a network', '[network]',
-        (TENANT,),
-        args=(1, 1), wrong_args='Network name required',
-    ),
-    ('policy', 'create'): Usage(
-        'Create a new policy', '[policy]',
-        (TENANT,),
-        args=(1, 1), wrong_args='Policy name required',
-    ),
-    ('policy', 'inspect'): Usage(
-        'Inspect a policy', '[policy]',
-        (TENANT,),
-        args=(1, 1), wrong_args='Policy name required',
-    ),
-    ('policy', 'ls'): Usage(
-        'List policies', ' ',
-        (TENANT, ALL, JSON, QUIET),
-        args=(0, 0), wrong_args=EXTRA,
-    ),
-    ('policy', 'rm'): Usage(
-        'Delete a policy', '[policy]',
-        (TENANT,),
-        args=(1, 1), wrong_args='Policy name required',
-    ),
-    ('policy', 'rule-add'): Usage(
-        'Add a new rule to the policy', '[policy] [rule id]',
-        (
-            TENANT,
-            "--priority, -p \"1\"\tPriority Indicator",
-            "--direction, -d \"in\"\tDirection of traffic (in/out)",
-            "--from-group, -g \tFrom Endpoint Group Name (Valid in incoming direction only)",
-            "--to-group, -e \tTo Endpoint Group Name (Valid in outgoing direction only)",
-            "--from-network, -n \tFrom Network name (Valid in incoming direction only)",
-            "--to-network, -o \tTo Network name (Valid in outgoing direction only)",
-            "--from-ip-address, -i \tFrom IP address/CIDR (Valid in incoming direction only)",
-            "--to-ip-address, -s \tTo IP address/CIDR (Valid in outgoing direction only)",
-            "--protocol, -l \tProtocol (e.g., tcp, udp, icmp)",
-            "--port, -P \"0\"\tPort",
-            "--action, -j \"allow\"\tAction to take (allow or deny)",
-        ),
-        args=(2, 2), wrong_args='Policy name and Rule ID required',
-        check_help=False,
-    ),
-    ('policy', 'rule-ls'): Usage(
-        'List rules for a given tenant,policy', '[policy]',
-        (TENANT, JSON, QUIET),
-        args=(1, 1), wrong_args='Policy name required',
-    ),
-    ('policy', 'rule-rm'): Usage(
-        'Delete a rule from the policy', '[policy] [rule id]',
-        (TENANT,),
-        args=(2, 2), wrong_args='Policy name and Rule ID required',
-    ),
-    ('service', 'create'): Usage(
-        'Create Service object (only for docker version <= 1.12.x)', '[servicename]',
-        (
-            "--tenant, -t \tservice tenant",
-            "--network, -s \tservice network name",
-            "--selector, -l [--selector option --selector option]\tservice selector .Usage: --selector=key1=value1 --selector=key2=value2",
-            "--port, -p [--port option --port option]\tservice/provider Port Usage- --port=svcPort1:provPort1:protocol --port=svcPort2:provPort2:protocol",
-            "--preferred-ip, --ip \tpreferred ip address",
-        ),
-        args=(1, 1), wrong_args='Service name required',
-    ),
-    ('service', 'inspect'): Usage(
-        'Inspect a Network', '[servicename]',
-        (TENANT,),
-        args=(1, 1), wrong_args='Service group name required',
-    ),
-    ('service', 'rm'): Usage(
-        'Delete service object', '[servicename]',
-        ("--tenant, -t \tservice tenant",),
-        args=(1, 1), wrong_args='Service name required',
-    ),
-    ('tenant', 'create'): Usage(
-        'Create a tenant', '[tenant]',
-        (),
-        args=(1, 1), wrong_args='Tenant name required',
-    ),
-    ('tenant', 'inspect'): Usage(
-        'Inspect a tenant', '[tenant]',
-        (),
-        args=(1, 1), wrong_args='Tenant name required',
-    ),
-    ('tenant', 'ls'): Usage(
-        'List tenants', ' ',
-        (QUIET, JSON),
-        args=(0, 0), wrong_args=EXTRA,
-    ),
-    ('tenant', 'rm'): Usage(
-        'Delete a tenant', '[tenant]',
-        (),
-        args=(1, 1), wrong_args='Tenant name required',
-    ),
-    ('version',): Usage(
-        'Version Information', '',
-        (),
-        args=(0, 0), wrong_args=EXTRA,
-    ),
-}  # fmt: skip
+    ("service", "inspect"): _named("Inspect a Network", "[servicename]", "Service group name required"),
+    ("service", "rm"): _named("Delete service object", "[servicename]", "Service name required", flags=(SERVICE_TENANT,)),
+    ("tenant", "create"): _named("Create a tenant", "[tenant]", "Tenant name required", flags=()),
+    ("tenant", "inspect"): _named("Inspect a tenant", "[tenant]", "Tenant name required", flags=()),
+    ("tenant", "ls"): _listing("List tenants", flags=(QUIET, JSON)),
+    ("tenant", "rm"): _named("Delete a tenant", "[tenant]", "Tenant name required", flags=()),
+    ("version",): _listing("Version Information", flags=(), args_usage=""),
+}
 """Every netctl command that checks its arguments, by its canonical names (`network create`)."""
 
 

@@ -93,6 +93,13 @@ def fields(pairs: Iterable[tuple[str, Any]]) -> str:
     return "".join(f"{label}: {cell(value)}\n" for label, value in pairs)
 
 
+_GO_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+"""What Go's encoding/json escapes besides what JSON must (HTML-safe by default); these
+characters occur only inside strings, so the text can be translated after encoding."""
+
+
 def as_json(value: Any) -> str:
-    """Indented JSON, as netctl's `inspect` and `--json` print it (two spaces, trailing newline)."""
-    return json.dumps(value, indent=2) + "\n"
+    """Indented JSON, as netctl's `inspect` and `--json` print it with Go's `json.MarshalIndent`:
+    two spaces, members in the order given, other scripts' characters as they are, `<`, `>` and
+    `&` escaped, and a trailing newline."""
+    return json.dumps(value, indent=2, ensure_ascii=False).translate(_GO_ESCAPES) + "\n"

@@ -3,6 +3,7 @@ typed snapshot of it every node reader uses (`snapshot`). Nothing else spells a 
 stored value; the netmaster writes through `keys` and produces what `records` parse."""
 
 from . import keys as keys
+from .keys import net_id as net_id
 from .records import EndpointGroupState as EndpointGroupState
 from .records import EndpointState as EndpointState
 from .records import KubeBackend as KubeBackend

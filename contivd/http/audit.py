@@ -18,9 +18,8 @@ from collections.abc import Mapping
 
 import trio
 
-from raftstore import Delete, KeyValueStore, Op, StoreError
+from raftstore import KeyValueStore, Op, StoreError
 
-from ..state import keys
 from ..state.audit import AUDIT, AuditEntry, entry_id
 
 log = logging.getLogger("contivd.audit")
@@ -72,9 +71,9 @@ class AuditTrail:
         if not batch:
             return
         self._pending.clear()
-        held = [kv.key for kv in self.store.list_nowait(keys.AUDIT_PREFIX)]
+        held = AUDIT.ids_nowait(self.store)
         excess = max(0, len(held) + len(batch) - self.max_entries)
-        ops: list[Op] = [Delete(key) for key in held[:excess]]
+        ops: list[Op] = [AUDIT.delete(id) for id in held[:excess]]
         ops += [AUDIT.put(entry_id(entry, self.node_name, next(self._sequence)), entry) for entry in batch[-self.max_entries :]]
         try:
             await self.store.txn(success=ops)

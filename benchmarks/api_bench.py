@@ -18,33 +18,66 @@ processes spent per request (user + system), which a loaded machine skews far le
 throughput; `cpu_ratio_tls_vs_plain_3` compares it. The last line printed is one JSON object
 with every figure.
 
-    python3 benchmarks/api_bench.py [--quick]
+With `--netmaster PATH` (the original Contiv netmaster's binary) a last section runs it beside
+contivd: the original with its etcd 3.4 (Debian's etcd-server, v2 API, temporary data directory)
+as `--mode docker --netmode vlan --fwdmode bridge`, a fake Docker API answering the network
+calls it makes at /run/docker.sock inside a private mount namespace
+(tests/support/contiv_netmaster.py), against contivd on 1 node and on 3 voters (`--datapath
+none`), every process on loopback and killed by PID after. Each gets the same vlan network
+default:bench, then the same createEndpoint bodies from one driver (the stdlib's http.client,
+one keep-alive connection per thread, each connected before the clock starts; contivd's calls
+go to the leader with an admin token): rounds of 1 000 sequential calls then 1 000 from 16
+threads per server (200 with --quick), the servers taking turns in an order rotated each round.
+calls/s are the medians over rounds (`side_seq_per_s_*`, `side_conc_per_s_*`); `ratio_seq_1`,
+`ratio_seq_3`, `ratio_conc_1`, `ratio_conc_3` are contivd's over the original's. Server CPU per
+sequential call (`cpu_ms_per_call_*`, utime + stime from /proc) counts etcd + netmaster for the
+original, every contivd process for contivd (`cpu_ms_per_call_3_leader` the leader alone);
+`cpu_ratio_1` is contivd's on 1 node over the original's. Without --netmaster the section is
+skipped and says so (`side_by_side` false, none of these keys). The binary is built from
+contiv/netplugin's source with Debian's Go (`apt-get install golang-go`) as the original netctl
+is, ofnet's RPC port moved from 9001 to 127.0.0.1:29001 in the built copy
+(tests/support/netctl_build.py); CONTIVD_NETCTL_SRC may name a local checkout or bare git
+directory of it instead of cloning from GitHub:
+
+    python3 -m tests.support.netctl_build netmaster /tmp/netmaster
+
+    python3 benchmarks/api_bench.py [--quick] [--netmaster /tmp/netmaster]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
 import ssl
+import statistics
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
+from http.client import HTTPConnection, HTTPException
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: tests.support
 
+import httpx  # noqa: E402
 import trio  # noqa: E402
 
 from contivd.http.forwarder import ForwardingClient  # noqa: E402
+from tests.support.contiv_netmaster import OriginalNetmaster  # noqa: E402
 from tests.support.contivd_nodes import ContivdCluster  # noqa: E402
 
 CONCURRENCY = 32
 FIRST_REQUESTS = 50  # fresh connections timed for *_first_request_ms
 ROUNDS = 4  # batches per cluster; the plain and TLS 3-node clusters run alternately
 NETWORK = {"tenantName": "default", "networkName": "bench", "encap": "vxlan", "subnet": "198.18.0.0/16", "gateway": "198.18.255.254"}
+SIDE_NETWORK = NETWORK | {"encap": "vlan"}  # the same on every server of the side-by-side section; the original runs --netmode vlan
+SIDE_THREADS = 16
+SIDE_FULL, SIDE_QUICK = (1000, 3), (200, 2)  # createEndpoint calls per batch, rounds
+SIDE_WARM_UP = 50  # calls per server before the first round, not counted
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -69,15 +102,25 @@ class Run:
         }
 
 
-def cpu_seconds(cluster: ContivdCluster) -> float:
-    """User + system CPU of the cluster's node processes so far (/proc/PID/stat)."""
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of the processes `pids` (all their threads) so far (/proc/PID/stat)."""
     total = 0
-    for node in cluster.nodes:
-        assert node.proc is not None
-        with open(f"/proc/{node.proc.pid}/stat") as f:
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def node_pids(cluster: ContivdCluster) -> list[int]:
+    """The cluster's contivd processes (a `--datapath none` node starts no others)."""
+    return [node.proc.pid for node in cluster.nodes if node.proc is not None]
+
+
+def endpoint_request(name: str) -> dict[str, object]:
+    """createEndpoint's body for endpoint `name` on network default:bench, as Contiv's netplugin
+    sends it (netmaster/master/api.go CreateEndpointRequest): the original and contivd alike."""
+    return {"TenantName": "default", "NetworkName": "bench", "EndpointID": name, "ConfigEP": {"Container": name}}
 
 
 async def create_endpoints(
@@ -95,7 +138,7 @@ async def create_endpoints(
 
     async def client(url: str) -> None:
         for name in pending:
-            body = json.dumps({"TenantName": "default", "NetworkName": "bench", "EndpointID": name, "ConfigEP": {"Container": name}})
+            body = json.dumps(endpoint_request(name))
             start = time.perf_counter()
             status, _, text = await session.request("POST", url, "/plugin/createEndpoint", headers, body.encode())
             latencies.append(time.perf_counter() - start)
@@ -115,11 +158,11 @@ async def create_endpoints(
 async def timed_batch(run: Run, http: ForwardingClient, subject: Subject, names: list[str], concurrency: int) -> None:
     """One batch of `create_endpoints` on `subject`'s cluster, added to `run`: latencies, wall time, server CPU."""
     cluster = subject.cluster
-    started, cpu = time.perf_counter(), cpu_seconds(cluster)
+    started, cpu = time.perf_counter(), cpu_seconds(node_pids(cluster))
     urls = [f"unix:{node.socket}" for node in cluster.nodes] if subject.unix else [node.url for node in cluster.nodes]
     run.latencies += await create_endpoints(urls, names, concurrency, http, None if subject.unix else subject.token)
     run.elapsed += time.perf_counter() - started
-    run.server_cpu += cpu_seconds(cluster) - cpu
+    run.server_cpu += cpu_seconds(node_pids(cluster)) - cpu
 
 
 async def first_requests(url: str, tls: ssl.SSLContext | None) -> float:
@@ -149,14 +192,18 @@ class Subject:
     conc: Run = field(default_factory=Run)
 
 
-def start(root: Path, size: int, tls: bool) -> Subject:
+def start(root: Path, size: int, tls: bool, network: dict[str, str] = NETWORK) -> Subject:
     label = f"{size}_tls" if tls else str(size)
     cluster = ContivdCluster(root / f"cluster{label}", size, tls=tls)
-    cluster.start(timeout=60)
-    answer = cluster.nodes[0].post("/api/v1/networks/default:bench/", NETWORK)  # over the node's socket, as root
-    assert answer.status_code == 200, answer.text
-    minted = cluster.nodes[0].post("/api/v1/auth/tokens/bench/", {"role": "admin"})
-    assert minted.status_code == 200, minted.text
+    try:
+        cluster.start(timeout=60)
+        answer = cluster.nodes[0].post("/api/v1/networks/default:bench/", network)  # over the node's socket, as root
+        assert answer.status_code == 200, answer.text
+        minted = cluster.nodes[0].post("/api/v1/auth/tokens/bench/", {"role": "admin"})
+        assert minted.status_code == 200, minted.text
+    except BaseException:
+        cluster.close()  # by PID, whatever failed
+        raise
     subject = Subject(label, cluster, None, minted.json()["token"])
     if tls:
         subject.tls = ssl.create_default_context(cafile=cluster.nodes[0].ca_file)
@@ -179,10 +226,136 @@ async def bench(subjects: list[Subject], count: int, rounds: int) -> None:
         await http.aclose()
 
 
+# ---- side by side with the original Contiv netmaster (--netmaster PATH) ------------------------
+
+
+@dataclass
+class Server:
+    """One server of the side-by-side section: where its createEndpoint calls go, whose CPU they
+    cost, and what each round measured."""
+
+    label: str  # "original", "1" (contivd, 1 node), "3" (contivd, 3 voters)
+    port: int  # on 127.0.0.1
+    headers: dict[str, str]
+    pids: list[int]  # the server's processes: etcd + netmaster, or every contivd node
+    leader_pid: int | None = None  # contivd's leader, whose CPU is also counted alone
+    seq_per_s: list[float] = field(default_factory=list)  # one per round
+    conc_per_s: list[float] = field(default_factory=list)
+    seq_calls: int = 0
+    seq_cpu: float = 0.0  # seconds, over every sequential batch
+    seq_leader_cpu: float = 0.0
+
+    def cpu_ms_per_call(self, leader: bool = False) -> float:
+        return round((self.seq_leader_cpu if leader else self.seq_cpu) / self.seq_calls * 1000, 3)
+
+
+def post_endpoints(server: Server, names: list[str], threads: int) -> float:
+    """createEndpoint for each of `names` from `threads` threads, each over one keep-alive
+    connection of its own (http.client), all connected before the clock starts; the wall seconds
+    from start to the last answer. The same driver for every server: the stdlib client costs
+    them all the same, unlike contivd's own client (the sections above)."""
+    ready = threading.Barrier(threads + 1)
+    failures: list[str] = []
+
+    def client(share: list[str]) -> None:
+        connection = HTTPConnection("127.0.0.1", server.port, timeout=60)
+        try:
+            connection.connect()
+            ready.wait()
+            for name in share:
+                connection.request("POST", "/plugin/createEndpoint", json.dumps(endpoint_request(name)).encode(), server.headers)
+                answer = connection.getresponse()
+                text = answer.read()  # all of it: the connection is reused
+                if answer.status != 200:
+                    failures.append(f"{server.label}: createEndpoint {name}: {answer.status} {text[:200]!r}")
+                    return
+        except (OSError, HTTPException, threading.BrokenBarrierError) as exc:
+            failures.append(f"{server.label}: {exc!r}")
+            ready.abort()
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=client, args=(names[i::threads],)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    with contextlib.suppress(threading.BrokenBarrierError):
+        ready.wait()
+    started = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise RuntimeError("; ".join(failures[:3]))
+    return elapsed
+
+
+def start_servers(stack: contextlib.ExitStack, root: Path, netmaster: Path) -> list[Server]:
+    """The original netmaster (+ etcd + fake Docker), contivd on 1 node and on 3 voters, each
+    with network default:bench (SIDE_NETWORK); each stopped by `stack`, by PID."""
+    original = stack.enter_context(contextlib.closing(OriginalNetmaster(netmaster, root / "original")))
+    created = httpx.post(f"{original.url}/api/v1/networks/default:bench/", json=SIDE_NETWORK, timeout=30)
+    assert created.status_code == 200, f"the original netmaster refused network default:bench: {created.status_code} {created.text}"
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}  # the original routes /plugin/ on the Content-Type
+    servers = [Server("original", int(original.url.rsplit(":", 1)[1]), headers, original.pids)]
+    for size in (1, 3):
+        subject = start(root, size, False, SIDE_NETWORK)
+        stack.callback(subject.cluster.close)
+        leader = subject.cluster.leader()  # the clients call the leader, as Contiv's netplugins call the netmaster
+        assert leader.proc is not None
+        port = int(leader.url.rsplit(":", 1)[1])
+        token = {"Authorization": f"Bearer {subject.token}"}  # contivd's TCP API writes with a token only
+        servers.append(Server(str(size), port, headers | token, node_pids(subject.cluster), leader.proc.pid))
+    return servers
+
+
+def side_by_side(servers: list[Server], calls: int, rounds: int) -> None:
+    """`rounds` rounds of `calls` sequential then `calls` concurrent createEndpoints per server,
+    the servers taking turns (in an order rotated each round) so that a shared machine's load
+    falls on all of them alike; each server warmed up first."""
+    for server in servers:
+        post_endpoints(server, [f"warm{i}" for i in range(SIDE_WARM_UP)], 1)
+    for index in range(rounds):
+        order = servers[index % len(servers) :] + servers[: index % len(servers)]
+        for server in order:
+            before, leader_before = cpu_seconds(server.pids), cpu_seconds([server.leader_pid] if server.leader_pid else [])
+            elapsed = post_endpoints(server, [f"r{index}s{i}" for i in range(calls)], 1)
+            server.seq_cpu += cpu_seconds(server.pids) - before
+            server.seq_leader_cpu += cpu_seconds([server.leader_pid] if server.leader_pid else []) - leader_before
+            server.seq_calls += calls
+            server.seq_per_s.append(calls / elapsed)
+        for server in order:
+            server.conc_per_s.append(calls / post_endpoints(server, [f"r{index}c{i}" for i in range(calls)], SIDE_THREADS))
+
+
+def side_figures(servers: list[Server]) -> dict[str, float]:
+    """Medians over rounds of calls/s, CPU per sequential call, and contivd's ratios to the original."""
+    figures: dict[str, float] = {}
+    for server in servers:
+        seq, conc = statistics.median(server.seq_per_s), statistics.median(server.conc_per_s)
+        figures[f"side_seq_per_s_{server.label}"] = round(seq, 1)
+        figures[f"side_conc_per_s_{server.label}"] = round(conc, 1)
+        figures[f"cpu_ms_per_call_{server.label}"] = server.cpu_ms_per_call()
+        if server.leader_pid is not None and server.label != "1":
+            figures[f"cpu_ms_per_call_{server.label}_leader"] = server.cpu_ms_per_call(leader=True)
+        rounds = " ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(server.seq_per_s, server.conc_per_s, strict=True))
+        print(
+            f"{server.label:8} sequential {seq:7.1f}/s  {SIDE_THREADS} threads {conc:7.1f}/s  server CPU {server.cpu_ms_per_call():.2f} ms/sequential call"
+            f"  (rounds, seq/conc: {rounds})"
+        )
+    for size in ("1", "3"):
+        figures[f"ratio_seq_{size}"] = round(figures[f"side_seq_per_s_{size}"] / figures["side_seq_per_s_original"], 2)
+        figures[f"ratio_conc_{size}"] = round(figures[f"side_conc_per_s_{size}"] / figures["side_conc_per_s_original"], 2)
+        figures[f"cpu_ratio_{size}"] = round(figures[f"cpu_ms_per_call_{size}"] / figures["cpu_ms_per_call_original"], 3)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer endpoints: finishes in under a minute")
+    parser.add_argument("--netmaster", type=Path, metavar="PATH", help="the original Contiv netmaster binary: runs it side by side with contivd")
     args = parser.parse_args()
+    if args.netmaster is not None and not os.access(args.netmaster, os.X_OK):
+        parser.error(f"--netmaster {args.netmaster}: not an executable file (python3 -m tests.support.netctl_build netmaster OUT builds one)")
     count = 600 if args.quick else 4000
     figures: dict[str, float | bool] = {}
     with tempfile.TemporaryDirectory(prefix="api-bench-") as tmp:
@@ -218,6 +391,14 @@ def main() -> None:
     figures["ratio_tls_vs_plain_3"] = round(float(figures["create_ep_per_s_3_tls"]) / float(figures["create_ep_per_s_3"]), 3)
     figures["cpu_ratio_tls_vs_plain_3"] = round(float(figures["create_ep_cpu_ms_3_tls"]) / float(figures["create_ep_cpu_ms_3"]), 3)
     figures["quick"] = args.quick
+    figures["side_by_side"] = args.netmaster is not None
+    if args.netmaster is None:
+        print("side by side with the original netmaster: skipped (no --netmaster PATH)")
+    else:
+        with tempfile.TemporaryDirectory(prefix="api-bench-side-") as tmp, contextlib.ExitStack() as stack:
+            servers = start_servers(stack, Path(tmp), args.netmaster)
+            side_by_side(servers, *SIDE_QUICK if args.quick else SIDE_FULL)
+        figures |= side_figures(servers)
     print(json.dumps(figures, sort_keys=True))
 
 

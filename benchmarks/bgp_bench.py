@@ -38,8 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.nodes import Node, sh, wait_until  # noqa: E402
 from tests.support.frr import TorRouter, frr_missing  # noqa: E402
+from tests.support.nodes import Node, sh, wait_until  # noqa: E402
 
 TOR_IP, ROUTER_IP = "198.18.1.1", "198.18.1.2"
 TOR_AS, NODE_AS = 65000, 65001

@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 from cni.plugin import exchange  # noqa: E402
 from cni.protocol import Request  # noqa: E402
-from tests.cni.harness import Pod, create_network, netconf, run_plugin, socket_of  # noqa: E402
-from tests.nodes import Node, sh, wait_until  # noqa: E402
+from tests.support.cni_harness import Pod, create_network, netconf, run_plugin, socket_of  # noqa: E402
+from tests.support.nodes import Node, sh, wait_until  # noqa: E402
 
 CONCURRENCY = 8
 REFERENCE_PLUGINS = Path("/usr/lib/cni")  # containernetworking-plugins

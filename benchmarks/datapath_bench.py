@@ -7,7 +7,7 @@
   starts from an empty bridge and is checked by dumping the flows back. Runs inside a
   private network namespace with contivd's managed OVS.
 * ``rule_to_flows_p50_ms`` / ``_p99_ms``: three contivd nodes (each in its namespace with its
-  own OVS, joined by a fabric namespace, as in tests/nodes.py), each holding
+  own OVS, joined by a fabric namespace, as in tests/support/nodes.py), each holding
   ``--endpoints-per-node`` endpoints (default 250; ``--quick``: 20) in the group the policy
   applies to, added through each node's CNI socket as the plugin would (a pod namespace each,
   8 concurrent requests per node); a policy rule is POSTed to the leader's API and the time
@@ -51,8 +51,8 @@ from openflow.flow import Flow  # noqa: E402
 from openflow.flows.policy import rule_flow  # noqa: E402
 from openflow.inputs import PolicyRuleSpec  # noqa: E402
 from openflow.pipeline import TABLES  # noqa: E402
-from tests.cni.harness import Pod, netconf, socket_of  # noqa: E402
-from tests.nodes import Node, cluster_of_nodes, sh  # noqa: E402
+from tests.support.cni_harness import Pod, netconf, socket_of  # noqa: E402
+from tests.support.nodes import Node, cluster_of_nodes, sh  # noqa: E402
 from tests.support.ovs_netns import ovs_sandbox  # noqa: E402
 
 POD_SUBNET, POD_GATEWAY = "198.19.128.0/20", "198.19.143.254"  # clear of the fabric (198.19.0.0/24) and the VTEPs

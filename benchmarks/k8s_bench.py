@@ -1,5 +1,5 @@
 """Benchmark Kubernetes Services in the datapath: three contivd nodes in Kubernetes mode (each in
-its namespace with its own OVS, joined by a fabric namespace, as in tests/nodes.py), the leader
+its namespace with its own OVS, joined by a fabric namespace, as in tests/support/nodes.py), the leader
 watching the test API server (tests/support/k8s_apiserver.py, in node 1's namespace).
 
 * ``cold_<N>_services_s``: the API server starts already holding N Services × 10 ready
@@ -51,10 +51,10 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from benchmarks.datapath_bench import _client_in  # noqa: E402
-from tests.nodes import Node, cluster_of_nodes, leader_of, sh, wait_until  # noqa: E402
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text  # noqa: E402
 from tests.support.kube_objects import endpoint_slice, service  # noqa: E402
 from tests.support.kube_real import ControlPlane, apply_object, control_plane, ensure_namespace, real_cluster, unavailable  # noqa: E402
+from tests.support.nodes import Node, cluster_of_nodes, leader_of, sh, wait_until  # noqa: E402
 from tests.support.service_pods import processes  # noqa: E402
 from tests.support.waiting import free_ports  # noqa: E402
 

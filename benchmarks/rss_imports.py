@@ -5,7 +5,7 @@ single-node `contivd run --datapath none` voter, idle, with its CPU over the idl
 
 Each line's growth is what that import added on top of every line above it: a package is
 charged to the first line that pulls it in. The follower's list and the modules it must not
-load are tests/support/footprint.py's (the same lists tests/unit/test_follower_imports.py
+load are tests/support/footprint.py's (the same lists tests/daemon/test_follower_imports.py
 checks). A follower list that pulls a heavy module shows it under `follower_loads_heavy`.
 
 Usage: python3 benchmarks/rss_imports.py [--quick] [--runs N] [--no-node]

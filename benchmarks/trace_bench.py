@@ -1,7 +1,7 @@
 """Benchmark `ctl trace`'s answer end to end: the HTTP request to the trace route of a contivd
 node, the model (Contiv's rules, then NetworkPolicy's) and the OVS halves asked of the nodes
 that hold the pods, on three real contivd nodes (each in its namespace with its own OVS, joined
-by a fabric namespace, as in tests/nodes.py).
+by a fabric namespace, as in tests/support/nodes.py).
 
 * ``trace_cross_p50_ms`` / ``_p99_ms``: source pod on node 1, destination pod on node 2, asked
   of node 3 (both halves through the signed agent call, at the same time), over HTTPS with a
@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.nodes import Node, attach_pod, cluster_of_nodes, reaches, sh, wait_until  # noqa: E402
+from tests.support.nodes import Node, attach_pod, cluster_of_nodes, reaches, sh, wait_until  # noqa: E402
 
 SUBNET, GATEWAY = "198.18.44.0/24", "198.18.44.254"
 SERVICE_SUBNET, SERVICE_GATEWAY = "198.18.45.0/24", "198.18.45.254"

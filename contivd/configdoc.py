@@ -1,6 +1,6 @@
 """docs/configuration.md and the packaged TOML file, generated from config.OPTIONS.
 
-Both are committed; tests/unit/test_configdoc.py fails when either differs from what this
+Both are committed; tests/daemon/test_configdoc.py fails when either differs from what this
 module generates, so an option cannot be added without its documentation. Regenerate with
 
     python3 -m contivd.configdoc --write

@@ -163,6 +163,12 @@ class StateMachineStore(ABC):
         validate_prefix(prefix)
         return [_decode(r) for r in self._read_state(lambda fsm: [_raw(k, e) for k, e in fsm.range(prefix)])]
 
+    def keys_nowait(self, prefix: str) -> builtins.list[str]:
+        """This member's applied keys under `prefix`, sorted, without their values: what a
+        caller that only counts or trims a prefix needs, without decoding every value."""
+        validate_prefix(prefix)
+        return self._read_state(lambda fsm: fsm.keys(prefix))
+
     async def put(self, key: str, value: Any, *, lease: int | None = None) -> int:
         """Store `value` at `key`; returns the new revision."""
         return (await self.txn(success=[Put(key, value, lease)])).revision
@@ -218,6 +224,21 @@ class StateMachineStore(ABC):
                 next_revision = max(next_revision, current + 1)
                 if current < next_revision:
                     await changed.wait()
+        finally:
+            self._open_watches -= 1
+
+    async def wait_past(self, revision: int) -> int:
+        """Until this member has applied a revision after `revision`; returns the one it has.
+        For a reader that pulls its own changes (`changes_nowait`): a `watch` would decode
+        every change once more just to say that something changed."""
+        self._open_watches += 1
+        try:
+            while True:
+                changed = self._changed
+                current = self.revision
+                if current > revision:
+                    return current
+                await changed.wait()
         finally:
             self._open_watches -= 1
 

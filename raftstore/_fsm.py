@@ -124,6 +124,15 @@ class StateMachine:
             yield keys[i], self._kv[keys[i]]
             i += 1
 
+    def keys(self, prefix: str) -> list[str]:
+        """The keys under `prefix`, sorted: one slice of the sorted index, no entry touched."""
+        keys = self._sorted_keys
+        start = bisect.bisect_left(keys, prefix)
+        if not prefix:
+            return keys[start:]
+        end = bisect.bisect_left(keys, prefix[:-1] + chr(ord(prefix[-1]) + 1), start)
+        return keys[start:end]
+
     def key_count(self) -> int:
         return len(self._kv)
 

@@ -47,6 +47,7 @@ class CommitPropagation:
     none went out (followers' reads and watches lag by at most that). PySyncObj's apply step
     only *returns* "send now"; the replacement returns False, so the batching flag (which
     PySyncObj also reads to wake the tick thread for every submitted command) stays as is.
+    A member alone has nobody to tell: nothing is marked, and no tick runs only to send nothing.
     """
 
     def __init__(self, syncobj: SyncObj):
@@ -59,7 +60,7 @@ class CommitPropagation:
         def apply_quietly() -> bool:
             applied = syncobj.raftLastApplied
             apply_entries()
-            if syncobj.raftLastApplied != applied and compat.is_leader(syncobj) and not self.pending:
+            if syncobj.raftLastApplied != applied and syncobj.otherNodes and compat.is_leader(syncobj) and not self.pending:
                 self.pending, self.since = True, time.monotonic()
             return False
 

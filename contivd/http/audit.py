@@ -71,7 +71,7 @@ class AuditTrail:
         if not batch:
             return
         self._pending.clear()
-        held = AUDIT.ids_nowait(self.store)
+        held = AUDIT.ids_nowait(self.store)  # keys only: decoding up to max_entries values per flush cost more than the writes audited
         excess = max(0, len(held) + len(batch) - self.max_entries)
         ops: list[Op] = [AUDIT.delete(id) for id in held[:excess]]
         ops += [AUDIT.put(entry_id(entry, self.node_name, next(self._sequence)), entry) for entry in batch[-self.max_entries :]]

@@ -4,7 +4,7 @@ Pure: Kubernetes objects (the JSON the API server sent) are parsed into frozen r
 (`parse_policy`, `parse_pod`, `parse_namespace`), `compile_policies` turns policies + pods +
 namespaces into `NetpolRule`s over pod IPs, and `decide` says what those rules do to one packet.
 The datapath programs the same rules (two tables, egress then ingress, see docs/policy.md); the
-trace command and the truth table in tests/unit/model/test_netpolicy.py use `decide`, so the model
+trace command and the truth table in tests/model/test_netpolicy.py use `decide`, so the model
 verdict and the flows come from one compilation.
 
 Semantics, as the API documents them:

@@ -8,7 +8,6 @@ at changed (serialisable), also across a leader change.
 
 from __future__ import annotations
 
-import copy
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
@@ -34,7 +33,7 @@ class Reads:
         if key not in self._states:
             kv: KeyValue | None = self._store.get_nowait(key)
             self._reads[key] = kv.mod_revision if kv else 0
-            self._states[key] = copy.deepcopy(kv.value) if kv else None
+            self._states[key] = kv.value if kv else None  # freshly decoded: already a private copy
         return self._states[key]
 
     def list_states(self, prefix: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ object is reported and skipped by the snapshot, never allowed to hide the rest.
 
 Each record declares its wire format once, as a table of `Wire` entries (attribute, Go field
 name, parser); `from_json`/`to_json` are that table read in both directions, so a value the
-netmaster writes renders back to the same JSON (tests/unit/state checks it).
+netmaster writes renders back to the same JSON (tests/state checks it).
 
 Not responsible for: validation of configuration (contivd.model), allocation (the netmaster's
 IPAM writes the bitmaps these records carry opaquely).

@@ -3,7 +3,7 @@
 Every node reader (agent, CNI server, status page, metrics) reads this instead of decoding
 store values itself: each value is parsed once, when its change arrives, into the records of
 `records.py`. `StateSnapshot` is the pure part (apply an event, answer lookups, remember what
-changed at which revision); `StateCache` is the trio shell that feeds it from `Store.watch`.
+changed at which revision); `StateCache` is the trio shell that feeds it from the store (`changes_nowait`, woken by `wait_past`).
 
 Consistency: the snapshot is only changed by the cache task between its awaits, so a reader
 that does not await between two lookups sees one revision. Readers that need a revision at
@@ -226,8 +226,8 @@ def _put(table: dict[str, Any], key: str, value: Any) -> None:
 class StateCache:
     """Feeds one StateSnapshot from the store and wakes whoever waits for a revision.
 
-    Changes are pulled with `Store.changes_nowait` (atomic with the revision they reach); the
-    watch only says when to pull. A reader that needs a revision this member has applied gets
+    Changes are pulled with `Store.changes_nowait` (atomic with the revision they reach);
+    `Store.wait_past` only says when to pull. A reader that needs a revision this member has applied gets
     it at once (`catch_up` runs synchronously), without waiting for the watch task.
     """
 
@@ -254,7 +254,8 @@ class StateCache:
         task_status.started()
         while True:
             try:
-                async for _ in self.store.watch(f"{keys.ROOT}/", start_revision=self.snapshot.revision + 1):
+                while True:  # catch_up decodes the changes, once: a watch would decode them first only to wake us
+                    await self.store.wait_past(self.snapshot.revision)
                     self.catch_up()
             except StoreError as exc:
                 log.warning("state: store watch failed, restarting it: %s", exc)

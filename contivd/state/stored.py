@@ -64,7 +64,8 @@ class Family(Generic[R]):
         return [self.parse(kv.value) for kv in await store.list(self.prefix)]
 
     def ids_nowait(self, store: KeyValueStore) -> builtins.list[str]:
-        return [self._id(kv) for kv in store.list_nowait(self.prefix)]
+        """The ids, in key order, without decoding a value."""
+        return [key[len(self.prefix) :] for key in store.keys_nowait(self.prefix)]
 
     async def ids(self, store: KeyValueStore) -> builtins.list[str]:
         return [self._id(kv) for kv in await store.list(self.prefix)]

@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.test_datapath import PODS_NET, provision, pytestmark, started_node  # noqa: F401 - pytestmark: the ovs marker and skips
-from tests.nodes import Node, reaches, sh, wait_until
+from tests.support.datapath_nodes import OVS_NODE, PODS_NET, provision, started_node
+from tests.support.nodes import Node, reaches, sh, wait_until
 from tests.support.waiting import free_ports
+
+pytestmark = OVS_NODE
 
 NOBODY = ("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups")
 # Run as nobody by /usr/bin/python3 (the repo's python is not readable to it): how connecting to a unix socket ends.

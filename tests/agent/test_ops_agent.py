@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.agent.test_datapath import PODS_NET, provision, pytestmark  # noqa: F401 - markers shared
-from tests.control.test_systemd_notify import receive_until
-from tests.nodes import Node, wait_until
+from tests.support.datapath_nodes import OVS_NODE, PODS_NET, provision
+from tests.support.nodes import Node, wait_until
+from tests.support.waiting import receive_until
+
+pytestmark = OVS_NODE
 
 CALL_METRICS = "/metrics"
 

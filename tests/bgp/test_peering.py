@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.nodes import Node, sh, wait_until
 from tests.support.contivd_nodes import CHROMIUM
 from tests.support.frr import TorRouter, frr_missing
+from tests.support.nodes import Node, sh, wait_until
 
 pytestmark = [
     pytest.mark.bgp,

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.nodes import Node, attach_pod, reaches, sh, wait_until
 from tests.support.frr import TorRouter, frr_missing
+from tests.support.nodes import Node, attach_pod, reaches, sh, wait_until
 
 pytestmark = [
     pytest.mark.bgp,

@@ -1,4 +1,4 @@
-"""Fixtures the CNI tests share (helpers live in harness.py)."""
+"""Fixtures the CNI tests share (helpers live in tests/support/cni_harness.py)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cni.harness import Pod
+from tests.support.cni_harness import Pod
 
 
 @pytest.fixture
 def pods() -> Iterator[list[Pod]]:
-    """Pod namespaces made by the test (harness.new_pod); removed afterwards, even on failure."""
+    """Pod namespaces made by the test (cni_harness.new_pod); removed afterwards, even on failure."""
     made: list[Pod] = []
     try:
         yield made

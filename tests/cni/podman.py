@@ -2,7 +2,7 @@
 
 Each node gets a podman of its own: private storage (--root/--runroot, vfs), its own
 containers.conf (CONTAINERS_CONF) naming the CNI backend, a network config directory holding a
-conflist whose one plugin is `contiv` (the packaged plugin, harness.plugin_executable) talking
+conflist whose one plugin is `contiv` (the packaged plugin, cni_harness.plugin_executable) talking
 to that node's CNI socket, and that plugin's directory. Containers run from a busybox-static
 root filesystem built once per test process (`--rootfs`): no image, no registry.
 
@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.cni.harness import netconf, plugin_executable
-from tests.nodes import Node
+from tests.support.cni_harness import netconf, plugin_executable
+from tests.support.nodes import Node
 
 NETWORK = "contiv"  # the conflist's name: what `podman run --network` names
 BUSYBOX = Path("/bin/busybox")

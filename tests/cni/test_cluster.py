@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cni.harness import Pod, create_network, holdings, netconf, run_plugin
-from tests.nodes import cluster_of_nodes, reaches, wait_until
+from tests.support.cni_harness import Pod, create_network, holdings, netconf, run_plugin
+from tests.support.nodes import cluster_of_nodes, reaches, wait_until
 
 pytestmark = [
     pytest.mark.cni,

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from contivd.cni_server.resolve import Attachment
-from tests.cni.harness import Holdings, Pod, cni_node, create_network, holdings, netconf, new_pod, run_plugin, socket_of
-from tests.nodes import Node, reaches, sh, wait_until
+from tests.support.cni_harness import Holdings, Pod, cni_node, create_network, holdings, netconf, new_pod, run_plugin, socket_of
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
 from tests.support.k8s_apiserver import pod as kube_pod
+from tests.support.nodes import Node, reaches, sh, wait_until
 from tests.support.service_pods import Processes, processes
 
 pytestmark = [

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.cni.harness import Pod, cni_node, create_network, holdings, new_pod, set_private_subnet
-from tests.nodes import Node, reaches, sh, wait_until
+from tests.support.cni_harness import Pod, cni_node, create_network, deny_all_group, holdings, new_pod, set_private_subnet
+from tests.support.nodes import Node, reaches, sh, wait_until
 from tests.support.service_pods import first_answer, start_answering
 
 pytestmark = [
@@ -197,17 +197,6 @@ def test_node_reaches_its_pods_on_a_gateway_network_while_a_deny_between_pods_ho
         server.wait()
     assert server_pod.delete(node, network="routed").status == 0
     wait_until(lambda: target not in node_routes(node), 30, "the node's route to the deleted pod to go", node)
-
-
-def deny_all_group(node: Node, group: str, network: str) -> None:
-    objects = [
-        (f"/api/v1/policys/default:{group}/", {"tenantName": "default", "policyName": group}),
-        (f"/api/v1/rules/default:{group}:deny-in/", {"tenantName": "default", "policyName": group, "ruleId": "deny-in", "direction": "in", "action": "deny", "priority": 1}),
-        (f"/api/v1/endpointGroups/default:{group}/", {"tenantName": "default", "groupName": group, "networkName": network, "policies": [group]}),
-    ]  # fmt: skip
-    for path, body in objects:
-        status, answer = node.api_call("POST", path, body)
-        assert status == 200, answer
 
 
 def forwarding_on(node: Node) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.cni.harness import Outcome, Pod, api_gets, create_network, netconf, run_plugin
-from tests.nodes import Node, cluster_of_nodes, wait_until
+from tests.support.cni_harness import Outcome, Pod, api_gets, create_network, netconf, run_plugin
+from tests.support.nodes import Node, cluster_of_nodes, wait_until
 
 pytestmark = [
     pytest.mark.cni,

@@ -21,8 +21,8 @@ from contivd.cni_server.netlink import (
     remove_host_interface,
 )
 from contivd.cni_server.resolve import Addressing, Attachment
-from tests.cni.harness import Pod
-from tests.nodes import sh
+from tests.support.cni_harness import Pod
+from tests.support.nodes import sh
 
 pytestmark = [pytest.mark.cni, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
 

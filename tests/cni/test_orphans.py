@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from contivd.cni_server.resolve import Attachment
-from tests.cni.harness import ROOT, Pod, api_gets, cni_node, create_network, holdings, netconf, new_pod, run_plugin
-from tests.nodes import Node, reaches, sh, wait_until
+from tests.support.cni_harness import ROOT, Pod, api_gets, cni_node, create_network, holdings, netconf, new_pod, run_plugin
 from tests.support.contivd_nodes import CHROMIUM
+from tests.support.nodes import Node, reaches, sh, wait_until
 
 pytestmark = [
     pytest.mark.cni,

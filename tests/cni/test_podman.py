@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cni.harness import create_network, holdings, netconf, run_plugin
 from tests.cni.podman import Podman, available
-from tests.nodes import SECRET, Node, cluster_of_nodes, vtep_of, wait_until
+from tests.support.cni_harness import create_network, holdings, netconf, run_plugin
+from tests.support.nodes import SECRET, Node, cluster_of_nodes, vtep_of, wait_until
 
 pytestmark = [
     pytest.mark.cni,

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from tests.control.test_api_cluster import NET as PODS
-from tests.ctl.conftest import invoke
 from tests.support.contivd_nodes import ContivdCluster, ContivdProcess
+from tests.support.ctl_runner import invoke
 from tests.support.disk import fill
 from tests.support.waiting import wait_for
 

@@ -14,25 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.waiting import free_ports
+from tests.support.waiting import free_ports, receive_until
 
 pytestmark = pytest.mark.systemd
-
-
-def receive_until(sock: socket.socket, wanted: str, timeout: float = 20) -> list[str]:
-    """Every message received until one contains `wanted`."""
-    seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        sock.settimeout(max(0.01, deadline - time.monotonic()))
-        try:
-            message = sock.recv(4096).decode()
-        except TimeoutError:
-            break
-        seen.append(message)
-        if wanted in message:
-            return seen
-    raise AssertionError(f"no {wanted!r} within {timeout}s; got {seen}")
 
 
 def test_ready_after_the_api_answers_watchdog_keeps_coming_stopping_on_sigterm(tmp_path: Path) -> None:

@@ -10,9 +10,8 @@ import pytest
 
 from contivd.ctl.config import config_path
 from tests.support.contivd_nodes import SECRET, ContivdProcess
+from tests.support.ctl_runner import NO_CTL_ENV, invoke
 from tests.support.waiting import wait_for
-
-from .conftest import NO_CTL_ENV, invoke
 
 pytestmark = pytest.mark.cluster
 

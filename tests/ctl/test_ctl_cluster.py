@@ -7,9 +7,8 @@ import json
 
 from contivd import __version__
 from tests.support.contivd_nodes import SECRET, ContivdProcess
+from tests.support.ctl_runner import Ctl, invoke
 from tests.support.waiting import free_ports
-
-from .conftest import Ctl, invoke
 
 
 def test_version(ctl: Ctl) -> None:

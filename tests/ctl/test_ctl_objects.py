@@ -7,8 +7,7 @@ import json
 import re
 
 from tests.support.contivd_nodes import ContivdProcess
-
-from .conftest import Ctl
+from tests.support.ctl_runner import Ctl
 
 
 def rows(text: str) -> list[list[str]]:

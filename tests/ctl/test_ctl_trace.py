@@ -8,8 +8,8 @@ from __future__ import annotations
 import httpx
 
 from contivd.ctl.views import trace, trace_failure
-from tests.ctl.conftest import Ctl
 from tests.support.contivd_nodes import ContivdProcess
+from tests.support.ctl_runner import Ctl
 
 
 def test_trace_without_policies_allows_and_says_why(ctl: Ctl) -> None:

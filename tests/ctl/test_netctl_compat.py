@@ -31,10 +31,9 @@ from click.testing import CliRunner
 
 from contivd.cli import cli
 from tests.support.contivd_nodes import ContivdProcess
-from tests.support.netctl_build import NetctlUnavailable, netctl_binary
+from tests.support.ctl_runner import NO_CTL_ENV
+from tests.support.netctl_build import ContivBuildUnavailable, netctl_binary
 from tests.support.tcp_relay import Relay
-
-from .conftest import NO_CTL_ENV
 
 pytestmark = pytest.mark.netctl
 
@@ -330,7 +329,7 @@ def difference(step: Step, netctl: Outcome, ctl: Outcome) -> str | None:
 def netctl(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         return netctl_binary(tmp_path_factory.mktemp("netctl-build"))
-    except NetctlUnavailable as why:
+    except ContivBuildUnavailable as why:
         pytest.skip(str(why))
 
 

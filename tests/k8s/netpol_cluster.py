@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from tests.k8s.test_service_datapath import SERVICE_CIDR, KubeApi
-from tests.nodes import Node, cluster_of_nodes, reaches, settled, sh
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
+from tests.support.nodes import Node, cluster_of_nodes, reaches, settled, sh
 from tests.support.service_pods import Processes, fetch, processes
 from tests.support.waiting import free_ports
 
@@ -90,7 +90,7 @@ def outside_hosts(node: Node, addresses: Mapping[str, str], pod_subnet: str) -> 
             sh("ip", "link", "add", "up0", "netns", ns, "type", "veth", "peer", "name", access, "netns", node.ns)
             sh("ip", "-n", node.ns, "link", "set", access, "up")
             node.ovs_vsctl("add-port", TOR_BRIDGE, access, "tag=" + str(VLAN_TAG))
-            sh("ip", "netns", "exec", ns, "ethtool", "-K", "up0", "tx", "off")  # see tests/nodes.py attach_pod
+            sh("ip", "netns", "exec", ns, "ethtool", "-K", "up0", "tx", "off")  # see tests/support/nodes.py attach_pod
             for link in ("lo", "up0"):
                 sh("ip", "-n", ns, "link", "set", link, "up")
             sh("ip", "-n", ns, "addr", "add", f"{address}/32", "dev", "up0")

@@ -18,8 +18,8 @@ import pytest
 
 from contivd.k8s.resolve import resolve_service
 from contivd.state import KubeServiceState
-from tests.ctl.conftest import invoke
 from tests.support.contivd_nodes import ContivdCluster, ContivdProcess
+from tests.support.ctl_runner import invoke
 from tests.support.k8s_apiserver import KubeApiServer
 from tests.support.kube_objects import endpoint_slice, service
 from tests.support.waiting import wait_for

@@ -20,7 +20,7 @@ from pathlib import Path
 from tests.k8s import test_service_datapath
 from tests.k8s.test_nodeport import CLUSTER_IP, GATEWAY, NODE_PORT, OUTSIDE_CLIENT, answers, in_node, node_port_service, service_cluster
 from tests.k8s.test_service_datapath import create_endpoint, endpoint_slice
-from tests.nodes import attach_pod, sh, wait_until
+from tests.support.nodes import attach_pod, sh, wait_until
 from tests.support.service_pods import fetch
 
 pytestmark = test_service_datapath.pytestmark  # the same markers and conditions (root, Open vSwitch)

@@ -1,7 +1,7 @@
 """Kubernetes NetworkPolicy through Open vSwitch, end to end: two contivd nodes in Kubernetes mode
 (real OVS in node namespaces), the leader watching NetworkPolicies, Pods and Namespaces on the test
 API server; pods on both nodes send real TCP, UDP and ICMP, and what passes is what the truth table
-(tests/unit/model/test_netpolicy.py) says for a representative subset: podSelector with a named
+(tests/model/test_netpolicy.py) says for a representative subset: podSelector with a named
 port, namespaceSelector, ipBlock with except, egress, protocols, default deny, a union of two
 policies, replies of allowed connections across nodes, Contiv's EPG rules applying first, and a
 ClusterIP whose backend NetworkPolicy isolates (traced through the VIP's DNAT).
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.k8s.netpol_cluster import DATAPATH_MARKS, Traffic, answer, kube_cluster, pod_endpoint, settled_hits
-from tests.nodes import Node, attach_pod, metric_value, reaches, sh, wait_until
+from tests.support.nodes import Node, attach_pod, metric_value, reaches, sh, wait_until
 from tests.support.service_pods import fetch
 
 pytestmark = DATAPATH_MARKS

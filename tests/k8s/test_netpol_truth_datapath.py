@@ -1,4 +1,4 @@
-"""The NetworkPolicy truth table (tests/unit/model/test_netpolicy.py's CASES, imported, not
+"""The NetworkPolicy truth table (tests/model/test_netpolicy.py's CASES, imported, not
 copied) with real traffic: two contivd nodes in Kubernetes mode on real OVS, the table's
 namespaces and pods as real pods in node namespaces at the table's addresses (prod/web, prod/db
 and dev/tool on node 1; prod/client, dev/web and other/x on node 2, so cases cross nodes), each
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.k8s.netpol_cluster import DATAPATH_MARKS, Traffic, kube_cluster, outside_hosts, pod_endpoint, settled_hits
-from tests.nodes import Node, attach_pod, sh, wait_until
-from tests.unit.model.test_netpolicy import CASES, ICMP, IP, NAMESPACES, PODS, TCP, UDP
+from tests.model.test_netpolicy import CASES, ICMP, IP, NAMESPACES, PODS, TCP, UDP
+from tests.support.nodes import Node, attach_pod, sh, wait_until
 
 pytestmark = DATAPATH_MARKS
 
@@ -62,7 +62,7 @@ def policy_key(policy: dict[str, Any]) -> tuple[str, str]:
 
 
 def pod_namespace(node: Node, index: int) -> str:
-    """The node's index-th pod namespace, named like tests/nodes.py's (removed with the node)."""
+    """The node's index-th pod namespace, named like tests/support/nodes.py's (removed with the node)."""
     while len(node.pods) <= index:
         node.pods.append(f"{node.pods[0][:-1]}{len(node.pods) + 1}")
     return node.pods[index]

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.cni.harness import create_network, set_private_subnet
 from tests.k8s import test_service_datapath
 from tests.k8s.test_service_datapath import KubeApi, create_endpoint, dump, endpoint_slice
-from tests.nodes import Node, attach_pod, cluster_of_nodes, sh, wait_until
+from tests.support.cni_harness import create_network, set_private_subnet
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
+from tests.support.nodes import Node, attach_pod, cluster_of_nodes, sh, wait_until
 from tests.support.processes import terminate
 from tests.support.service_pods import Processes, fetch, processes
 from tests.support.waiting import free_ports

@@ -23,11 +23,10 @@ from typing import Any
 import pytest
 
 from contivd.cni_server.resolve import Attachment
-from tests.cni.harness import Pod, create_network, netconf, run_plugin
-from tests.cni.test_host_access import deny_all_group
 from tests.k8s.test_service_datapath import KubeApi
-from tests.nodes import Node, cluster_of_nodes, leader_of, reaches, sh, wait_until
+from tests.support.cni_harness import Pod, create_network, deny_all_group, netconf, run_plugin
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text, pod
+from tests.support.nodes import Node, cluster_of_nodes, leader_of, reaches, sh, wait_until
 from tests.support.service_pods import processes
 from tests.support.waiting import free_ports
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.cni.harness import create_network
-from tests.nodes import Node, attach_pod, cluster_of_nodes, sh, wait_until
+from tests.support.cni_harness import create_network
 from tests.support.k8s_apiserver import TOKEN, kubeconfig_text
+from tests.support.nodes import Node, attach_pod, cluster_of_nodes, sh, wait_until
 from tests.support.service_pods import fetch, processes
 from tests.support.waiting import free_ports
 

@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.cni.harness import create_network, netconf, run_plugin, set_private_subnet
-from tests.nodes import Node, leader_of, sh, start_member, wait_until
+from tests.support.cni_harness import create_network, netconf, run_plugin, set_private_subnet
 from tests.support.kube_real import (
     KubePod,
     RealCluster,
@@ -36,6 +35,7 @@ from tests.support.kube_real import (
     relabel_pod,
     unavailable,
 )
+from tests.support.nodes import Node, leader_of, sh, start_member, wait_until
 from tests.support.processes import terminate
 from tests.support.service_pods import fetch
 

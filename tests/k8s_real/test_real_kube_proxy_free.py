@@ -30,8 +30,8 @@ from tests.k8s_real.test_real_apiserver import (  # noqa: F401 - fixture_cluster
     pod,
     pytestmark,
 )
-from tests.nodes import Node, sh, wait_until
 from tests.support.kube_real import RealCluster, apply_service, delete_service
+from tests.support.nodes import Node, sh, wait_until
 
 EXTERNAL_IP, INGRESS_IP = "198.19.200.1", "198.19.201.1"  # addresses node 1 is given (the network's job)
 EXTERNAL_VIP, LOCAL_VIP = "198.19.96.20", "198.19.96.21"

@@ -9,7 +9,6 @@ from openflow.desired import desired
 from openflow.flow import ETH_IPV4, IP_TCP
 from openflow.inputs import TunnelPort, ipv4, vip_mac
 from openflow.pipeline import TABLES
-from tests.openflow.fakeswitch import FakeSwitch, arp_request
 from tests.openflow.scenario import (
     BLUE,
     DB1,
@@ -26,6 +25,7 @@ from tests.openflow.scenario import (
     remote_of,
     with_backends,
 )
+from tests.support.fakeswitch import FakeSwitch, arp_request
 
 VIP = ipv4("198.19.10.250", "vip")
 

@@ -10,8 +10,8 @@ from openflow.desired import desired
 from openflow.diff import Plan, diff
 from openflow.fields import OBJECT_MASK, Category, object_id, round_of
 from openflow.flow import ETH_IPV4, PipelineError
-from tests.openflow.fakeswitch import FakeSwitch
 from tests.openflow.scenario import IP, MAC, node_a
+from tests.support.fakeswitch import FakeSwitch
 
 
 def test_desired_is_deterministic_whatever_the_input_order() -> None:

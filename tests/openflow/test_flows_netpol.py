@@ -10,9 +10,9 @@ from openflow.fields import Category, cookie
 from openflow.flows import netpol
 from openflow.inputs import NetpolDirection, NetpolPod, NetpolRule, ipv4
 from openflow.pipeline import TABLES
-from tests.openflow.fakeswitch import FakeSwitch
 from tests.openflow.scenario import IP, MAC, node_a, texts
 from tests.openflow.test_fakeswitch_e2e import tcp
+from tests.support.fakeswitch import FakeSwitch
 
 DB = ipv4("198.18.11.2", "db")
 DB_RULES = (

@@ -16,8 +16,8 @@ from openflow.flow import ETH_IPV4
 from openflow.flows import forward, netpol
 from openflow.inputs import HostPort, NetpolPod, NetpolRule, NodeInputs, ipv4, vip_mac
 from openflow.pipeline import TABLES
-from tests.openflow.fakeswitch import FakeSwitch
 from tests.openflow.scenario import KUBE_WEB, RED_VLAN, ep, kube_service_of, local_of, remote_of, texts
+from tests.support.fakeswitch import FakeSwitch
 
 POD, OTHER_NODES_POD = ep("a", "198.19.20.2", 0, RED_VLAN), ep("b", "198.19.20.3", 0, RED_VLAN)
 POD_IP, POD_MAC = ipv4(POD["ipAddress"], "pod"), int(POD["macAddress"].replace(":", ""), 16)

@@ -15,8 +15,8 @@ from openflow.flow import ETH_ARP, ETH_IPV4, PipelineError
 from openflow.flows import arp, classifier, forward, routing
 from openflow.inputs import ANYCAST_MAC, NetpolPod, NetpolRule, NodeInputs, Route, Router, ipv4
 from openflow.pipeline import TABLES
-from tests.openflow.fakeswitch import FakeSwitch, arp_request
 from tests.openflow.scenario import RED_VLAN, WEB_EPG, ep, local_of, remote_of, texts
+from tests.support.fakeswitch import FakeSwitch, arp_request
 
 UPLINK, ROUTER_PORT = 8, 9
 ROUTER_MAC, TOR_MAC = 0x02AA00000001, 0x02BB00000001

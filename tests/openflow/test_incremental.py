@@ -37,8 +37,8 @@ from openflow.inputs import (
     TunnelPort,
 )
 from openflow.pipeline import TABLES
-from tests.openflow.fakeswitch import FakeSwitch
 from tests.openflow.ovs_fixture import Ovs, fixture_ovs, fixture_ovs_instance  # noqa: F401  (pytest fixtures)
+from tests.support.fakeswitch import FakeSwitch
 
 VTEPS = (0xC613FE02, 0xC613FE03)
 TUNNELS = (TunnelPort(7, VTEPS[0]), TunnelPort(8, VTEPS[1]))

@@ -15,15 +15,16 @@ from tests.openflow.test_switch_session import DPID, HEADER, features_reply, hel
 TIMEOUT_S = 5
 
 
-class FakeSwitch:
-    """Just enough of a switch: reads whole messages, answers what a test tells it to."""
+class ScriptedSwitch:
+    """Just enough of a switch on the wire: reads whole messages, answers what a test tells it to (the flow
+    pipeline's model is tests/support/fakeswitch.py's FakeSwitch)."""
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream
         self.buf = bytearray()
 
     @classmethod
-    async def connect(cls, port: int) -> FakeSwitch:
+    async def connect(cls, port: int) -> ScriptedSwitch:
         return cls(await trio.open_tcp_stream("127.0.0.1", port))
 
     async def receive(self) -> tuple[int, int, bytes]:
@@ -58,7 +59,7 @@ async def test_silent_switch_is_probed_then_dropped() -> None:
     async with trio.open_nursery() as nursery:
         controller = await started(nursery, echo_interval=0.1, echo_timeout=0.2)
         with controller.subscribe() as events, trio.fail_after(TIMEOUT_S):
-            switch = await FakeSwitch.connect(controller.port)
+            switch = await ScriptedSwitch.connect(controller.port)
             await switch.handshake()
             assert isinstance(await events.receive(), SwitchConnected)
             assert (await switch.receive())[0] == ofp.OFPT_ECHO_REQUEST  # and never answered
@@ -74,7 +75,7 @@ async def test_switch_answering_echo_stays_connected() -> None:
     async with trio.open_nursery() as nursery:
         controller = await started(nursery, echo_interval=0.05, echo_timeout=0.1)
         with trio.fail_after(TIMEOUT_S):
-            switch = await FakeSwitch.connect(controller.port)
+            switch = await ScriptedSwitch.connect(controller.port)
             await switch.handshake()
             for _ in range(5):  # five probes, well past interval + timeout
                 type_, xid, _ = await switch.receive()
@@ -89,7 +90,7 @@ async def test_version_mismatch_is_refused_and_recorded() -> None:
     async with trio.open_nursery() as nursery:
         controller = await started(nursery)
         with trio.fail_after(TIMEOUT_S):
-            switch = await FakeSwitch.connect(controller.port)
+            switch = await ScriptedSwitch.connect(controller.port)
             await switch.receive()
             await switch.stream.send_all(hello(1))
             type_, _, error = await switch.receive()
@@ -105,7 +106,7 @@ async def test_pending_request_fails_when_the_switch_goes_away() -> None:
     async with trio.open_nursery() as nursery:
         controller = await started(nursery)
         with trio.fail_after(TIMEOUT_S):
-            switch = await FakeSwitch.connect(controller.port)
+            switch = await ScriptedSwitch.connect(controller.port)
             await switch.handshake()
             connection = await controller.wait_connected(DPID)
 
@@ -126,13 +127,13 @@ async def test_reconnect_of_same_datapath_replaces_the_old_connection() -> None:
     async with trio.open_nursery() as nursery:
         controller = await started(nursery)
         with trio.fail_after(TIMEOUT_S):
-            old = await FakeSwitch.connect(controller.port)
+            old = await ScriptedSwitch.connect(controller.port)
             await old.handshake()
             first = await controller.wait_connected()
             with controller.subscribe() as events:
                 replayed = await events.receive()  # subscribing replays the live connection
                 assert isinstance(replayed, SwitchConnected) and replayed.connection is first
-                new = await FakeSwitch.connect(controller.port)
+                new = await ScriptedSwitch.connect(controller.port)
                 await new.handshake()
                 assert isinstance(await events.receive(), SwitchDisconnected)
                 back = await events.receive()
@@ -146,7 +147,7 @@ async def test_packet_in_reaches_the_shared_channel() -> None:
     async with trio.open_nursery() as nursery:
         controller = await started(nursery)
         with trio.fail_after(TIMEOUT_S):
-            switch = await FakeSwitch.connect(controller.port)
+            switch = await ScriptedSwitch.connect(controller.port)
             await switch.handshake()
             await controller.wait_connected(DPID)
             empty_match = struct.pack("!HH4x", 1, 4)

@@ -65,6 +65,13 @@ def test_delete_prefix_and_range_are_prefix_exact() -> None:
     assert result["results"] == [2] and [k for k, _ in fsm.range("/")] == ["/nx"]
 
 
+def test_keys_lists_what_range_lists_without_the_values() -> None:
+    fsm = StateMachine()
+    apply_txn(fsm, success=[Put(key, 1) for key in ("/n/a", "/n/b", "/n/b/c", "/n0", "/nx", "/m", "/o~", "/o~~")])
+    for prefix in ("/", "/n", "/n/", "/n/b", "/nx", "/o~", "/p", "/m/"):
+        assert fsm.keys(prefix) == [k for k, _ in fsm.range(prefix)], prefix
+
+
 def test_lease_revoke_deletes_its_keys_and_expiry_loses_to_keepalive() -> None:
     fsm = StateMachine()
     lease = fsm.apply(encode({"op": "lease_grant", "ttl": 10, "now": 100.0}))["lease"]

@@ -126,6 +126,24 @@ async def test_watch_delivers_changes_in_commit_order(any_store: KeyValueStore) 
     assert events[1].revision == events[2].revision, "one transaction, one revision"
 
 
+async def test_wait_past_wakes_once_a_later_revision_is_applied(any_store: KeyValueStore) -> None:
+    store = any_store
+    before = await store.put("/p/a", 1)
+    assert await store.wait_past(before - 1) == before, "already past: returns at once"
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            woke: list[int] = []
+
+            async def waiter() -> None:
+                woke.append(await store.wait_past(before))
+
+            nursery.start_soon(waiter)
+            await trio.testing.wait_all_tasks_blocked()
+            assert not woke, "nothing newer yet"
+            after = await store.put("/p/b", 2)
+    assert woke == [after] and store.keys_nowait("/p/") == ["/p/a", "/p/b"]
+
+
 async def first_events(store: KeyValueStore, prefix: str, start: int, count: int) -> list[Event]:
     events: list[Event] = []
     with trio.fail_after(10):

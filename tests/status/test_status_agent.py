@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.agent.test_datapath import PODS_NET, Node, pytestmark, wait_until  # noqa: F401 - pytestmark: the ovs marker and skips
+from tests.support.datapath_nodes import OVS_NODE, PODS_NET
+from tests.support.nodes import Node, wait_until
+
+pytestmark = OVS_NODE
 
 
 def test_agent_statistics_in_node_report_and_snapshot(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """What a node of each role imports, and what a follower must not: one list for the import
-test (tests/unit/test_follower_imports.py) and the RSS benchmark (benchmarks/rss_imports.py).
+test (tests/daemon/test_follower_imports.py) and the RSS benchmark (benchmarks/rss_imports.py).
 
 A follower of the store with `--datapath none` runs the API (status page, /readyz, /metrics,
 writes forwarded to the leader), the typed state cache and node registration over

@@ -1,6 +1,6 @@
 """A real Kubernetes control plane for tests and benchmarks: ../shared/kube-apiserver's `k8s-up`
 (etcd, kube-apiserver v1.24, kube-controller-manager, all on the root namespace's loopback) and
-contivd nodes (tests/nodes.py) that reach it through a relay listening on each node's own
+contivd nodes (tests/support/nodes.py) that reach it through a relay listening on each node's own
 127.0.0.1 (tests/support/tcp_relay.py), so one kubeconfig serves the tests and every node.
 
 There is no kubelet: `RealCluster.add_pod` does its part — the Pod through the API, the CNI ADD
@@ -30,8 +30,8 @@ from typing import Any
 import httpx
 from kubernetes import client as kube
 
-from tests.cni.harness import Pod, netconf, run_plugin
-from tests.nodes import Node, cluster_of_nodes
+from tests.support.cni_harness import Pod, netconf, run_plugin
+from tests.support.nodes import Node, cluster_of_nodes
 from tests.support.service_pods import Processes, processes, stop
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "kube-apiserver"

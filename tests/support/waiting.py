@@ -1,4 +1,4 @@
-"""Polling helpers for tests and benchmarks: loopback ports and wait-until-true with a timeout."""
+"""Polling helpers for tests and benchmarks: loopback ports, wait-until-true and receive-until with a timeout."""
 
 from __future__ import annotations
 
@@ -40,3 +40,19 @@ def wait_for(predicate: Callable[[], T | None], timeout: float, what: str, inter
             last_exc = exc
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last error: {last_exc})")
+
+
+def receive_until(sock: socket.socket, wanted: str, timeout: float = 20) -> list[str]:
+    """Every datagram received on `sock` until one contains `wanted` (the sd_notify messages a test reads)."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            message = sock.recv(4096).decode()
+        except TimeoutError:
+            break
+        seen.append(message)
+        if wanted in message:
+            return seen
+    raise AssertionError(f"no {wanted!r} within {timeout}s; got {seen}")

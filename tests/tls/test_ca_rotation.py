@@ -18,8 +18,8 @@ import pytest
 from cryptography import x509
 
 from contivd.tls.fingerprint import fingerprint_pem
-from tests.agent.test_datapath import PODS_NET, assert_full_mesh, create_endpoints
-from tests.nodes import Node, attach_pod, cluster_of_nodes, wait_until
+from tests.support.datapath_nodes import PODS_NET, assert_full_mesh, create_endpoints
+from tests.support.nodes import Node, attach_pod, cluster_of_nodes, wait_until
 from tests.tls.test_listeners import _leader_and_follower, ctl, probe
 
 pytestmark = [

@@ -1,5 +1,5 @@
 """TLS on every listener, tried as an operator on another host would: nodes in network
-namespaces on a fabric (tests/nodes.py), calls from one node's namespace to another node's
+namespaces on a fabric (tests/support/nodes.py), calls from one node's namespace to another node's
 addresses. Clear HTTP is refused, TLS with the cluster CA accepted, a wrong CA rejected;
 followers forward writes to the leader over verified TLS; `contivd ctl` trusts the server by
 --ca-file or by --fingerprint, and tells an untrusting user the fingerprint to check."""
@@ -18,7 +18,7 @@ import pytest
 
 from contivd.tls.fingerprint import fingerprint_pem
 from contivd.tls.pki import create_ca
-from tests.nodes import Node, cluster_of_nodes, sh, wait_until
+from tests.support.nodes import Node, cluster_of_nodes, sh, wait_until
 
 pytestmark = [
     pytest.mark.ovs,

@@ -11,7 +11,7 @@ from contivd.netmaster import ipam, resources
 from contivd.netmaster.service import Netmaster
 from contivd.state import keys as layout
 from raftstore import MemoryStore
-from tests.unit.netmaster.helpers import TENANT, create, delete_request, net_state, network, state, under
+from tests.netmaster.helpers import TENANT, create, delete_request, net_state, network, state, under
 
 RULE_PREFIX = "default:web:default:web-in:default:web-in:"  # <group>:<policy>:<rule key>:<direction>
 

@@ -9,7 +9,7 @@ from contivd.netmaster import ipam
 from contivd.netmaster.service import Netmaster
 from contivd.state import keys as layout
 from raftstore import MemoryStore
-from tests.unit.netmaster.helpers import TENANT, create, delete_request, net_state, network, state
+from tests.netmaster.helpers import TENANT, create, delete_request, net_state, network, state
 
 
 async def test_addresses_are_allocated_lowest_first_skipping_the_gateway(netmaster: Netmaster, store: MemoryStore) -> None:

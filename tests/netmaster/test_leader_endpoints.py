@@ -11,7 +11,7 @@ from contivd.model import ConflictError, NotFoundError, ValidationError
 from contivd.netmaster.service import Netmaster
 from contivd.state import keys as layout
 from raftstore import MemoryStore
-from tests.unit.netmaster.helpers import TENANT, create, delete_request, endpoint_request, net_state, network, state, under
+from tests.netmaster.helpers import TENANT, create, delete_request, endpoint_request, net_state, network, state, under
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from contivd.model.netpolicy import Compiled, decide
 from openflow.desired import desired
 from openflow.flow import ETH_IPV4
 from openflow.inputs import LocalPort, NetworkRef, NodeInputs
-from tests.openflow.fakeswitch import FakeSwitch
-from tests.unit.model.test_netpolicy import CASES, IP, NAMESPACES
-from tests.unit.model.test_netpolicy import PODS as POD_OBJECTS
+from tests.model.test_netpolicy import CASES, IP, NAMESPACES
+from tests.model.test_netpolicy import PODS as POD_OBJECTS
+from tests.support.fakeswitch import FakeSwitch
 
 NET = NetworkRef("pods.default", "vxlan", 1, 100)
 POD_KEYS = sorted(k for k in IP if "/" in k)

@@ -10,7 +10,7 @@ import trio
 from contivd.netmaster.service import COMMIT_ATTEMPTS, ConflictRetryError, Netmaster
 from contivd.state import keys as layout
 from raftstore import MemoryStore, UnavailableError
-from tests.unit.netmaster.helpers import create, endpoint_request, net_state, network, state, under
+from tests.netmaster.helpers import create, endpoint_request, net_state, network, state, under
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from contivd.model import NotFoundError, ValidationError
 from contivd.netmaster.service import Netmaster
 from contivd.state import keys as layout
 from raftstore import MemoryStore
-from tests.unit.netmaster.helpers import TENANT, create, endpoint_request, network, state
+from tests.netmaster.helpers import TENANT, create, endpoint_request, network, state
 
 
 def group(name: str, network_name: str, **extra: Any) -> dict[str, Any]:

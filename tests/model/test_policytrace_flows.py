@@ -15,7 +15,7 @@ from contivd.model.policytrace import TraceEnd, explain
 from openflow.desired import desired
 from openflow.flow import ETH_IPV4
 from openflow.inputs import TCP_FLAGS, LocalPort, NetpolPod, NetpolRule, NetworkRef, NodeInputs, PolicyRuleSpec
-from tests.openflow.fakeswitch import FakeSwitch
+from tests.support.fakeswitch import FakeSwitch
 
 NET = NetworkRef("pods.default", "vxlan", 1, 100)
 PORTS = tuple(

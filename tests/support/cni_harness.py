@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from contivd.agent.hostnet import HOST_PORT_NAMES
-from tests.nodes import Node, sh, wait_until
+from tests.support.nodes import Node, sh, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SOCKET_NAME = "cni.sock"
@@ -152,6 +152,18 @@ def create_network(node: Node, name: str, subnet: str, gateway: str = "") -> Non
         body["gateway"] = gateway
     status, answer = node.api_call("POST", f"/api/v1/networks/default:{name}/", body)
     assert status == 200, answer
+
+
+def deny_all_group(node: Node, group: str, network: str) -> None:
+    """Group `group` on `network` under a policy that denies every incoming connection."""
+    objects = [
+        (f"/api/v1/policys/default:{group}/", {"tenantName": "default", "policyName": group}),
+        (f"/api/v1/rules/default:{group}:deny-in/", {"tenantName": "default", "policyName": group, "ruleId": "deny-in", "direction": "in", "action": "deny", "priority": 1}),
+        (f"/api/v1/endpointGroups/default:{group}/", {"tenantName": "default", "groupName": group, "networkName": network, "policies": [group]}),
+    ]  # fmt: skip
+    for path, body in objects:
+        status, answer = node.api_call("POST", path, body)
+        assert status == 200, answer
 
 
 def set_private_subnet(node: Node, subnet: str) -> None:

@@ -1,4 +1,4 @@
-"""What of a remote pod's NetworkPolicy rules a node keeps (labels: tests/unit/model/test_rulehits.py)."""
+"""What of a remote pod's NetworkPolicy rules a node keeps (labels: tests/model/test_rulehits.py)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from cni.protocol import (
     request_from_line,
 )
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "abc123", "CNI_NETNS": "/var/run/netns/x", "CNI_IFNAME": "eth0", "CNI_ARGS": "A=1;B=two"}
 CONFIG = b'{"cniVersion": "1.0.0", "name": "contiv", "type": "contiv"}'
 

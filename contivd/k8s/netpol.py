@@ -153,5 +153,5 @@ class NetpolSync:
             log.info("NetworkPolicy rules: %d pods with rules, %d records written or deleted", len(desired), len(ops))
 
     async def _stored(self) -> dict[str, NetpolPod]:
-        # unreadable: rewritten or deleted
+        # an unreadable record counts as a pod without rules: rewritten or deleted below
         return {pod: NetpolPod(pod, ()) if isinstance(record, RecordError) else record for pod, record in await NETPOL_PODS.each(self.store)}

@@ -1,15 +1,20 @@
-"""The HTTP routes, declared once as data: registration, access control and the OpenAPI
+"""The HTTP routes, declared once as data: registration, dispatch, access control and the OpenAPI
 document use the same table, so each covers every route by construction. Every route names the
-role it needs (a route without one does not construct); `required_role` lets operators write the
-collections of endpoint and service-level settings that are otherwise admin's."""
+role it needs and the handler that serves it (a route without either does not construct; the
+handlers live by area in objects, plugin, cluster, debug, kubernetes and operators);
+`required_role` lets operators write the collections of endpoint and service-level settings that
+are otherwise admin's."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..http.tokens import Role
+from . import cluster, debug, kubernetes, objects, operators, plugin
+from .handler import Handler
 
 VIEWER, OPERATOR, ADMIN = Role.VIEWER, Role.OPERATOR, Role.ADMIN
 # Collections whose writes operators may make (endpoint and service-level settings).
@@ -25,30 +30,99 @@ class Route:
     write: bool = False  # executed by the leader: other members forward it
     body: str | None = None  # OpenAPI description of the JSON body
     role: Role = field(kw_only=True)  # the least role allowed to call it
+    handler: Handler[Any] = field(kw_only=True)  # what serves it (handler.py: bound to its area's context once, at start)
 
 
 ROUTES: tuple[Route, ...] = (
-    Route("list_objects", "GET", "/api/v1/<collection>/", "List every object of a collection, sorted by key", role=VIEWER),
-    Route("get_object", "GET", "/api/v1/<collection>/<key>/", "Get one object", role=VIEWER),
-    Route("put_object", "POST", "/api/v1/<collection>/<key>/", "Create or update an object", True, "the object", role=ADMIN),
-    Route("put_object", "PUT", "/api/v1/<collection>/<key>/", "Create or update an object (same as POST)", True, "the object", role=ADMIN),
-    Route("delete_object", "DELETE", "/api/v1/<collection>/<key>/", "Delete an object; answers the key", True, role=ADMIN),
-    Route("inspect_object", "GET", "/api/v1/inspect/<collection>/<key>/", "Configuration and operational state", role=VIEWER),
-    Route("alloc_address", "POST", "/plugin/allocAddress", "Allocate an address", True, "AddressAllocRequest", role=OPERATOR),
-    Route("release_address", "POST", "/plugin/releaseAddress", "Release an address", True, "AddressReleaseRequest", role=OPERATOR),
-    Route("create_endpoint", "POST", "/plugin/createEndpoint", "Create an endpoint (idempotent)", True, "CreateEndpointRequest", role=OPERATOR),
-    Route("delete_endpoint", "POST", "/plugin/deleteEndpoint", "Delete an endpoint (idempotent)", True, "DeleteEndpointRequest", role=OPERATOR),
-    Route("update_endpoint", "POST", "/plugin/updateEndpoint", "Update endpoint labels on start/die", True, "UpdateEndpointRequest", role=OPERATOR),
-    Route("version", "GET", "/version", "contivd version", role=VIEWER),
-    Route("info", "GET", "/info", "Cluster membership, leader and registered nodes", role=VIEWER),
-    Route("services", "GET", "/services", "Every service load balancer state", role=VIEWER),
-    Route("service", "GET", "/service/<key>", "One service load balancer state", role=VIEWER),
+    Route(
+        "list_objects", "GET", "/api/v1/<collection>/", "List every object of a collection, sorted by key", role=VIEWER, handler=objects.list_objects
+    ),
+    Route("get_object", "GET", "/api/v1/<collection>/<key>/", "Get one object", role=VIEWER, handler=objects.get_object),
+    Route(
+        "put_object", "POST", "/api/v1/<collection>/<key>/", "Create or update an object", True, "the object", role=ADMIN, handler=objects.put_object
+    ),
+    Route(
+        "put_object",
+        "PUT",
+        "/api/v1/<collection>/<key>/",
+        "Create or update an object (same as POST)",
+        True,
+        "the object",
+        role=ADMIN,
+        handler=objects.put_object,
+    ),
+    Route(
+        "delete_object", "DELETE", "/api/v1/<collection>/<key>/", "Delete an object; answers the key", True, role=ADMIN, handler=objects.delete_object
+    ),
+    Route(
+        "inspect_object",
+        "GET",
+        "/api/v1/inspect/<collection>/<key>/",
+        "Configuration and operational state",
+        role=VIEWER,
+        handler=objects.inspect_object,
+    ),
+    Route(
+        "alloc_address",
+        "POST",
+        "/plugin/allocAddress",
+        "Allocate an address",
+        True,
+        "AddressAllocRequest",
+        role=OPERATOR,
+        handler=plugin.alloc_address,
+    ),
+    Route(
+        "release_address",
+        "POST",
+        "/plugin/releaseAddress",
+        "Release an address",
+        True,
+        "AddressReleaseRequest",
+        role=OPERATOR,
+        handler=plugin.release_address,
+    ),
+    Route(
+        "create_endpoint",
+        "POST",
+        "/plugin/createEndpoint",
+        "Create an endpoint (idempotent)",
+        True,
+        "CreateEndpointRequest",
+        role=OPERATOR,
+        handler=plugin.create_endpoint,
+    ),
+    Route(
+        "delete_endpoint",
+        "POST",
+        "/plugin/deleteEndpoint",
+        "Delete an endpoint (idempotent)",
+        True,
+        "DeleteEndpointRequest",
+        role=OPERATOR,
+        handler=plugin.delete_endpoint,
+    ),
+    Route(
+        "update_endpoint",
+        "POST",
+        "/plugin/updateEndpoint",
+        "Update endpoint labels on start/die",
+        True,
+        "UpdateEndpointRequest",
+        role=OPERATOR,
+        handler=plugin.update_endpoint,
+    ),
+    Route("version", "GET", "/version", "contivd version", role=VIEWER, handler=cluster.version),
+    Route("info", "GET", "/info", "Cluster membership, leader and registered nodes", role=VIEWER, handler=cluster.info),
+    Route("services", "GET", "/services", "Every service load balancer state", role=VIEWER, handler=debug.services),
+    Route("service", "GET", "/service/<key>", "One service load balancer state", role=VIEWER, handler=debug.service),
     Route(
         "kubernetes_services",
         "GET",
         "/kubernetes/services",
         "Kubernetes Services as the leader resolved them (Kubernetes mode), each with kind",
         role=VIEWER,
+        handler=kubernetes.kubernetes_services,
     ),
     Route(
         "kubernetes_trace",
@@ -57,6 +131,7 @@ ROUTES: tuple[Route, ...] = (
         "The verdict of Contiv's and NetworkPolicy's rules for SRC/DST[/PROTO/PORT] (IP, endpoint id or namespace/name), the rules deciding it,"
         " and OVS's ofproto/trace on the source's and the destination's node (`agree` false: a bug)",
         role=VIEWER,
+        handler=kubernetes.kubernetes_trace,
     ),
     Route(
         "policy_hits",
@@ -64,6 +139,7 @@ ROUTES: tuple[Route, ...] = (
         "/policy/hits",
         "Packets and bytes per policy rule (Contiv: tenant:policy:ruleId and compiled; NetworkPolicy) and default drops, summed over the nodes' agents; nodes that did not answer",
         role=VIEWER,
+        handler=kubernetes.policy_hits,
     ),
     Route(
         "policy_hits_of",
@@ -71,11 +147,22 @@ ROUTES: tuple[Route, ...] = (
         "/policy/hits/<scope>",
         "/policy/hits of one tenant or namespace (`tenant`) or one policy or NetworkPolicy (`tenant:policy`); 404 when unknown",
         role=VIEWER,
+        handler=kubernetes.policy_hits_of,
     ),
-    Route("debug_ofnet", "GET", "/debug/ofnet", "Endpoints and policy rules as the datapath master sees them", role=VIEWER),
-    Route("debug_epcleanup", "DELETE", "/debug/epcleanup/tenant/<tenant>/<category>/<key>", "Delete stale endpoints", True, role=OPERATOR),
-    Route("openapi", "GET", "/api/v1/openapi.json", "This document", role=VIEWER),
-    Route("list_tokens", "GET", "/api/v1/auth/tokens/", "Operator tokens (never the tokens themselves)", role=ADMIN),
+    Route(
+        "debug_ofnet", "GET", "/debug/ofnet", "Endpoints and policy rules as the datapath master sees them", role=VIEWER, handler=debug.debug_ofnet
+    ),
+    Route(
+        "debug_epcleanup",
+        "DELETE",
+        "/debug/epcleanup/tenant/<tenant>/<category>/<key>",
+        "Delete stale endpoints",
+        True,
+        role=OPERATOR,
+        handler=debug.debug_epcleanup,
+    ),
+    Route("openapi", "GET", "/api/v1/openapi.json", "This document", role=VIEWER, handler=cluster.openapi),
+    Route("list_tokens", "GET", "/api/v1/auth/tokens/", "Operator tokens (never the tokens themselves)", role=ADMIN, handler=operators.list_tokens),
     Route(
         "create_token",
         "POST",
@@ -84,9 +171,18 @@ ROUTES: tuple[Route, ...] = (
         True,
         "TokenRequest",
         role=ADMIN,
+        handler=operators.create_token,
     ),
-    Route("revoke_token", "DELETE", "/api/v1/auth/tokens/<name>/", "Revoke a token (every node refuses it once replicated)", True, role=ADMIN),
-    Route("list_audit", "GET", "/api/v1/audit/", "The audit trail: the newest writes, oldest first", role=VIEWER),
+    Route(
+        "revoke_token",
+        "DELETE",
+        "/api/v1/auth/tokens/<name>/",
+        "Revoke a token (every node refuses it once replicated)",
+        True,
+        role=ADMIN,
+        handler=operators.revoke_token,
+    ),
+    Route("list_audit", "GET", "/api/v1/audit/", "The audit trail: the newest writes, oldest first", role=VIEWER, handler=operators.list_audit),
     Route(
         "add_voter",
         "POST",
@@ -94,6 +190,7 @@ ROUTES: tuple[Route, ...] = (
         "Make a Raft listener address (host:port) a voter, before starting contivd there; answers the voters",
         True,
         role=ADMIN,
+        handler=cluster.add_voter,
     ),
     Route(
         "remove_voter",
@@ -102,6 +199,7 @@ ROUTES: tuple[Route, ...] = (
         "Remove a stopped voter (not the leader); answers the voters",
         True,
         role=ADMIN,
+        handler=cluster.remove_voter,
     ),
     Route(
         "rotate_ca",
@@ -112,6 +210,7 @@ ROUTES: tuple[Route, ...] = (
         True,
         '{"grace": seconds} (optional; default 3600, 10 s to 30 days)',
         role=ADMIN,
+        handler=cluster.rotate_ca,
     ),
 )
 

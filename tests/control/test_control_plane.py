@@ -14,9 +14,14 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
-from contivd.api.app import ApiContext, create_app
+from contivd.api.app import ApiServer, create_app
+from contivd.http.audit import AuditTrail
+from contivd.http.auth import Authenticator, store_lookup
 from contivd.http.control import RemoteControlPlane
 from contivd.http.forwarder import ForwardingClient
+from contivd.http.leader_forwarder import LeaderForwarder
+from contivd.main import api_contexts
+from contivd.metrics import Metrics, StoreSummaries
 from contivd.model import ModelError
 from contivd.netmaster.control import ControlPlane, CreateEndpoint, DeleteEndpoint, LocalControlPlane, UpdateEndpoint
 from contivd.netmaster.service import Netmaster
@@ -42,12 +47,16 @@ async def planes(tmp_path: Path) -> AsyncIterator[tuple[LocalControlPlane, Remot
         cache = StateCache(store)
         await nursery.start(cache.run)
         http = ForwardingClient(timeout=10)
-        context = ApiContext(store, cache, netmaster, "node1", "127.0.0.1", SECRET, http, contiv_error_compat=True)
+        forwarder = LeaderForwarder(store, http, SECRET)
+        access = Authenticator(SECRET, store_lookup(store))
+        metrics = Metrics(store, None, StoreSummaries(cache))
+        server = ApiServer(store, access, AuditTrail(store, "node1"), forwarder, metrics, contiv_error_compat=True)
         config = HypercornConfig()
         config.bind = [f"127.0.0.1:{api}"]
         stop = trio.Event()
-        await nursery.start(partial(serve, create_app(context).asgi, config, shutdown_trigger=stop.wait))
-        yield LocalControlPlane(netmaster), RemoteControlPlane(store, http, SECRET), cache
+        app = create_app(server, api_contexts(store, cache, netmaster, http, node_name="node1", control_ip="127.0.0.1", secret=SECRET))
+        await nursery.start(partial(serve, app.asgi, config, shutdown_trigger=stop.wait))
+        yield LocalControlPlane(netmaster), RemoteControlPlane(forwarder), cache
         stop.set()
         await http.aclose()
         nursery.cancel_scope.cancel()

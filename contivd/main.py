@@ -26,7 +26,7 @@ from raftstore import StoreStatistics
 
 from . import __version__
 from .api.agents import AgentCalls
-from .api.app import FORWARD_TIMEOUT_SECONDS, ApiServer, create_app
+from .api.app import ApiServer, create_app
 from .api.cluster import Cluster, ClusterAdmin
 from .api.debug import Debug
 from .api.kubernetes import Kubernetes
@@ -40,7 +40,7 @@ from .http.audit import AuditTrail
 from .http.auth import Authenticator, store_lookup
 from .http.forwarder import ForwardingClient
 from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
-from .http.leader_forwarder import LeaderForwarder
+from .http.leader_forwarder import FORWARD_TIMEOUT_SECONDS, LeaderForwarder
 from .http.local_socket import SocketInUseError, serve_unix
 from .http.tokens import Role
 from .memory import release_freed_memory

@@ -37,11 +37,6 @@ if TYPE_CHECKING:  # annotations only: a follower of the store, or a node withou
     from ..tls.serving import ServingTls
 
 log = logging.getLogger("contivd.api")
-# A forwarded write may wait on the leader for the store's request timeout (5 s) before the
-# leader answers 503 itself; a little more than that, not a value that outlasts every client.
-# A leader that is gone is noticed sooner: connections time out after 1 s, and a forward is
-# abandoned as soon as this member follows another leader (http/leadership.py).
-FORWARD_TIMEOUT_SECONDS = 6.0
 
 
 @dataclass(frozen=True)
@@ -106,7 +101,6 @@ class Dispatcher:
     """Authentication, leader forwarding, error mapping and the audit trail around the handlers."""
 
     def __init__(self, server: ApiServer):
-        self.server = server
         self.store = server.store
         self.access = server.access
         self.audit = server.audit

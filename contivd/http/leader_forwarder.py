@@ -46,6 +46,11 @@ if TYPE_CHECKING:  # annotations only: a follower of the store never loads PySyn
 log = logging.getLogger("contivd.forward")
 HOPS_HEADER = "X-Contivd-Hops"  # how many members have forwarded this request already
 REVISION_HEADER = "X-Contivd-Revision"  # the store revision that holds a write's result
+# A forwarded write may wait on the leader for the store's request timeout (5 s) before the
+# leader answers 503 itself; a little more than that, not a value that outlasts every client.
+# A leader that is gone is noticed sooner: connections time out after 1 s, and a forward is
+# abandoned as soon as this member follows another leader (http/leadership.py).
+FORWARD_TIMEOUT_SECONDS = 6.0  # for the ForwardingClient the composition root gives the forwarder
 MAX_HOPS = 2  # a request forwarded twice is refused: the members disagree on the leader
 NO_LEADER = "no leader is known yet (election in progress or no quorum)"
 # The original client's headers that choose the leader's error contract (lower-case names).

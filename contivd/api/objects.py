@@ -42,9 +42,12 @@ def _collection(collection: str) -> str:
     return collection
 
 
-def _unsupported_missing(collection: str) -> NotFoundError:
-    """Contiv's generated lookups of the never-registered volume types (`volume not found`)."""
-    return NotFoundError(f"{collection} not found", contiv=contiv_line("object-not-found", kind=collection.removesuffix("s")))
+def _holding(collection: str) -> str:
+    """`collection`, if its objects can exist; the never-registered volume types answer as
+    Contiv's generated lookups did (`volume not found`), an unknown one is no route."""
+    if _collection(collection) in UNSUPPORTED_COLLECTIONS:
+        raise NotFoundError(f"{collection} not found", contiv=contiv_line("object-not-found", kind=collection.removesuffix("s")))
+    return collection
 
 
 @handles(Objects)
@@ -56,9 +59,7 @@ async def list_objects(objects: Objects, body: bytes, collection: str) -> Any:
 
 @handles(Objects)
 async def get_object(objects: Objects, body: bytes, collection: str, key: str) -> Any:
-    if _collection(collection) in UNSUPPORTED_COLLECTIONS:
-        raise _unsupported_missing(collection)
-    return await objects.plane.get_object(collection, key)
+    return await objects.plane.get_object(_holding(collection), key)
 
 
 @handles(Objects)
@@ -70,16 +71,12 @@ async def put_object(objects: Objects, body: bytes, collection: str, key: str) -
 
 @handles(Objects)
 async def delete_object(objects: Objects, body: bytes, collection: str, key: str) -> Any:
-    if _collection(collection) in UNSUPPORTED_COLLECTIONS:
-        raise _unsupported_missing(collection)
-    return await objects.plane.delete_object(collection, key)
+    return await objects.plane.delete_object(_holding(collection), key)
 
 
 @handles(Objects)
 async def inspect_object(objects: Objects, body: bytes, collection: str, key: str) -> Any:
-    if collection != ENDPOINTS and _collection(collection) in UNSUPPORTED_COLLECTIONS:
-        raise _unsupported_missing(collection)
-    answer = await objects.plane.inspect_object(collection, key)
+    answer = await objects.plane.inspect_object(collection if collection == ENDPOINTS else _holding(collection), key)
     if collection == "Bgps":
         answer["Oper"] = await _bgp_oper(objects.agents, key)
     return answer

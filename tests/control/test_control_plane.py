@@ -110,3 +110,29 @@ async def test_both_paths_answer_records_and_a_revision_the_cache_reaches(planes
         assert again.endpoint == committed.endpoint, "create is idempotent per endpoint id"
         gone = await plane.delete_endpoint(DeleteEndpoint.of(committed.endpoint))
         assert committed.endpoint.id not in (await cache.wait_revision(gone)).endpoints
+
+
+async def test_objects_through_both_paths_are_the_same_objects_and_errors(planes: tuple[LocalControlPlane, RemoteControlPlane, StateCache]) -> None:
+    local, remote, _ = planes
+    body = {"tenantName": "default", "networkName": "objs", "encap": "vxlan", "subnet": "198.18.32.0/24"}
+    stored = await remote.put_object("networks", "default:objs", body)
+    assert stored == await local.get_object("networks", "default:objs") == await remote.get_object("networks", "default:objs")
+    assert await remote.put_object("networks", "default:objs", body) == stored, "an identical put changes nothing"
+    assert await remote.list_objects("networks") == await local.list_objects("networks")
+    assert await remote.inspect_object("networks", "default:objs") == await local.inspect_object("networks", "default:objs")
+    endpoint = await local.create_endpoint(CreateEndpoint("default", "objs", "inspected", "node1"))
+    assert await remote.inspect_object("endpoints", endpoint.endpoint.id) == await local.inspect_object("endpoints", endpoint.endpoint.id)
+    await local.delete_endpoint(DeleteEndpoint.of(endpoint.endpoint))
+    refused: list[Callable[[ControlPlane], Awaitable[Any]]] = [
+        lambda plane: plane.get_object("networks", "default:nosuch"),
+        lambda plane: plane.put_object("networks", "default:bad", {**body, "networkName": "bad", "subnet": "not-a-subnet"}),
+        lambda plane: plane.delete_object("tenants", "nosuch"),
+        lambda plane: plane.list_objects("nosuchcollection"),
+    ]
+    local_errors = [await _outcome(partial(call, local)) for call in refused]
+    assert [name for name, _ in local_errors] == ["NotFoundError", "ValidationError", "NotFoundError", "NotFoundError"]
+    assert [await _outcome(partial(call, remote)) for call in refused] == local_errors
+    assert await remote.delete_object("networks", "default:objs") == "default:objs"
+    assert (await _outcome(lambda: local.get_object("networks", "default:objs")))[0] == "NotFoundError"
+    with pytest.raises(ModelError, match="cannot be a path segment"):
+        await remote.get_object("networks", "default:a b")

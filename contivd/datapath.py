@@ -24,8 +24,8 @@ from .cni_server.orphans import OrphanReaper
 from .config import Config
 from .http import auth
 from .http.control import LeaderRouter, RemoteControlPlane
-from .http.forwarder import ForwardingClient
 from .http.hardening import Hardened
+from .http.leader_forwarder import LeaderForwarder
 from .http.local_socket import SocketInUseError, hold_socket, serve_unix
 from .metrics import observe_cni, observe_orphan
 from .netmaster.control import LocalControlPlane
@@ -56,7 +56,7 @@ class DatapathContext:
     store: NodeStore
     cache: StateCache
     netmaster: Netmaster
-    http: ForwardingClient
+    forwarder: LeaderForwarder  # the one door to the leader, shared with the REST API
     tls: ServingTls | None
     vtep_ip: str
     listener: Callable[[str, ServingTls | None], HypercornConfig]  # one listener's hypercorn settings
@@ -101,7 +101,7 @@ async def _start_cni(nursery: trio.Nursery, ctx: DatapathContext, agent: Agent) 
     """Pods need the datapath: the CNI server runs with the agent. Its ADD/DEL run on the
     leader's netmaster, here or forwarded (a follower's always are)."""
     config = ctx.config
-    remote = RemoteControlPlane(ctx.store, ctx.http, config.cluster_secret, config.node_name)
+    remote = RemoteControlPlane(ctx.forwarder, config.node_name)
     control = LeaderRouter(ctx.store, LocalControlPlane(ctx.netmaster), remote)
     cni_server = CniServer(
         control,

@@ -15,6 +15,7 @@ import signal
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
@@ -24,16 +25,28 @@ from hypercorn.trio import serve
 from raftstore import StoreStatistics
 
 from . import __version__
-from .api.app import FORWARD_TIMEOUT_SECONDS, ApiContext, create_app
+from .api.agents import AgentCalls
+from .api.app import ApiServer, create_app
+from .api.cluster import Cluster, ClusterAdmin
+from .api.debug import Debug
+from .api.kubernetes import Kubernetes
+from .api.objects import Objects
+from .api.operators import Operators
+from .api.plugin import Plugin
+from .api.routes import openapi_document
 from .backup.route import SnapshotContext, register_snapshot_route
 from .config import Config, ConfigError
+from .http.audit import AuditTrail
+from .http.auth import Authenticator, store_lookup
 from .http.forwarder import ForwardingClient
 from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
+from .http.leader_forwarder import FORWARD_TIMEOUT_SECONDS, LeaderForwarder
 from .http.local_socket import SocketInUseError, serve_unix
 from .http.tokens import Role
 from .memory import release_freed_memory
-from .metrics import StoreSummaries
+from .metrics import Metrics, StoreSummaries
 from .migrate.commit import IMPORT_PATH, ImportContext, register_import_route
+from .netmaster.control import LocalControlPlane
 from .netmaster.service import Netmaster
 from .nodes import keep_registered
 from .roles import open_role
@@ -83,7 +96,7 @@ async def _start_datapath(
     store: NodeStore,
     cache: StateCache,
     netmaster: Netmaster,
-    http: ForwardingClient,
+    forwarder: LeaderForwarder,
     tls: ServingTls | None,
     vtep_ip: str,
     stop: trio.Event,
@@ -94,7 +107,7 @@ async def _start_datapath(
         return None
     from .datapath import DatapathContext, start_ovs_datapath
 
-    return await start_ovs_datapath(nursery, DatapathContext(config, store, cache, netmaster, http, tls, vtep_ip, _hypercorn_config, stop))
+    return await start_ovs_datapath(nursery, DatapathContext(config, store, cache, netmaster, forwarder, tls, vtep_ip, _hypercorn_config, stop))
 
 
 async def run(config: Config, reload: Callable[[], Config] | None = None) -> None:
@@ -130,31 +143,38 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             nursery.start_soon(keep_registered, store, info)
             cache = StateCache(store)  # the typed state every node reader uses
             await nursery.start(cache.run)
-            datapath = await _start_datapath(nursery, config, store, cache, netmaster, http, tls, info.vtep_ip, stop)
+            forwarder = LeaderForwarder(store, http, config.cluster_secret)  # the one door to the leader: REST writes and the CNI server's
+            datapath = await _start_datapath(nursery, config, store, cache, netmaster, forwarder, tls, info.vtep_ip, stop)
             agent = None if datapath is None else datapath.agent
-            context = ApiContext(
+            # The store summary (endpoints per node, IPAM usage) the metrics and systemd's STATUS=
+            # line both read: one cache, so a changed store is summarised once, not once per reader.
+            summaries = StoreSummaries(cache)
+            access = Authenticator(
+                config.cluster_secret, store_lookup(store), loopback_role=Role.VIEWER if config.loopback_access == "viewer" else None
+            )
+            audit = AuditTrail(store, config.node_name)
+            await nursery.start(audit.run)
+            server = ApiServer(store, access, audit, forwarder, Metrics(store, agent, summaries, kube), config.contiv_error_compat)
+            contexts = api_contexts(
                 store,
                 cache,
                 netmaster,
-                config.node_name,
-                config.node_ip,
-                config.cluster_secret,
                 http,
-                config.contiv_error_compat,
-                agent,
-                kube,
+                node_name=config.node_name,
+                control_ip=config.node_ip,
+                secret=config.cluster_secret,
+                agent=agent,
+                kube=kube,
                 tls=tls,
-                loopback_role=Role.VIEWER if config.loopback_access == "viewer" else None,
                 agent_socket=config.agent_socket_path if agent is not None else None,
             )
-            await nursery.start(context.audit.run)
-            api = create_app(context)
+            api = create_app(server, contexts, agent=agent, kube=kube, tls=tls)
             status = StatusContext(
                 store,
                 cache,
                 config.node_name,
                 config.cluster_secret,
-                context.access,
+                access,
                 agent,
                 None if datapath is None else datapath.endpoint_datapath,
                 tls,
@@ -162,8 +182,8 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
                 kube,
             )
             register_status_routes(api.quart, status)
-            register_import_route(api.quart, ImportContext(store, context.access, context.audit))
-            register_snapshot_route(api.quart, SnapshotContext(store, context.access))
+            register_import_route(api.quart, ImportContext(store, access, audit))
+            register_snapshot_route(api.quart, SnapshotContext(store, access))
             api_stopped = trio.Event()
             api_app = Hardened(api.asgi, {IMPORT_PATH: MAX_IMPORT_BODY_BYTES})
             api_hconfig = _hypercorn_config(config.api_listen, tls if config.listener_tls(config.api_listen) else None)
@@ -177,7 +197,7 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
             bound = await nursery.start(serve_api)
             socket_bound = await _serve_api_socket(nursery, api_app, api_hconfig, config, stop)
             log.info("API listening on %s", ", ".join([*bound, *socket_bound]))
-            nursery.start_soon(_report_status, store, agent, kube, context.summaries, notifier, config)
+            nursery.start_soon(_report_status, store, agent, kube, summaries, notifier, config)
             async for signum in signals:
                 if signum == signal.SIGHUP:
                     _reload_log_level(reload)
@@ -193,6 +213,35 @@ async def run(config: Config, reload: Callable[[], Config] | None = None) -> Non
         with trio.CancelScope(shield=True):
             await http.aclose()
     log.info("contivd stopped")
+
+
+def api_contexts(
+    store: NodeStore,
+    cache: StateCache,
+    netmaster: Netmaster,
+    http: ForwardingClient,
+    *,
+    node_name: str,
+    control_ip: str,
+    secret: str | None,
+    agent: Agent | None = None,
+    kube: KubeHealth | None = None,
+    tls: ServingTls | None = None,
+    agent_socket: Path | None = None,
+) -> tuple[object, ...]:
+    """One context per handler area of the REST API (contivd/api/handler.py), each with only the
+    collaborators its routes use. `agent_socket`: this node's agent API for root, when it runs one."""
+    agents = AgentCalls(store, http, node_name, secret, agent_socket)
+    plane = LocalControlPlane(netmaster)  # the handlers run on the leader for writes, on any member for reads
+    return (
+        Objects(plane, agents),
+        Plugin(netmaster),
+        Cluster(store, control_ip, openapi_document(__version__), agent, kube, tls),
+        ClusterAdmin(store, node_name, secret),
+        Debug(cache, control_ip, plane, agents),
+        Kubernetes(cache, node_name, agent, agents),
+        Operators(store),
+    )
 
 
 async def _serve_api_socket(nursery: trio.Nursery, app: Hardened, hconfig: HypercornConfig, config: Config, stop: trio.Event) -> list[str]:

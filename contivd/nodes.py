@@ -15,7 +15,7 @@ import trio
 from raftstore import KeyValueStore, LeaseNotFoundError, UnavailableError
 
 from .state import NodeRecord, RecordError
-from .state import keys as layout
+from .state.families import NODES
 
 if TYPE_CHECKING:  # annotations only: a follower never loads Store (it needs PySyncObj)
     from raftstore import FollowerStore, Store
@@ -32,7 +32,7 @@ async def keep_registered(store: KeyValueStore, info: NodeRecord, *, task_status
     while True:
         try:
             lease = await store.grant_lease(NODE_TTL_SECONDS)
-            await store.put(layout.node(info.name), info.to_json(), lease=lease)
+            await NODES.write(store, info.name, info, lease=lease)
             log.info("registered node %s (api %s)", info.name, info.api_url)
             if not started:
                 started = True
@@ -53,11 +53,11 @@ def registered_nodes(store: KeyValueStore) -> list[NodeRecord]:
     to it), so that callers without a cache, such as the control-plane router that forwards to
     the leader, need none."""
     nodes = []
-    for kv in store.list_nowait(layout.NODES_PREFIX):
-        try:
-            nodes.append(NodeRecord.from_json(kv.value))
-        except RecordError as exc:
-            log.warning("node registry: %s skipped: %s", kv.key, exc)
+    for name, record in NODES.each_nowait(store):
+        if isinstance(record, RecordError):
+            log.warning("node registry: node %s skipped: %s", name, record)
+        else:
+            nodes.append(record)
     return nodes
 
 

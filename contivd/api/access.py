@@ -9,16 +9,16 @@ import dataclasses
 import time
 from typing import Any
 
-from raftstore import KeyValueStore, Put, mod_revision_is
+from raftstore import KeyValueStore
 
 from ..http.errors import BadRequestError
-from ..http.tokens import Role, TokenRecord, new_token
+from ..http.tokens import new_token
 from ..model import ConflictError, NotFoundError, ValidationError
-from ..state import keys as layout
+from ..state.tokens import TOKENS, Role
 
 
 async def list_tokens(store: KeyValueStore) -> list[dict[str, Any]]:
-    return [TokenRecord.from_json(kv.value).public() for kv in await store.list(layout.TOKENS_PREFIX)]
+    return [record.public() for record in await TOKENS.list(store)]
 
 
 def _request(request: Any) -> tuple[Role, float | None]:
@@ -42,13 +42,12 @@ async def create_token(store: KeyValueStore, name: str, request: Any) -> tuple[d
         token, record = new_token(name, role, time.time(), ttl)
     except ValueError as exc:
         raise ValidationError("name", str(exc)) from None
-    key = layout.token(name)
-    held = await store.get(key)
+    held = await TOKENS.get(store, name)
     if held is not None:
-        old = TokenRecord.from_json(held.value)
+        old = held.record
         if old.revoked is None and (old.expires is None or old.expires > time.time()):
             raise ConflictError(f"token {name!r} exists; revoke it first (contivd ctl auth token revoke {name})")
-    result = await store.txn([mod_revision_is(key, held.mod_revision if held else 0)], [Put(key, record.to_json())])
+    result = await store.txn([TOKENS.unchanged(name, held)], [TOKENS.put(name, record)])
     if not result.succeeded:
         raise ConflictError(f"token {name!r} changed meanwhile; nothing written")
     return {**record.public(), "token": token}, result.revision
@@ -56,12 +55,11 @@ async def create_token(store: KeyValueStore, name: str, request: Any) -> tuple[d
 
 async def revoke_token(store: KeyValueStore, name: str) -> tuple[dict[str, Any], int]:
     """Mark the record revoked (kept, so a refusal can say "revoked"); revoking twice is harmless."""
-    key = layout.token(name)
-    held = await store.get(key)
+    held = await TOKENS.get(store, name)
     if held is None:
         raise NotFoundError(f"no token named {name!r}")
-    record = TokenRecord.from_json(held.value)
+    record = held.record
     if record.revoked is not None:
         return record.public(), store.revision
     record = dataclasses.replace(record, revoked=time.time())
-    return record.public(), await store.put(key, record.to_json())
+    return record.public(), await TOKENS.write(store, name, record)

@@ -13,12 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from raftstore import Put, mod_revision_is
-
 from ..http.errors import BadRequestError
 from ..model import ConflictError, ValidationError
-from ..state import keys as layout
-from ..tls.authority import DEFAULT_GRACE_SECONDS, CaRecord, RotationRefusedError
+from ..state.ca import CLUSTER_CA
+from ..tls.authority import DEFAULT_GRACE_SECONDS, RotationRefusedError, rotated
 from ..tls.fingerprint import fingerprint_pem
 from ..tls.pki import create_ca, seal_key
 
@@ -42,20 +40,20 @@ async def rotate_ca(store: NodeStore, secret: str | None, node: str, request: An
     """Replace the cluster CA; the old one stays trusted for the grace period. Answers both
     fingerprints and when the grace period ends."""
     grace = _grace(request)
-    held = await store.get(layout.TLS_CA)
+    held = await CLUSTER_CA.get(store)
     if held is None or secret is None:
         raise ConflictError(
             "this cluster has no cluster CA to rotate: its nodes serve plain HTTP on loopback, or the operator's own files "
             "(--tls-cert/--tls-key/--tls-ca: replace those files on each node and restart it)"
         )
-    record = CaRecord.from_json(held.value)
+    record = held.record
     ca = await trio.to_thread.run_sync(create_ca, node)
     now = time.time()
     try:
-        rotated = record.rotated(ca.certificate, seal_key(ca.key, secret), node, grace, now)
+        rotation = rotated(record, ca.certificate, seal_key(ca.key, secret), node, grace, now)
     except RotationRefusedError as exc:
         raise ConflictError(str(exc)) from None
-    result = await store.txn([mod_revision_is(layout.TLS_CA, held.mod_revision)], [Put(layout.TLS_CA, rotated.to_json())])
+    result = await store.txn([CLUSTER_CA.unchanged(held)], [CLUSTER_CA.put(rotation)])
     if not result.succeeded:
         raise ConflictError("the cluster CA changed meanwhile (another rotation?); nothing written")
     answer = {

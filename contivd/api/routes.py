@@ -1,15 +1,20 @@
-"""The HTTP routes, declared once as data: registration, access control and the OpenAPI
+"""The HTTP routes, declared once as data: registration, dispatch, access control and the OpenAPI
 document use the same table, so each covers every route by construction. Every route names the
-role it needs (a route without one does not construct); `required_role` lets operators write the
-collections of endpoint and service-level settings that are otherwise admin's."""
+handler that serves it and the role it needs (a route without either does not construct; the
+handlers live by area in objects, plugin, cluster, debug, kubernetes and operators);
+`required_role` lets operators write the collections of endpoint and service-level settings that
+are otherwise admin's."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..http.tokens import Role
+from . import cluster, debug, kubernetes, objects, operators, plugin
+from .handler import Handler
 
 VIEWER, OPERATOR, ADMIN = Role.VIEWER, Role.OPERATOR, Role.ADMIN
 # Collections whose writes operators may make (endpoint and service-level settings).
@@ -18,7 +23,7 @@ OPERATOR_COLLECTIONS = frozenset({"netprofiles", "serviceLBs"})
 
 @dataclass(frozen=True)
 class Route:
-    name: str
+    handler: Handler[Any]  # what serves it (handler.py: bound to its area's context once, at start)
     method: str
     path: str  # Quart syntax: <collection>, <key>, <path:spec> (may hold slashes)
     summary: str
@@ -26,32 +31,43 @@ class Route:
     body: str | None = None  # OpenAPI description of the JSON body
     role: Role = field(kw_only=True)  # the least role allowed to call it
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.handler, Handler):
+            raise TypeError(f"route {self.method} {self.path}: its handler must be a Handler (@handles), not {self.handler!r}")
+
+    @property
+    def name(self) -> str:
+        """The handler's name: the OpenAPI operationId (with the method) and the app's endpoint name."""
+        return self.handler.name
+
 
 ROUTES: tuple[Route, ...] = (
-    Route("list_objects", "GET", "/api/v1/<collection>/", "List every object of a collection, sorted by key", role=VIEWER),
-    Route("get_object", "GET", "/api/v1/<collection>/<key>/", "Get one object", role=VIEWER),
-    Route("put_object", "POST", "/api/v1/<collection>/<key>/", "Create or update an object", True, "the object", role=ADMIN),
-    Route("put_object", "PUT", "/api/v1/<collection>/<key>/", "Create or update an object (same as POST)", True, "the object", role=ADMIN),
-    Route("delete_object", "DELETE", "/api/v1/<collection>/<key>/", "Delete an object; answers the key", True, role=ADMIN),
-    Route("inspect_object", "GET", "/api/v1/inspect/<collection>/<key>/", "Configuration and operational state", role=VIEWER),
-    Route("alloc_address", "POST", "/plugin/allocAddress", "Allocate an address", True, "AddressAllocRequest", role=OPERATOR),
-    Route("release_address", "POST", "/plugin/releaseAddress", "Release an address", True, "AddressReleaseRequest", role=OPERATOR),
-    Route("create_endpoint", "POST", "/plugin/createEndpoint", "Create an endpoint (idempotent)", True, "CreateEndpointRequest", role=OPERATOR),
-    Route("delete_endpoint", "POST", "/plugin/deleteEndpoint", "Delete an endpoint (idempotent)", True, "DeleteEndpointRequest", role=OPERATOR),
-    Route("update_endpoint", "POST", "/plugin/updateEndpoint", "Update endpoint labels on start/die", True, "UpdateEndpointRequest", role=OPERATOR),
-    Route("version", "GET", "/version", "contivd version", role=VIEWER),
-    Route("info", "GET", "/info", "Cluster membership, leader and registered nodes", role=VIEWER),
-    Route("services", "GET", "/services", "Every service load balancer state", role=VIEWER),
-    Route("service", "GET", "/service/<key>", "One service load balancer state", role=VIEWER),
+    Route(objects.list_objects, "GET", "/api/v1/<collection>/", "List every object of a collection, sorted by key", role=VIEWER),
+    Route(objects.get_object, "GET", "/api/v1/<collection>/<key>/", "Get one object", role=VIEWER),
+    Route(objects.put_object, "POST", "/api/v1/<collection>/<key>/", "Create or update an object", True, "the object", role=ADMIN),
+    Route(objects.put_object, "PUT", "/api/v1/<collection>/<key>/", "Create or update an object (same as POST)", True, "the object", role=ADMIN),
+    Route(objects.delete_object, "DELETE", "/api/v1/<collection>/<key>/", "Delete an object; answers the key", True, role=ADMIN),
+    Route(objects.inspect_object, "GET", "/api/v1/inspect/<collection>/<key>/", "Configuration and operational state", role=VIEWER),
+    Route(plugin.alloc_address, "POST", "/plugin/allocAddress", "Allocate an address", True, "AddressAllocRequest", role=OPERATOR),
+    Route(plugin.release_address, "POST", "/plugin/releaseAddress", "Release an address", True, "AddressReleaseRequest", role=OPERATOR),
+    Route(plugin.create_endpoint, "POST", "/plugin/createEndpoint", "Create an endpoint (idempotent)", True, "CreateEndpointRequest", role=OPERATOR),
+    Route(plugin.delete_endpoint, "POST", "/plugin/deleteEndpoint", "Delete an endpoint (idempotent)", True, "DeleteEndpointRequest", role=OPERATOR),
     Route(
-        "kubernetes_services",
+        plugin.update_endpoint, "POST", "/plugin/updateEndpoint", "Update endpoint labels on start/die", True, "UpdateEndpointRequest", role=OPERATOR
+    ),
+    Route(cluster.version, "GET", "/version", "contivd version", role=VIEWER),
+    Route(cluster.info, "GET", "/info", "Cluster membership, leader and registered nodes", role=VIEWER),
+    Route(debug.services, "GET", "/services", "Every service load balancer state", role=VIEWER),
+    Route(debug.service, "GET", "/service/<key>", "One service load balancer state", role=VIEWER),
+    Route(
+        kubernetes.kubernetes_services,
         "GET",
         "/kubernetes/services",
         "Kubernetes Services as the leader resolved them (Kubernetes mode), each with kind",
         role=VIEWER,
     ),
     Route(
-        "kubernetes_trace",
+        kubernetes.kubernetes_trace,
         "GET",
         "/kubernetes/trace/<path:spec>",
         "The verdict of Contiv's and NetworkPolicy's rules for SRC/DST[/PROTO/PORT] (IP, endpoint id or namespace/name), the rules deciding it,"
@@ -59,25 +75,25 @@ ROUTES: tuple[Route, ...] = (
         role=VIEWER,
     ),
     Route(
-        "policy_hits",
+        kubernetes.policy_hits,
         "GET",
         "/policy/hits",
         "Packets and bytes per policy rule (Contiv: tenant:policy:ruleId and compiled; NetworkPolicy) and default drops, summed over the nodes' agents; nodes that did not answer",
         role=VIEWER,
     ),
     Route(
-        "policy_hits_of",
+        kubernetes.policy_hits_of,
         "GET",
         "/policy/hits/<scope>",
         "/policy/hits of one tenant or namespace (`tenant`) or one policy or NetworkPolicy (`tenant:policy`); 404 when unknown",
         role=VIEWER,
     ),
-    Route("debug_ofnet", "GET", "/debug/ofnet", "Endpoints and policy rules as the datapath master sees them", role=VIEWER),
-    Route("debug_epcleanup", "DELETE", "/debug/epcleanup/tenant/<tenant>/<category>/<key>", "Delete stale endpoints", True, role=OPERATOR),
-    Route("openapi", "GET", "/api/v1/openapi.json", "This document", role=VIEWER),
-    Route("list_tokens", "GET", "/api/v1/auth/tokens/", "Operator tokens (never the tokens themselves)", role=ADMIN),
+    Route(debug.debug_ofnet, "GET", "/debug/ofnet", "Endpoints and policy rules as the datapath master sees them", role=VIEWER),
+    Route(debug.debug_epcleanup, "DELETE", "/debug/epcleanup/tenant/<tenant>/<category>/<key>", "Delete stale endpoints", True, role=OPERATOR),
+    Route(cluster.openapi, "GET", "/api/v1/openapi.json", "This document", role=VIEWER),
+    Route(operators.list_tokens, "GET", "/api/v1/auth/tokens/", "Operator tokens (never the tokens themselves)", role=ADMIN),
     Route(
-        "create_token",
+        operators.create_token,
         "POST",
         "/api/v1/auth/tokens/<name>/",
         "Create a token; the answer is the only time it is shown",
@@ -85,10 +101,12 @@ ROUTES: tuple[Route, ...] = (
         "TokenRequest",
         role=ADMIN,
     ),
-    Route("revoke_token", "DELETE", "/api/v1/auth/tokens/<name>/", "Revoke a token (every node refuses it once replicated)", True, role=ADMIN),
-    Route("list_audit", "GET", "/api/v1/audit/", "The audit trail: the newest writes, oldest first", role=VIEWER),
     Route(
-        "add_voter",
+        operators.revoke_token, "DELETE", "/api/v1/auth/tokens/<name>/", "Revoke a token (every node refuses it once replicated)", True, role=ADMIN
+    ),
+    Route(operators.list_audit, "GET", "/api/v1/audit/", "The audit trail: the newest writes, oldest first", role=VIEWER),
+    Route(
+        cluster.add_voter,
         "POST",
         "/api/v1/cluster/voters/<address>/",
         "Make a Raft listener address (host:port) a voter, before starting contivd there; answers the voters",
@@ -96,7 +114,7 @@ ROUTES: tuple[Route, ...] = (
         role=ADMIN,
     ),
     Route(
-        "remove_voter",
+        cluster.remove_voter,
         "DELETE",
         "/api/v1/cluster/voters/<address>/",
         "Remove a stopped voter (not the leader); answers the voters",
@@ -104,7 +122,7 @@ ROUTES: tuple[Route, ...] = (
         role=ADMIN,
     ),
     Route(
-        "rotate_ca",
+        cluster.rotate_ca,
         "POST",
         "/api/v1/cluster/ca/rotate/",
         "Issue a new cluster CA: nodes trust old and new for the grace period, re-issue their certificates, then drop the old one; "

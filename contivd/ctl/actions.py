@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import quote
 
-from . import output
+from . import fieldorder, output
 from .client import Client, CtlError
 from .commands import Resource, Setter, Show, parents
 
@@ -37,7 +37,9 @@ def remove(client: Client, resource: Resource, fields: Mapping[str, Any]) -> str
 
 
 def inspect(client: Client, resource: Resource, fields: Mapping[str, Any]) -> str:
-    return output.as_json(client.get(object_path(resource.collection, resource.key_of(fields), inspect=True)))
+    """The object's `{"Config": …, "Oper": …}` as netctl prints it: in its Go structs' field order."""
+    answer = client.get(object_path(resource.collection, resource.key_of(fields), inspect=True))
+    return output.as_json(fieldorder.ordered(answer, f"{resource.model}Inspect"))
 
 
 def render_list(resource: Resource, objects: list[dict[str, Any]], fmt: ListFormat, *, counted: bool = False) -> str:
@@ -47,7 +49,7 @@ def render_list(resource: Resource, objects: list[dict[str, Any]], fmt: ListForm
     if resource.order_by:
         objects = sorted(objects, key=lambda obj: obj.get(resource.order_by or "") or 0)
     if fmt == "json":
-        return output.as_json(objects)
+        return output.as_json(fieldorder.ordered(objects, f"[]{resource.model}"))
     if fmt == "quiet":
         return "".join(f"{obj.get(resource.key[-1], '')}\n" for obj in objects)
     tables = [table.counted() for table in resource.tables] if counted else resource.tables
@@ -95,7 +97,7 @@ def list_counted(client: Client, resource: Resource, scope: Mapping[str, Any], f
 def show(client: Client, command: Show, values: Mapping[str, str], *, raw: bool) -> tuple[str, str | None]:
     """GET the declared path (arguments substituted, escaped) and render it, or print it raw;
     with what makes the answer a failure (`Show.failure`), if anything does."""
-    answer = client.get(command.path.format(**{name: quote(value, safe=":") for name, value in values.items()}))
+    answer = fieldorder.ordered(client.get(command.path.format(**{name: quote(value, safe=":") for name, value in values.items()})), command.model)
     return (output.as_json(answer) if raw else command.render(answer)), (command.failure(answer) if command.failure else None)
 
 

@@ -173,11 +173,14 @@ class Resource:
     `said` is what netctl prints once an action succeeded, per action (a format string over
     `key` and the fields; an action missing from it prints nothing, as in netctl).
     `check` refuses input as netctl does before sending (checks.py); `order_by` sorts
-    every `ls` format (netctl lists rules by priority).
+    every `ls` format (netctl lists rules by priority). `model` names the Go struct netctl
+    prints the objects as (fieldorder.py): `ls --json` in its field order, `inspect` in
+    `<model>Inspect`'s.
     """
 
     name: str
     collection: str
+    model: str
     key: tuple[str, ...]
     args: tuple[Arg, ...]
     tables: tuple[Table, ...]
@@ -232,12 +235,12 @@ _RULE_TAIL = (Column("toIpAddress"), Column("protocol"), Column("port", _NUMBER)
 
 RESOURCES: tuple[Resource, ...] = (
     Resource(
-        "tenant", "tenants", ("tenantName",), (Arg("tenant", "tenantName"),),
+        "tenant", "tenants", "Tenant", ("tenantName",), (Arg("tenant", "tenantName"),),
         (Table("Name\t", "------\t", (Column("tenantName"),), tail="\t"),),
         said=(("create", "Creating tenant: {key}"), ("rm", "Deleting tenant {key}")),
     ),
     Resource(
-        "network", "networks", ("tenantName", "networkName"), (Arg("network", "networkName"),),
+        "network", "networks", "Network", ("tenantName", "networkName"), (Arg("network", "networkName"),),
         (Table(
             "Tenant\tNetwork\tNw Type\tEncap type\tPacket tag\tSubnet\tGateway\tIPv6Subnet\tIPv6Gateway\tCfgd Tag ",
             "------\t-------\t-------\t----------\t----------\t-------\t------\t----------\t-----------\t---------",
@@ -260,7 +263,7 @@ RESOURCES: tuple[Resource, ...] = (
         check=checks.network,
     ),
     Resource(
-        "group", "endpointGroups", ("tenantName", "groupName"),
+        "group", "endpointGroups", "EndpointGroup", ("tenantName", "groupName"),
         (Arg("network", "networkName"), Arg("group", "groupName")),
         (Table(
             "Tenant\tGroup\tNetwork\tIP Pool\tCfgdTag\tPolicies\tNetwork profile",
@@ -280,12 +283,12 @@ RESOURCES: tuple[Resource, ...] = (
         said=(("create", "Creating EndpointGroup {key}"),),
     ),
     Resource(
-        "policy", "policys", ("tenantName", "policyName"), (Arg("policy", "policyName"),),
+        "policy", "policys", "Policy", ("tenantName", "policyName"), (Arg("policy", "policyName"),),
         (Table("Tenant\tPolicy", "------\t------", (Column("tenantName"), Column("policyName"))),),
         said=(("create", "Creating policy {key}"), ("rm", "Deleting policy {key}")),
     ),
     Resource(
-        "rule", "rules", ("tenantName", "policyName", "ruleId"), (Arg("policy", "policyName"), Arg("rule_id", "ruleId")),
+        "rule", "rules", "Rule", ("tenantName", "policyName", "ruleId"), (Arg("policy", "policyName"), Arg("rule_id", "ruleId")),
         (
             Table(
                 "Rule\tPriority\tFrom EndpointGroup\tFrom Network\tFrom IpAddress\tTo IpAddress\tProtocol\tPort\tAction",
@@ -321,7 +324,7 @@ RESOURCES: tuple[Resource, ...] = (
         counters=Counters("/policy/hits/{tenantName}:{policyName}", "rules", "{tenantName}:{policyName}:{ruleId}"),
     ),
     Resource(
-        "netprofile", "netprofiles", ("tenantName", "profileName"), (Arg("name", "profileName"),),
+        "netprofile", "netprofiles", "Netprofile", ("tenantName", "profileName"), (Arg("name", "profileName"),),
         (Table(
             "Name\tTenant\tBandwidth\tDSCP\tburst size", "------\t------\t---------\t--------\t----------",
             (
@@ -337,7 +340,7 @@ RESOURCES: tuple[Resource, ...] = (
         said=(("create", "Creating netprofile {key}"),),
     ),
     Resource(
-        "service", "serviceLBs", ("tenantName", "serviceName"), (Arg("name", "serviceName"),),
+        "service", "serviceLBs", "ServiceLB", ("tenantName", "serviceName"), (Arg("name", "serviceName"),),
         (Table(
             "ServiceName\tTenant\tNetwork\tSelectors", "---------\t--------\t-------\t-------",
             (Column("serviceName"), Column("tenantName"), Column("networkName"), Column("selectors", views.go_list)),
@@ -357,7 +360,7 @@ RESOURCES: tuple[Resource, ...] = (
         )),
     ),
     Resource(
-        "bgp", "Bgps", ("hostname",), (Arg("hostname", "hostname"),),
+        "bgp", "Bgps", "Bgp", ("hostname",), (Arg("hostname", "hostname"),),
         (Table(
             "HostName\tRouterIP\tAS\tNeighbor\tNeighborAS", "---------\t--------\t-------\t--------\t-------",
             (Column("hostname"), Column("routerip"), Column("as"), Column("neighbor"), Column("neighbor-as")),
@@ -372,7 +375,7 @@ RESOURCES: tuple[Resource, ...] = (
         check=checks.bgp,
     ),
     Resource(
-        "app-profile", "appProfiles", ("tenantName", "appProfileName"), (Arg("name", "appProfileName"),),
+        "app-profile", "appProfiles", "AppProfile", ("tenantName", "appProfileName"), (Arg("name", "appProfileName"),),
         (Table(
             "Tenant\tAppProfile\tGroups", "------\t----------\t------",
             (Column("tenantName"), Column("appProfileName"), Column("endpointGroups")),
@@ -382,7 +385,7 @@ RESOURCES: tuple[Resource, ...] = (
         said=(("create", "Creating AppProfile {key}"),),
     ),
     Resource(
-        "external-contracts", "extContractsGroups", ("tenantName", "contractsGroupName"),
+        "external-contracts", "extContractsGroups", "ExtContractsGroup", ("tenantName", "contractsGroupName"),
         (Arg("name", "contractsGroupName"),),
         (Table(
             "Tenant\tName\t\tType\t\tContracts", "------\t------\t\t------\t\t-------",
@@ -425,6 +428,7 @@ class Show:
     ignored: tuple[str, ...] = ()  # netctl's flags that change nothing here ("tenant", "all", "quiet")
     optional: tuple[str, ...] = ()  # trailing arguments that may be left out ("" in the path)
     failure: Callable[[Any], str | None] | None = None  # an answer that is printed, then exits non-zero (EXIT_ANSWER_FAILED)
+    model: str | None = None  # the Go type netctl prints the answer as (fieldorder.py); None: contivd's own, printed as sent
 
 
 GLOBAL_INFO = (
@@ -447,15 +451,16 @@ SHOWS: tuple[Show, ...] = (
          "Packets and bytes per rule summed over the nodes: Contiv's and NetworkPolicy's (-t: the namespace), and default drops.",
          tenant=True, optional=("policy",)),
     Show("endpoint", "inspect", "/api/v1/inspect/endpoints/{endpoint}/", output.as_json,
-         "An endpoint's state, by endpoint id, container id or name (substring).", args=("endpoint",)),
+         "An endpoint's state, by endpoint id, container id or name (substring).", args=("endpoint",), model="EndpointInspect"),
     Show("global", "info", "/api/v1/globals/", partial(views.labelled, GLOBAL_INFO), "The global settings.",
-         ignored=("tenant", "all")),
-    Show("global", "inspect", "/api/v1/inspect/globals/global/", output.as_json, "Global settings and state."),
+         ignored=("tenant", "all"), model="[]Global"),
+    Show("global", "inspect", "/api/v1/inspect/globals/global/", output.as_json, "Global settings and state.", model="GlobalInspect"),
     Show("aci-gw", "info", "/api/v1/aciGws/", partial(views.labelled, ACI_GW_INFO), "The ACI gateway settings (nothing if unset).",
-         ignored=("tenant", "all")),
-    Show("aci-gw", "inspect", "/api/v1/inspect/aciGws/aciGw/", output.as_json, "ACI gateway settings and state."),
+         ignored=("tenant", "all"), model="[]AciGw"),
+    Show("aci-gw", "inspect", "/api/v1/inspect/aciGws/aciGw/", output.as_json, "ACI gateway settings and state.", model="AciGwInspect"),
     Show("app-profile", "group-ls", "/api/v1/appProfiles/{tenant}:{app_profile}/", partial(views.joined, "endpointGroups"),
-         "The endpoint groups of an application profile.", args=("app_profile",), tenant=True, ignored=("all", "quiet")),
+         "The endpoint groups of an application profile.", args=("app_profile",), tenant=True, ignored=("all", "quiet"),
+         model="AppProfile"),
 )  # fmt: skip
 
 

@@ -3,8 +3,8 @@
 This module only translates. It turns each record into a click command, opens one Client
 per invocation (server from `--server` or netctl's `--netmaster` / CONTIVD_SERVER or
 NETMASTER, bearer token from `--token` / CONTIVD_TOKEN, else both from ctl.toml) and prints what actions.py returns. Exit statuses are netctl's: 1 for usage
-errors (click's own and netctl's client-side checks), 3 when the request failed (any
-CtlError, printed as `Error: <message>` on stderr). It talks HTTP only and never imports
+errors (click's own, and netctl's own checks with netctl's message and help: netctl_usage.py),
+3 when the request failed (any CtlError, printed as `Error: <message>` on stderr). It talks HTTP only and never imports
 daemon internals, so it works against any contivd (or Contiv) server.
 """
 
@@ -24,6 +24,7 @@ from .ca import ca_group
 from .client import DEFAULT_SERVER, DEFAULT_SOCKET, UNIX_SCHEME, Client, CtlError, default_server
 from .commands import ALIASES, DEFAULT_TENANT, GROUPS, RESOURCES, SETTERS, SHOWS, Arg, Option, Resource, Setter, Show
 from .config import config_path, effective, read_settings
+from .netctl_usage import USAGES, Usage, help_text, refusal
 from .trust import TrustError, verification
 from .voters import voter_group
 
@@ -42,6 +43,29 @@ EXIT_ANSWER_FAILED = 4  # contivd's own: the answer reports a failure (Show.fail
 
 class RequestFailed(click.ClickException):
     exit_code = EXIT_REQUEST_FAILED
+
+
+class NetctlUsage(click.ClickException):
+    """A usage error netctl reports itself (errExit with exitHelp): the message on stderr and,
+    where netctl shows it, the command's help in netctl's layout on stdout; exit 1."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, help_text: str = "") -> None:
+        super().__init__(message)
+        self.help_text = help_text
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.help_text, nl=False)
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
+def _netctl_refusal(path: tuple[str, ...], usage: Usage, message: str, *, with_help: bool = True) -> NetctlUsage:
+    """netctl's refusal of the current command, its help naming the program as `contivd ctl`."""
+    ctx = click.get_current_context()
+    while ctx.parent is not None and not isinstance(ctx.command, _CtlRoot):
+        ctx = ctx.parent
+    return NetctlUsage(message, help_text(ctx.command_path, path, usage) if with_help else "")
 
 
 class AnswerFailed(click.ClickException):
@@ -81,7 +105,23 @@ def _argument(name: str) -> click.Argument:
     return click.Argument([name], metavar=name.upper().replace("_", "-"))
 
 
-def _option(option: Option) -> click.Option:
+def _positionals(names: tuple[str, ...]) -> click.Argument:
+    """All positional arguments of a command netctl checks itself (its count, its message)."""
+    return click.Argument(["positionals"], nargs=-1, metavar=" ".join(name.upper().replace("_", "-") for name in names))
+
+
+def _checked_positionals(path: tuple[str, ...], usage: Usage, names: tuple[str, ...], values: dict[str, Any]) -> dict[str, Any]:
+    """The positional arguments by name, once netctl's checks of the count and of the flags it
+    requires pass (the values are taken out of `values`); NetctlUsage otherwise."""
+    positionals = values.pop("positionals")
+    refused = refusal(usage, positionals, values)
+    if refused:
+        raise _netctl_refusal(path, usage, refused)
+    return dict(zip(names, positionals, strict=False))
+
+
+def _option(option: Option, *, checked: bool = False) -> click.Option:
+    """`checked`: netctl checks the flag itself (usage.required), so click must not."""
     decls = [option.param, *option.flags]
     if option.flag_value is not None:
         return click.Option(decls, flag_value=option.flag_value, default=None, help=option.help)
@@ -92,7 +132,7 @@ def _option(option: Option) -> click.Option:
         decls,
         type=click.INT if option.kind == "int" else click.STRING,
         multiple=option.kind == "list",
-        required=option.required,
+        required=option.required and not checked,
         help=option.help,
         **defaults,
     )
@@ -149,17 +189,19 @@ class _Verb:
     args: Callable[[Resource], tuple[Arg, ...]]
     params: Callable[[Resource], list[click.Parameter]]
     run: Callable[[Client, Resource, dict[str, Any], dict[str, Any]], str]
+    usage_params: Callable[[Resource, Usage], list[click.Parameter]] | None = None  # where netctl's checks change them
 
 
-def _write_flags(resource: Resource) -> list[click.Parameter]:
-    return [_option(option) for option in resource.options]
+def _write_flags(resource: Resource, usage: Usage | None = None) -> list[click.Parameter]:
+    checked = {param for param, _ in usage.required} if usage else set()
+    return [_option(option, checked=option.param in checked) for option in resource.options]
 
 
 _VERBS = {
-    "create": _Verb("Create one {name}.", lambda r: r.args, _write_flags, lambda c, r, f, x: actions.create(c, r, f, x)),
+    "create": _Verb("Create one {name}.", lambda r: r.args, _write_flags, lambda c, r, f, x: actions.create(c, r, f, x), _write_flags),
     "update": _Verb(
         "Update one {name}; its settings are replaced.", lambda r: r.args, _write_flags,
-        lambda c, r, f, x: actions.create(c, r, f, x, update=True),
+        lambda c, r, f, x: actions.create(c, r, f, x, update=True), _write_flags,
     ),
     "rm": _Verb("Delete one {name}.", lambda r: r.identity_args, lambda r: [], lambda c, r, f, x: actions.remove(c, r, f)),
     "inspect": _Verb(
@@ -171,20 +213,27 @@ _VERBS = {
 
 
 def _resource_command(resource: Resource, verb_name: str, name: str) -> click.Command:
+    """The command; where netctl checks its arguments itself (netctl_usage.USAGES), its
+    positional arguments are taken as netctl takes them and refused with netctl's message."""
     verb = _VERBS[verb_name]
     args = verb.args(resource)
-    params: list[click.Parameter] = [_argument(arg.name) for arg in args]
+    path = (resource.group_name, name)
+    usage = USAGES.get(path)
+    params: list[click.Parameter] = [_positionals(tuple(arg.name for arg in args))] if usage else [_argument(arg.name) for arg in args]
     if resource.tenant_option:
         params.append(_tenant_option())
-    params += verb.params(resource)
+    params += verb.usage_params(resource, usage) if usage and verb.usage_params else verb.params(resource)
 
     def run(client: Client, **values: Any) -> str:
-        fields = {arg.field: values.pop(arg.name) for arg in args}
+        named = _checked_positionals(path, usage, tuple(arg.name for arg in args), values) if usage else values
+        fields = {arg.field: named.pop(arg.name) for arg in args}
         if resource.tenant_option:
             fields["tenantName"] = values.pop("tenant")
-        refusal = resource.check(values) if resource.check and verb_name in ("create", "update") else None
-        if refusal:
-            raise click.UsageError(refusal)
+        refused = resource.check(values) if resource.check and verb_name in ("create", "update") else None
+        if refused and usage:
+            raise _netctl_refusal(path, usage, refused, with_help=usage.check_help)
+        if refused:
+            raise click.UsageError(refused)
         return verb.run(client, resource, fields, values)
 
     return _command(name, verb.help.format(name=resource.name), params, run)
@@ -199,13 +248,18 @@ _IGNORED_FLAGS: dict[str, Callable[[], click.Option]] = {
 
 
 def _show_command(show: Show) -> click.Command:
-    params: list[click.Parameter] = [_argument(arg) for arg in show.args]
+    path = (show.group, show.name) if show.group else (show.name,)
+    usage = USAGES.get(path)
+    params: list[click.Parameter] = [_positionals(show.args)] if usage else [_argument(arg) for arg in show.args]
     params += [click.Argument([name], required=False, default="", metavar=f"[{name.upper().replace('_', '/')}]") for name in show.optional]
     if show.tenant:
         params.append(_tenant_option())
     params += [_IGNORED_FLAGS[name]() for name in show.ignored]
 
-    def run(client: Client, json_output: bool, **values: str) -> str:
+    def run(client: Client, json_output: bool, **values: Any) -> str:
+        if usage:
+            named = _checked_positionals(path, usage, show.args, values)
+            values = {**values, **named}
         text, failure = actions.show(client, show, values, raw=json_output)
         if failure is None:
             return text

@@ -27,9 +27,15 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def tabwriter(text: str, padding: int = COLUMN_PADDING) -> str:
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def tabwriter(text: str, padding: int = COLUMN_PADDING, *, tab_width: int | None = None) -> str:
     """Align `text` as Go's text/tabwriter does with netctl's settings (no minimum width,
-    `padding` spaces, space padding, no flags), so tables match netctl byte for byte.
+    `padding` spaces, space padding, no flags), so tables match netctl byte for byte; with
+    `tab_width`, padded with tabs as Go's padchar '\t' does (codegangsta/cli's help): each
+    column's width rounded up to a multiple of `tab_width`, then as many tabs as reach it.
 
     A cell is the text before a tab; the text after a line's last tab is not a cell and is
     never padded. A column's width is set per block of consecutive lines that have a cell
@@ -39,9 +45,15 @@ def tabwriter(text: str, padding: int = COLUMN_PADDING) -> str:
     widths: list[int] = []
     out: list[str] = []
 
+    def pad(cell: str, width: int) -> str:
+        if tab_width is None:
+            return cell.ljust(width)
+        column = _round_up(width, tab_width)
+        return cell + "\t" * (_round_up(column - len(cell), tab_width) // tab_width)
+
     def write(start: int, stop: int) -> None:
         for cells in lines[start:stop]:
-            out.append("".join(cell.ljust(widths[j]) if j < len(widths) else cell for j, cell in enumerate(cells)))
+            out.append("".join(pad(cell, widths[j]) if j < len(widths) else cell for j, cell in enumerate(cells)))
 
     def align(start: int, stop: int) -> None:
         """Go's Writer.format: find the blocks of column len(widths) in [start, stop), recurse."""
@@ -81,6 +93,13 @@ def fields(pairs: Iterable[tuple[str, Any]]) -> str:
     return "".join(f"{label}: {cell(value)}\n" for label, value in pairs)
 
 
+_GO_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+"""What Go's encoding/json escapes besides what JSON must (HTML-safe by default); these
+characters occur only inside strings, so the text can be translated after encoding."""
+
+
 def as_json(value: Any) -> str:
-    """Indented JSON, as netctl's `inspect` and `--json` print it (two spaces, trailing newline)."""
-    return json.dumps(value, indent=2) + "\n"
+    """Indented JSON, as netctl's `inspect` and `--json` print it with Go's `json.MarshalIndent`:
+    two spaces, members in the order given, other scripts' characters as they are, `<`, `>` and
+    `&` escaped, and a trailing newline."""
+    return json.dumps(value, indent=2, ensure_ascii=False).translate(_GO_ESCAPES) + "\n"

@@ -15,38 +15,18 @@ import logging
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import trio
 
-from raftstore import Delete, KeyValueStore, Op, Put, StoreError
+from raftstore import KeyValueStore, Op, StoreError
 
-from ..state import keys
+from ..state.audit import AUDIT, AuditEntry, entry_id
 
 log = logging.getLogger("contivd.audit")
 BATCH_SECONDS = 0.2
 MAX_ENTRIES = 1000
 # The body fields that name what a /plugin/* write touches (Contiv's request shapes).
 _BODY_KEYS = ("TenantName", "Tenant", "NetworkName", "Network", "ServiceName", "EndpointID", "AllocSubnetPool", "IPv4Address")
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    time: float  # unix time the write was answered
-    node: str  # the member that executed it
-    who: str  # token:<name>, node:<name>, node (a member's own call) or root (the API socket)
-    method: str
-    route: str  # the route's path template, e.g. /api/v1/<collection>/<key>/
-    object: str  # the object key: the path's parameters, or the body's identifying fields
-    status: int  # the HTTP status answered
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, value: Mapping[str, Any]) -> AuditEntry:
-        return cls(**{name: value[name] for name in cls.__dataclass_fields__})
 
 
 def object_key(params: Mapping[str, str], body: bytes) -> str:
@@ -65,7 +45,7 @@ def object_key(params: Mapping[str, str], body: bytes) -> str:
 
 def stored(store: KeyValueStore) -> list[AuditEntry]:
     """The stored entries, oldest first (this node's replica)."""
-    return [AuditEntry.from_json(kv.value) for kv in store.list_nowait(keys.AUDIT_PREFIX)]
+    return AUDIT.list_nowait(store)
 
 
 class AuditTrail:
@@ -85,20 +65,16 @@ class AuditTrail:
         self._pending.append(entry)
         self._wake.set()
 
-    def _key(self, entry: AuditEntry) -> str:
-        """Sorted by time; the node and a counter keep two entries of one instant apart."""
-        return f"{keys.AUDIT_PREFIX}{int(entry.time * 1e6):017d}-{self.node_name}-{next(self._sequence):09d}"
-
     async def flush(self) -> None:
         """Store what is pending, dropping the oldest stored entries beyond max_entries."""
         batch = list(self._pending)
         if not batch:
             return
         self._pending.clear()
-        held = self.store.keys_nowait(keys.AUDIT_PREFIX)  # keys only: decoding up to max_entries values per flush cost more than the writes audited
+        held = AUDIT.ids_nowait(self.store)  # keys only: decoding up to max_entries values per flush cost more than the writes audited
         excess = max(0, len(held) + len(batch) - self.max_entries)
-        ops: list[Op] = [Delete(key) for key in held[:excess]]
-        ops += [Put(self._key(entry), entry.to_json()) for entry in batch[-self.max_entries :]]
+        ops: list[Op] = [AUDIT.delete(id) for id in held[:excess]]
+        ops += [AUDIT.put(entry_id(entry, self.node_name, next(self._sequence)), entry) for entry in batch[-self.max_entries :]]
         try:
             await self.store.txn(success=ops)
         except StoreError as exc:

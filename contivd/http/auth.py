@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping
 
 from raftstore import KeyValueStore
 
-from ..state import keys
+from ..state.tokens import TOKENS, TokenRecord
 from .errors import UnauthorizedError
 from .local_socket import peer_uid
-from .tokens import Principal, Role, TokenRecord, check_token, require, token_name
+from .tokens import Principal, Role, check_token, require, token_name
 
 SIGNATURE_HEADER = "X-Contivd-Signature"
 PRINCIPAL_HEADER = "X-Contivd-Principal"  # on a signed call: who the node acts for (the audit trail's "who")
@@ -152,7 +152,6 @@ def store_lookup(store: KeyValueStore) -> Callable[[str], TokenRecord | None]:
     as it has replicated)."""
 
     def lookup(name: str) -> TokenRecord | None:
-        kv = store.get_nowait(keys.token(name))
-        return None if kv is None else TokenRecord.from_json(kv.value)
+        return TOKENS.get_nowait(store, name)
 
     return lookup

@@ -1,4 +1,5 @@
-"""The ControlPlane on a follower: the same typed requests, forwarded to the leader's REST API.
+"""The ControlPlane on a follower: the same typed requests, sent to the leader's REST API through
+the one forwarder every call to the leader takes (contivd.http.leader_forwarder).
 
 Answers come back as the same records and the same exceptions `LocalControlPlane` raises: the
 leader is asked for typed JSON errors (`TYPED_ERRORS_HEADER`, whatever its Contiv error
@@ -11,31 +12,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import trio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+from urllib.parse import quote
 
 from raftstore import UnavailableError
 
 from ..model import ConflictError, ModelError, NotFoundError, ValidationError
 from ..netmaster.control import Committed, ControlPlane, CreateEndpoint, DeleteEndpoint, UpdateEndpoint
-from ..nodes import leader_api_url
 from ..state import EndpointState
-from . import auth
-from .errors import TYPED_ERRORS_HEADER
-from .forwarder import ForwardingClient
+from .leader_forwarder import REVISION_HEADER, TYPED_CALLER, LeaderForwarder
 from .leadership import unless_leader_changes
 
 if TYPE_CHECKING:  # annotations only: a follower loads neither PySyncObj nor the netmaster's write side
     from ..netmaster.control import LocalControlPlane
     from ..nodes import NodeStore
 
-log = logging.getLogger("contivd.control")
-REVISION_HEADER = "X-Contivd-Revision"  # the store revision that holds a write's result
-HOPS_HEADER = "X-Contivd-Hops"
 T = TypeVar("T")
+_PATH_SAFE = ":@!$&'()*+,;=-._~"  # RFC 3986 pchar without percent-escapes
 
 
 def error_from_answer(status: int, message: str) -> Exception:
@@ -52,28 +46,17 @@ def error_from_answer(status: int, message: str) -> Exception:
 
 
 class RemoteControlPlane:
-    """Forwards to whichever node the registry names as the Raft leader (signed with the secret)."""
+    """The ControlPlane of a member that does not lead: each call goes through the one
+    forwarder (signed, hops counted, abandoned when the leader changes) as this node."""
 
-    def __init__(self, store: NodeStore, http: ForwardingClient, secret: str | None, node_name: str = ""):
-        self.store = store
-        self.http = http
-        self.secret = secret
+    def __init__(self, forwarder: LeaderForwarder, node_name: str = ""):
+        self.forwarder = forwarder
         self.principal = f"node:{node_name}" if node_name else "node"  # the leader's audit trail names this node
 
-    async def _post(self, path: str, body: dict[str, Any]) -> tuple[Any, int]:
-        url = leader_api_url(self.store)
-        if url is None:
-            raise UnavailableError("no leader is known yet (election in progress or no quorum)")
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", TYPED_ERRORS_HEADER: "typed", HOPS_HEADER: "1", auth.PRINCIPAL_HEADER: self.principal}
-        if self.secret:
-            headers[auth.SIGNATURE_HEADER] = auth.sign(self.secret, "POST", path, data)
-        try:
-            status, answer_headers, raw = await unless_leader_changes(
-                self.store, lambda: self.http.request("POST", url, path, headers, data), f"forwarding to the leader at {url}"
-            )
-        except (OSError, ConnectionError, trio.TooSlowError) as exc:
-            raise UnavailableError(f"the leader at {url} did not answer: {exc}") from None
+    async def _call(self, method: str, path: str, body: object = None) -> tuple[Any, int]:
+        """The leader's decoded answer and the revision it names; its typed error raised."""
+        data = b"" if body is None else json.dumps(body).encode()
+        status, answer_headers, raw = await self.forwarder.forward(method, path, data, principal=self.principal, headers=TYPED_CALLER)
         try:
             answer = json.loads(raw) if raw.strip() else None
         except ValueError:
@@ -84,20 +67,49 @@ class RemoteControlPlane:
         return answer, int(answer_headers.get(REVISION_HEADER.lower(), "0") or 0)
 
     async def create_endpoint(self, request: CreateEndpoint) -> Committed:
-        answer, revision = await self._post("/plugin/createEndpoint", request.to_json())
+        answer, revision = await self._call("POST", "/plugin/createEndpoint", request.to_json())
         # The wire answer leaves containerId empty, as Contiv's did; the stored state has it.
         state = EndpointState.from_json(answer["EndpointConfig"])
         return Committed(dataclasses.replace(state, container_id=request.container), revision)
 
     async def delete_endpoint(self, request: DeleteEndpoint) -> int:
-        return (await self._post("/plugin/deleteEndpoint", request.to_json()))[1]
+        return (await self._call("POST", "/plugin/deleteEndpoint", request.to_json()))[1]
 
     async def update_endpoint(self, request: UpdateEndpoint) -> int:
-        return (await self._post("/plugin/updateEndpoint", request.to_json()))[1]
+        return (await self._call("POST", "/plugin/updateEndpoint", request.to_json()))[1]
+
+    async def put_object(self, collection: str, key: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        return cast(dict[str, Any], (await self._call("POST", _object_path(collection, key), body))[0])
+
+    async def delete_object(self, collection: str, key: str) -> str:
+        return cast(str, (await self._call("DELETE", _object_path(collection, key)))[0])
+
+    async def get_object(self, collection: str, key: str) -> dict[str, Any]:
+        return cast(dict[str, Any], (await self._call("GET", _object_path(collection, key)))[0])
+
+    async def list_objects(self, collection: str) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], (await self._call("GET", f"/api/v1/{_path_part(collection)}/"))[0])
+
+    async def inspect_object(self, collection: str, key: str) -> dict[str, Any]:
+        return cast(dict[str, Any], (await self._call("GET", f"/api/v1/inspect/{_path_part(collection)}/{_path_part(key)}/"))[0])
+
+
+def _path_part(name: str) -> str:
+    """`name` as one path segment; a name that would need escaping is refused, since the leader
+    checks the signature over the path it decoded."""
+    if not name or quote(name, safe=_PATH_SAFE) != name:
+        raise ValidationError("key", f"{name!r} cannot be a path segment")
+    return name
+
+
+def _object_path(collection: str, key: str) -> str:
+    return f"/api/v1/{_path_part(collection)}/{_path_part(key)}/"
 
 
 class LeaderRouter:
-    """The local control plane while this member leads Raft, the remote one otherwise."""
+    """Writes: the local control plane while this member leads Raft, the remote one otherwise.
+    Reads: the local one on every member, as the REST API answers them (they sync with the
+    log first, so they are linearizable; contivd.netmaster.service)."""
 
     def __init__(self, store: NodeStore, local: LocalControlPlane, remote: RemoteControlPlane):
         self.store = store
@@ -119,3 +131,18 @@ class LeaderRouter:
 
     async def update_endpoint(self, request: UpdateEndpoint) -> int:
         return await self._route("updating an endpoint", lambda plane: plane.update_endpoint(request))
+
+    async def put_object(self, collection: str, key: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        return await self._route(f"putting {collection} {key}", lambda plane: plane.put_object(collection, key, body))
+
+    async def delete_object(self, collection: str, key: str) -> str:
+        return await self._route(f"deleting {collection} {key}", lambda plane: plane.delete_object(collection, key))
+
+    async def get_object(self, collection: str, key: str) -> dict[str, Any]:
+        return await self.local.get_object(collection, key)
+
+    async def list_objects(self, collection: str) -> list[dict[str, Any]]:
+        return await self.local.list_objects(collection)
+
+    async def inspect_object(self, collection: str, key: str) -> dict[str, Any]:
+        return await self.local.inspect_object(collection, key)

@@ -1,4 +1,5 @@
-"""Operator tokens with roles: what a token looks like, how it is stored, how one is checked.
+"""Operator tokens with roles: what a token looks like and how one is checked (its stored record
+and the roles: contivd.state.tokens).
 
 Operators authenticate with tokens, never with the cluster secret (that one keys Raft's
 encryption and the node signatures, so it must not travel in operators' requests). A token is
@@ -11,45 +12,19 @@ Every node checks against its own replica, so a revocation applies wherever it h
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Any
 
+from ..state.tokens import TOKEN_ROLES as TOKEN_ROLES  # the roles live with the records that store them; imported from here too
+from ..state.tokens import Role as Role
+from ..state.tokens import TokenRecord
 from .errors import ForbiddenError, UnauthorizedError
 
 TOKEN_VERSION = "ctd1"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
-
-
-class Role(enum.IntEnum):
-    """Each role can do what the roles below it can (the order is the comparison)."""
-
-    VIEWER = 1  # reads, the status page, /metrics, the audit trail
-    OPERATOR = 2  # plus endpoint and service-level operations (ep cleanup, netprofiles, service LBs)
-    ADMIN = 3  # plus everything else: tenants, networks, policy, tokens, imports, snapshots
-    NODE = 4  # a cluster member's signed call; never held by a token
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
-
-    @classmethod
-    def for_token(cls, text: str) -> Role:
-        """The role a token may be created with, from its name; ValueError names the choices."""
-        try:
-            role = cls[text.upper()]
-        except KeyError:
-            role = cls.NODE
-        if role is cls.NODE:
-            raise ValueError(f"role must be one of {', '.join(r.label for r in TOKEN_ROLES)}, got {text!r}")
-        return role
-
-
-TOKEN_ROLES = (Role.VIEWER, Role.OPERATOR, Role.ADMIN)
 
 
 @dataclass(frozen=True)
@@ -66,36 +41,6 @@ def require(principal: Principal, needed: Role) -> None:
     if principal.role < needed:
         hint = f": {principal.refusal_hint}" if principal.refusal_hint else ""
         raise ForbiddenError(f"{principal.name} has role {principal.role.label}; this request needs role {needed.label}{hint}")
-
-
-@dataclass(frozen=True)
-class TokenRecord:
-    """A token as stored: never the token itself."""
-
-    name: str
-    role: Role
-    digest: str  # hex SHA-256 of the whole token
-    created: float  # unix time
-    expires: float | None  # unix time; None: never
-    revoked: float | None = None  # unix time of the revocation
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "role": self.role.label,
-            "digest": self.digest,
-            "created": self.created,
-            "expires": self.expires,
-            "revoked": self.revoked,
-        }
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> TokenRecord:
-        return cls(value["name"], Role[value["role"].upper()], value["digest"], value["created"], value.get("expires"), value.get("revoked"))
-
-    def public(self) -> dict[str, Any]:
-        """What `auth token ls` shows: everything but the digest."""
-        return {k: v for k, v in self.to_json().items() if k != "digest"}
 
 
 def check_name(name: str) -> str:

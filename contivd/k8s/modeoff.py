@@ -1,6 +1,6 @@
 """Kubernetes mode turned off: the leader removes what the Kubernetes watch wrote.
 
-The Services (`keys.K8S_SERVICES_PREFIX`) and NetworkPolicy records (`keys.K8S_NETPOL_PREFIX`)
+The Services (`KUBE_SERVICES`) and NetworkPolicy records (`NETPOL_PODS`)
 are written by the leader's watch only (syncer.py, netpol.py) and stay when the watch stops, so
 that a new leader resumes from them. When the mode is turned off (contivd restarted without
 `--kubeconfig`) nothing would ever remove them: every node kept the Services' flows, NodePort
@@ -22,10 +22,11 @@ from collections.abc import Iterable
 
 import trio
 
-from raftstore import Delete, KeyValueStore, StoreError
+from raftstore import KeyValueStore, Op, StoreError
 
 from ..nodes import registered_nodes
-from ..state import NodeRecord, keys
+from ..state import NodeRecord
+from ..state.families import KUBE_SERVICES, NETPOL_PODS
 from .syncer import TXN_OPS, run_while_leader
 
 log = logging.getLogger("contivd.k8s")
@@ -40,9 +41,9 @@ def kubernetes_nodes(nodes: Iterable[NodeRecord]) -> list[str]:
 
 async def remove_kubernetes_records(store: KeyValueStore) -> tuple[int, int]:
     """Delete every record the Kubernetes watch writes; returns (Services, pods' NetworkPolicy records) removed."""
-    services = [kv.key for kv in await store.list(keys.K8S_SERVICES_PREFIX)]
-    policies = [kv.key for kv in await store.list(keys.K8S_NETPOL_PREFIX)]
-    ops = [Delete(key) for key in (*services, *policies)]
+    services = await KUBE_SERVICES.ids(store)
+    policies = await NETPOL_PODS.ids(store)
+    ops: list[Op] = [*(KUBE_SERVICES.delete(name) for name in services), *(NETPOL_PODS.delete(pod) for pod in policies)]
     for start in range(0, len(ops), TXN_OPS):
         await store.txn(success=ops[start : start + TXN_OPS])
     return len(services), len(policies)

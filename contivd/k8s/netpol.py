@@ -22,12 +22,12 @@ from typing import Any
 import trio
 
 from openflow.inputs import NetpolPod, NetpolRule
-from raftstore import Delete, KeyValueStore, Op, Put, StoreError
+from raftstore import KeyValueStore, Op, StoreError
 
 from ..model import ValidationError
 from ..model.netpolicy import Compiled, Compiler, Namespace, Pod, Policy, parse_namespace, parse_pod, parse_policy
-from ..state import RecordError, keys
-from ..state.records import netpol_pod_from_json, netpol_pod_to_json
+from ..state import RecordError
+from ..state.families import NETPOL_PODS
 from .client import KubeApi
 from .reflector import Listed, Relisting, Update
 from .resolve import object_key
@@ -144,8 +144,8 @@ class NetpolSync:
         self.reported = {*refused, *compiled.problems}
         if self.written is None:
             self.written = await self._stored()
-        ops: list[Op] = [Delete(keys.k8s_netpol(pod)) for pod in sorted(self.written) if pod not in desired]
-        ops += [Put(keys.k8s_netpol(pod), netpol_pod_to_json(record)) for pod, record in sorted(desired.items()) if self.written.get(pod) != record]
+        ops: list[Op] = [NETPOL_PODS.delete(pod) for pod in sorted(self.written) if pod not in desired]
+        ops += [NETPOL_PODS.put(pod, record) for pod, record in sorted(desired.items()) if self.written.get(pod) != record]
         for start in range(0, len(ops), TXN_OPS):
             await self.store.txn(success=ops[start : start + TXN_OPS])
         self.written = desired
@@ -153,11 +153,5 @@ class NetpolSync:
             log.info("NetworkPolicy rules: %d pods with rules, %d records written or deleted", len(desired), len(ops))
 
     async def _stored(self) -> dict[str, NetpolPod]:
-        held: dict[str, NetpolPod] = {}
-        for kv in await self.store.list(keys.K8S_NETPOL_PREFIX):
-            try:
-                record = netpol_pod_from_json(kv.value)
-            except RecordError:
-                record = NetpolPod(kv.key[len(keys.K8S_NETPOL_PREFIX) :], ())  # unreadable: rewritten or deleted
-            held[kv.key[len(keys.K8S_NETPOL_PREFIX) :]] = record
-        return held
+        # an unreadable record counts as a pod without rules: rewritten or deleted below
+        return {pod: NetpolPod(pod, ()) if isinstance(record, RecordError) else record for pod, record in await NETPOL_PODS.each(self.store)}

@@ -25,7 +25,8 @@ import trio
 from raftstore import KeyValueStore, StoreError
 
 from ..model import ModelError, NotFoundError
-from ..state import EndpointState, keys
+from ..state import EndpointState
+from ..state.families import ENDPOINTS
 from ..state.records import RecordError
 from .client import KubeApi, post_event_soon
 from .labels import NotApplied, Relabel, plan_relabel, pod_labels
@@ -98,13 +99,8 @@ class PodSync:
                     await self._apply(endpoint, plan_relabel(endpoint, pod_labels(pod)))
 
     async def _endpoints(self) -> list[EndpointState]:
-        found = []
-        for kv in await self.store.list(keys.EPS_PREFIX):
-            try:
-                found.append(EndpointState.from_json(kv.value))
-            except RecordError:
-                continue  # not ours to judge: the agent reports unreadable records
-        return found
+        # an unreadable record is not ours to judge: the agent reports it
+        return [record for _, record in await ENDPOINTS.each(self.store) if not isinstance(record, RecordError)]
 
     async def _apply(self, endpoint: EndpointState, plan: Relabel | NotApplied | None) -> None:
         if isinstance(plan, NotApplied):

@@ -3,7 +3,7 @@ says, one watch per cluster.
 
 Only the Raft leader runs it (`run_while_leader`). On becoming leader it lists Services and
 EndpointSlices, resolves every Service, reads what the store holds under
-`keys.K8S_SERVICES_PREFIX` and writes only the difference (stale records deleted): a new leader
+`KUBE_SERVICES` and writes only the difference (stale records deleted): a new leader
 resumes without duplicate or stale services, whatever the old one managed to write. Then each
 watch event re-resolves the Services it touched and writes the ones whose record changed, one
 store write per Service. A relist (410) reconciles against the store again. Leadership lost:
@@ -25,9 +25,10 @@ from pathlib import Path
 
 import trio
 
-from raftstore import Delete, KeyValueStore, Op, Put, StoreError
+from raftstore import KeyValueStore, Op, StoreError
 
-from ..state import KubeServiceState, keys
+from ..state import KubeServiceState
+from ..state.families import KUBE_SERVICES
 from ..state.records import RecordError
 from .client import KubeApi, post_event_soon
 from .netpol import NetpolSync
@@ -89,23 +90,18 @@ class ServiceSync:
         may have written since)."""
         stored: dict[str, KubeServiceState | None] = {}
         stale_keys: list[str] = []
-        for kv in await self.store.list(keys.K8S_SERVICES_PREFIX):
-            try:
-                record = KubeServiceState.from_json(kv.value)
-            except RecordError:
-                stale_keys.append(kv.key)  # unreadable: rewritten below if the Service exists
-                continue
-            if kv.key != keys.k8s_service(record.namespace, record.name):
-                stale_keys.append(kv.key)
+        for service, record in await KUBE_SERVICES.each(self.store):
+            if isinstance(record, RecordError) or service != record.key:  # unreadable: rewritten below if the Service exists
+                stale_keys.append(service)
                 continue
             stored[record.key] = record
         desired: dict[str, KubeServiceState] = {}
         for service in sorted(self.view.services):
             if (resolved := self._resolve(service)) is not None:
                 desired[service] = resolved
-        ops: list[Op] = [Delete(k) for k in stale_keys]
-        ops += [Delete(_key(s)) for s in sorted(stored) if s not in desired]
-        ops += [Put(_key(s), r.to_json()) for s, r in desired.items() if stored.get(s) != r]
+        ops: list[Op] = [KUBE_SERVICES.delete(k) for k in stale_keys]
+        ops += [KUBE_SERVICES.delete(s) for s in sorted(stored) if s not in desired]
+        ops += [KUBE_SERVICES.put(s, r) for s, r in desired.items() if stored.get(s) != r]
         for start in range(0, len(ops), TXN_OPS):
             await self.store.txn(success=ops[start : start + TXN_OPS])
         self.written = desired
@@ -118,10 +114,10 @@ class ServiceSync:
         if record == self.written.get(service):
             return
         if record is None:
-            await self.store.delete(_key(service))
+            await KUBE_SERVICES.remove(self.store, service)
             del self.written[service]
         else:
-            await self.store.put(_key(service), record.to_json())
+            await KUBE_SERVICES.write(self.store, service, record)
             self.written[service] = record
         self.health.services = len(self.written)
 
@@ -183,11 +179,6 @@ class KubernetesWatch:
             await reflect_kinds(api, self.health, duties)  # one watch per kind: Pods serve two duties
         finally:
             self.health.stop()
-
-
-def _key(service: str) -> str:
-    namespace, _, name = service.partition("/")
-    return keys.k8s_service(namespace, name)
 
 
 async def run_while_leader(store: KeyValueStore, duty: Callable[[], Awaitable[None]]) -> None:

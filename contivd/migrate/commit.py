@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from raftstore import Delete, KeyValueStore, Put, mod_revision_is
+from raftstore import KeyValueStore
 
 from ..http import auth
 from ..http.audit import AuditTrail
@@ -33,7 +33,7 @@ from ..http.hardening import parse_json_limited
 from ..http.tokens import Role
 from ..model import ConflictError
 from ..nodes import leader_api_url
-from ..state import keys as layout
+from ..state.tree import OwnedTree
 from .plan import ImportPlan, plan_import
 from .source import ContivTree, MigrationError
 
@@ -41,9 +41,6 @@ if TYPE_CHECKING:
     from ..nodes import NodeStore
 
 IMPORT_PATH = "/contivd/import"
-DEFAULT_OBJECTS = frozenset({layout.model("global", "global"), layout.model("tenant", "default")})
-# Everything an import owns: configuration objects and derived state (not nodes, not Kubernetes).
-OWNED_PREFIXES = (layout.MODEL_PREFIX, f"{layout.ROOT}/state/", f"{layout.ROOT}/master/config/")
 
 
 @dataclass(frozen=True)
@@ -56,19 +53,13 @@ class ImportContext:
 async def commit_plan(store: KeyValueStore, plan: ImportPlan, force: bool) -> int:
     """Write `plan` in one transaction; the revision it committed at. ConflictError when refused."""
     await store.sync()
-    version = store.get_nowait(layout.CONFIG_VERSION)
-    existing = {kv.key: kv for prefix in OWNED_PREFIXES for kv in store.list_nowait(prefix)}
+    owned = OwnedTree.read_nowait(store)
     if not force:
-        held = sorted(k for k in existing if k.startswith(layout.MODEL_PREFIX) and k not in DEFAULT_OBJECTS)
-        held += sorted(k for k in existing if k.startswith(layout.EPS_PREFIX))
+        held = owned.user_content()
         if held:
-            shown = ", ".join(k.removeprefix(layout.MODEL_PREFIX) for k in held[:5]) + (" …" if len(held) > 5 else "")
+            shown = ", ".join(held[:5]) + (" …" if len(held) > 5 else "")
             raise ConflictError(f"contivd's store is not empty ({len(held)} objects: {shown}); nothing imported. Use --force to replace its contents")
-    guards = [mod_revision_is(layout.CONFIG_VERSION, version.mod_revision if version else 0)]
-    guards += [mod_revision_is(k, kv.mod_revision) for k, kv in sorted(existing.items()) if k.startswith(layout.NETS_PREFIX)]
-    ops: list[Any] = [Delete(k) for k in sorted(existing) if k not in plan.entries]
-    ops += [Put(k, v) for k, v in sorted(plan.entries.items())]
-    ops.append(Put(layout.CONFIG_VERSION, (int(version.value) if version else 0) + 1))
+    guards, ops = owned.replacement(plan.entries)
     result = await store.txn(guards, ops)
     if not result.succeeded:
         raise ConflictError("contivd's configuration changed while importing; nothing was written, run the import again")

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from ipaddress import IPv6Address
 from typing import Any
 
-from raftstore import MemoryStore, Put
+from raftstore import MemoryStore
 
 from ..model import SPECS, ModelError, validate
 from ..netmaster import effects, resources, services
 from ..netmaster.service import Netmaster
 from ..netmaster.view import Writes
-from ..state import EndpointState, RecordError, TagsState
-from ..state import keys as layout
+from ..state import EndpointState, RecordError, TagsState, net_id
+from ..state.tree import PlannedTree, network_states
 from .gobitset import to_fastpath
 from .source import ContivTree, MigrationError
 
@@ -62,10 +62,9 @@ class ImportPlan:
     def describe(self) -> list[str]:
         """One line per object type and one per network: what an operator checks before importing."""
         lines = [f"{count:6d} {kind}" for kind, count in sorted(self.counts.items())]
-        for key, value in sorted(self.entries.items()):
-            if key.startswith(layout.NETS_PREFIX):
-                tag = f"vlan {value['pktTag']}" if value["pktTagType"] == "vlan" else f"vxlan {value['extPktTag']} (local vlan {value['pktTag']})"
-                lines.append(f"  network {value['tenant']}:{value['networkName']}: {tag}, {value['epCount']} endpoints")
+        for value in network_states(self.entries):
+            tag = f"vlan {value['pktTag']}" if value["pktTagType"] == "vlan" else f"vxlan {value['extPktTag']} (local vlan {value['pktTag']})"
+            lines.append(f"  network {value['tenant']}:{value['networkName']}: {tag}, {value['epCount']} endpoints")
         return lines
 
 
@@ -83,13 +82,12 @@ async def plan_import(tree: ContivTree) -> ImportPlan:
                     await netmaster.put_object(COLLECTIONS[kind], key, _replay_body(tree, kind, key, obj))
                 except ModelError as exc:
                     raise MigrationError(f"{kind} {key}: contivd refuses it: {exc}") from None
-    entries: dict[str, Any] = {kv.key: kv.value for kv in store.list_nowait(f"{layout.ROOT}/")}
-    entries.pop(layout.CONFIG_VERSION, None)
+    planned = PlannedTree.read_nowait(store)
     for (kind, key), obj in tree.objects.items():
         if kind in ("network", "serviceLB"):  # the configuration as the user wrote it, without the replay's pinned tag or VIP
-            entries[layout.model(kind, key)] = validate(COLLECTIONS[kind], _user_fields(obj), key)
-    _overlay(tree, entries)
-    await store.txn([], [Put(key, value) for key, value in entries.items()])
+            planned.set_object(kind, key, validate(COLLECTIONS[kind], _user_fields(obj), key))
+    _overlay(tree, planned)
+    await store.txn([], planned.puts())
     view = await netmaster.view()
     writes = Writes(view)
     for tenant in sorted({key for kind, key in tree.objects if kind == "tenant"}):
@@ -97,12 +95,12 @@ async def plan_import(tree: ContivTree) -> ImportPlan:
         tenant_services = [s for s in view.items("serviceLB") if s["tenantName"] == tenant]
         tenant_endpoints = [
             EndpointState.from_json(ep)
-            for ep in entries.values()
+            for ep in planned.entries.values()
             if isinstance(ep, dict) and "netID" in ep and ep["netID"].rpartition(".")[2] == tenant
         ]
         services.refresh(view, writes, tenant, tenant_services, tenant_endpoints)
     await store.txn([], writes.ops())
-    entries = {kv.key: kv.value for kv in store.list_nowait(f"{layout.ROOT}/") if kv.key != layout.CONFIG_VERSION}
+    entries = PlannedTree.read_nowait(store).entries
     counts = Counter(kind for kind, _ in tree.objects)
     counts["endpoint"] = len(tree.endpoints)
     return ImportPlan(entries, dict(counts))
@@ -128,38 +126,38 @@ def _user_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def _network_state(tree: ContivTree, key: str) -> Mapping[str, Any]:
     tenant, _, name = key.partition(":")
-    state = tree.networks.get(layout.net_id(tenant, name))
+    state = tree.networks.get(net_id(tenant, name))
     if state is None:
-        raise MigrationError(f"network {key}: Contiv's tree has no state for it (/contiv.io/state/nets/{layout.net_id(tenant, name)})")
+        raise MigrationError(f"network {key}: Contiv's tree has no state for it (/contiv.io/state/nets/{net_id(tenant, name)})")
     return state
 
 
-def _overlay(tree: ContivTree, entries: dict[str, Any]) -> None:
-    """Lay Contiv's allocations over the replayed state in `entries` (mutated)."""
-    tags = TagsState.from_json(entries[layout.TAGS_STATE])
+def _overlay(tree: ContivTree, planned: PlannedTree) -> None:
+    """Lay Contiv's allocations over the replayed state in `planned` (mutated)."""
+    tags = TagsState.from_json(planned.tags())
     wanted: list[tuple[resources.TagKind, int, str]] = []
     networks: dict[str, State] = {}
     for (kind, key), _ in sorted(tree.objects.items()):
         if kind != "network":
             continue
         tenant, _, name = key.partition(":")
-        ours: State = entries[layout.net_state(tenant, name)]
+        ours: State = planned.network(tenant, name)
         _overlay_network(f"network {key}", _network_state(tree, key), ours)
         if ours["pktTagType"] != "vlan":
             tags = resources.release(tags, "localVlan", ours["pktTag"])
             wanted.append(("localVlan", int(_network_state(tree, key)["pktTag"]), f"network {key}"))
             ours["pktTag"] = int(_network_state(tree, key)["pktTag"])
-        networks[layout.net_id(tenant, name)] = ours
+        networks[net_id(tenant, name)] = ours
     group_ids: dict[str, int] = {}
     for (kind, key), _ in sorted(tree.objects.items()):
         if kind != "endpointGroup":
             continue
         tenant, _, name = key.partition(":")
-        ours = entries[layout.epg_state(tenant, name)]
+        ours = planned.group(tenant, name)
         theirs = tree.groups.get(f"{name}:{tenant}")
         if theirs is None:
             raise MigrationError(f"endpointGroup {key}: Contiv's tree has no state for it (/contiv.io/state/endpointGroups/{name}:{tenant})")
-        network = networks[ours["networkName"] + "." + tenant]
+        network = networks[net_id(tenant, ours["networkName"])]
         tags = resources.release(tags, "epgId", ours["endpointGroupId"])
         group_ids[f"{name}:{tenant}"] = ours["endpointGroupId"] = int(theirs.get("endpointGroupId", 0))
         wanted.append(("epgId", ours["endpointGroupId"], f"endpointGroup {key}"))
@@ -171,9 +169,9 @@ def _overlay(tree: ContivTree, entries: dict[str, Any]) -> None:
             tags, _ = resources.allocate(tags, kind, requested=tag)
         except ModelError as exc:
             raise MigrationError(f"{owner}: Contiv's {kind} {tag} cannot be kept: {exc} (two objects share it in Contiv)") from None
-    entries[layout.TAGS_STATE] = tags.to_json()
+    planned.tags().update(tags.to_json())
     for endpoint_id, value in sorted(tree.endpoints.items()):
-        entries[layout.ep_state(endpoint_id)] = _endpoint(endpoint_id, value, networks, group_ids)
+        planned.set_endpoint(endpoint_id, _endpoint(endpoint_id, value, networks, group_ids))
 
 
 def _overlay_network(label: str, theirs: Mapping[str, Any], ours: State) -> None:

@@ -53,10 +53,18 @@ class EndpointOper:
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], *, key: str = "", port_name: str = "") -> EndpointOper:
-        """Build from a `/contiv.io/state/eps/...` value; `port_name` is the agent's OVS port name."""
+        """Build from a `/contiv.io/state/eps/...` value; `port_name` is the agent's OVS port name.
+
+        `containerID` is shown once a start event (`/plugin/updateEndpoint`) has given the
+        endpoint its labels, as in Contiv: its createEndpoint ignores `ConfigEP.Container` and
+        only the start event records the container, so an endpoint that was only created has no
+        `containerID` (omitempty). contivd stores the container at create, for its CNI server,
+        which finds a container's endpoints by it; that stored id is not shown before.
+        """
+        started = state.get("labels") is not None
         return cls(
             key=key,
-            container_id=state.get("containerId", ""),
+            container_id=state.get("containerId", "") if started else "",
             container_name=state.get("epCommonName", ""),
             endpoint_group_id=state.get("endpointGroupId", 0),
             endpoint_group_key=state.get("endpointGroupKey", ""),

@@ -3,7 +3,8 @@
 The REST layer calls, under its write lock and after `objects.validate`:
   * `check_create(kind, obj, lookup)` when no object has that key yet;
   * `check_update(kind, old, new, lookup)` when one has: returns what to store (`old` itself when
-    nothing changes, so an identical re-POST is a no-op, Decisions §2);
+    nothing changes, so an identical re-POST is a no-op, Decisions §2, except for a tenant, which
+    Contiv refuses to re-create);
   * `check_delete(kind, key, lookup)`: returns the dependents to delete first (a policy's rules).
 They raise `NotFoundError` for a missing object or reference, `ConflictError` for a clash with
 stored state, `ValidationError` when a field is wrong relative to what it references (an ip-pool
@@ -266,9 +267,11 @@ _UPDATE_RULES: Mapping[str, Callable[[Obj, Obj, Lookup], None]] = {"global": _gl
 
 def check_update(kind: str, old: Obj, new: Obj, lookup: Lookup) -> Obj:
     """Refuse or accept replacing `old` by `new` (same key); returns the object to store."""
+    spec = SPECS[kind]
+    if new == old and spec.once and spec.frozen is not None:
+        raise ConflictError(f"{spec.frozen}: {kind} {old['key']} already exists", contiv=spec.frozen)
     if new == old:
         return old
-    spec = SPECS[kind]
     changed = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
     if spec.frozen is not None:
         raise ConflictError(f"{spec.frozen}: {kind} {old['key']} would change {', '.join(changed)}", contiv=spec.frozen)

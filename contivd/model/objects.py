@@ -36,6 +36,9 @@ class ObjectSpec:
 
     Update semantics, as Contiv's callbacks have them: `frozen` is the refusal of any change,
     `fixed` refuses changes to single fields, `sticky` fields are silently kept at their old value.
+    `once` refuses even an identical re-POST with `frozen`'s message: Contiv's TenantUpdate
+    refuses every call, where contivd otherwise answers an identical body with the object
+    (Decision 2; docs/control-plane.md lists this exception).
     """
 
     kind: str
@@ -46,6 +49,7 @@ class ObjectSpec:
     frozen: str | None = None
     fixed: tuple[tuple[str, str], ...] = ()
     sticky: tuple[str, ...] = ()
+    once: bool = False
 
     def key_of(self, obj: Mapping[str, Any]) -> str:
         """The model key built from the body, e.g. `tenantName:networkName`."""
@@ -168,6 +172,7 @@ _SPECS = (
         ("tenantName",),
         (_optional_name("defaultNetwork"), _name("tenantName")),
         frozen="Cant change tenant parameters after its created",
+        once=True,
     ),
     ObjectSpec(
         "network",

@@ -1,13 +1,16 @@
 """The typed control-plane interface in-process callers use, and its implementation on the leader.
 
-The CNI server (and anything else inside the daemon) creates and deletes endpoints through a
-`ControlPlane`: typed requests in, typed records or `ModelError`s out. On the Raft leader that
-is `LocalControlPlane` over the Netmaster; on a follower, `contivd.http.control` forwards the
-same requests to the leader and turns its answers back into the same records and exceptions,
-so callers cannot tell the two apart.
+The CNI server (and anything else inside the daemon) creates and deletes endpoints, and puts,
+reads and deletes configuration objects, through a `ControlPlane`: typed requests in, typed
+records (or Contiv's rendered objects) or `ModelError`s out. On the Raft leader that is
+`LocalControlPlane` over the Netmaster; on a follower, `contivd.http.control` sends the same
+requests through the one forwarder to the leader (contivd.http.leader_forwarder) and turns its
+answers back into the same values and exceptions, so callers cannot tell the two apart. The REST
+handlers of the object routes (contivd.api.objects) run over `LocalControlPlane` too.
 
-Not responsible for: HTTP (the REST dispatcher wraps the Netmaster for Contiv's clients), the
-datapath (callers wait for the returned revision in their StateCache).
+Not responsible for: HTTP (the REST dispatcher decides where a request runs), the datapath
+(callers wait for the returned revision in their StateCache), Contiv's never-functional volume
+collections (the REST handlers answer those as Contiv's routes did).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from ..state import keys as layout
 
 if TYPE_CHECKING:  # annotations only: a follower never loads the netmaster's write side
     from .service import Netmaster
+
+ENDPOINTS = "endpoints"  # inspect only: endpoints are no configuration collection (the /plugin/* routes write them)
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,10 @@ class Committed:
 class ControlPlane(Protocol):
     """What the daemon's own components ask of the netmaster. Errors: ModelError subclasses
     (ValidationError, NotFoundError, ConflictError) for refused requests, UnavailableError when
-    no leader can take the request now."""
+    no leader can take the request now.
+
+    Objects are named by their REST collection (`networks`, `policys`, `Bgps` …) and key
+    (`tenant:name`); bodies and answers are Contiv's JSON objects, as its REST API has them."""
 
     async def create_endpoint(self, request: CreateEndpoint) -> Committed: ...
 
@@ -111,6 +119,24 @@ class ControlPlane(Protocol):
 
     async def update_endpoint(self, request: UpdateEndpoint) -> int:
         """Returns the revision that holds the update."""
+        ...
+
+    async def put_object(self, collection: str, key: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create or update; answers the object as stored (an identical put changes nothing)."""
+        ...
+
+    async def delete_object(self, collection: str, key: str) -> str:
+        """Delete the object and what depends on it; answers the key."""
+        ...
+
+    async def get_object(self, collection: str, key: str) -> dict[str, Any]: ...
+
+    async def list_objects(self, collection: str) -> list[dict[str, Any]]:
+        """Every object of the collection, sorted by key."""
+        ...
+
+    async def inspect_object(self, collection: str, key: str) -> dict[str, Any]:
+        """`Config` and `Oper` (collection `endpoints`: the first endpoint whose id contains `key`)."""
         ...
 
 
@@ -131,3 +157,21 @@ class LocalControlPlane:
     async def update_endpoint(self, request: UpdateEndpoint) -> int:
         await self.netmaster.update_endpoint(request.to_json())
         return self.netmaster.store.revision
+
+    async def put_object(self, collection: str, key: str, body: object) -> dict[str, Any]:
+        """`body` as parsed from JSON: the netmaster validates its shape (a REST body may be anything)."""
+        return await self.netmaster.put_object(collection, key, body)
+
+    async def delete_object(self, collection: str, key: str) -> str:
+        return await self.netmaster.delete_object(collection, key)
+
+    async def get_object(self, collection: str, key: str) -> dict[str, Any]:
+        return await self.netmaster.get_object(collection, key)
+
+    async def list_objects(self, collection: str) -> list[dict[str, Any]]:
+        return await self.netmaster.list_objects(collection)
+
+    async def inspect_object(self, collection: str, key: str) -> dict[str, Any]:
+        if collection == ENDPOINTS:
+            return await self.netmaster.inspect_endpoint(key)
+        return await self.netmaster.inspect_object(collection, key)

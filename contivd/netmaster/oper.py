@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from ..model import EndpointOper
-from ..state import EndpointGroupState, EndpointState, NetworkState, tables
+from ..model import VXLAN, EndpointOper, format_tags, parse_tag_ranges
+from ..state import EndpointGroupState, EndpointState, NetworkState, NodeRecord, tables
 from ..state.tables import ConfigObject
 from . import ipam
 from .view import View
@@ -78,7 +79,34 @@ def service_lb(view: View, obj: ConfigObject) -> dict[str, Any]:
     }
 
 
-OPER = {"network": network, "endpointGroup": endpoint_group, "tenant": tenant, "serviceLB": service_lb}
+def cluster_mode(nodes: Iterable[NodeRecord]) -> str:
+    """Contiv's netmaster reports its `--mode`. The contivd deployment equivalent to Contiv's
+    `kubernetes` mode is a cluster in Kubernetes mode: a live node started with --kubeconfig
+    (as contivd.k8s.modeoff counts it). Any other contivd cluster takes its endpoints over CNI
+    and `/plugin/*` without Kubernetes, which in Contiv was a `docker` netmaster (contivd has
+    no Docker or Swarm front-end, contiv-api.md Decision 6)."""
+    return "kubernetes" if any(node.kubernetes for node in nodes) else "docker"
+
+
+def global_settings(view: View, obj: ConfigObject) -> dict[str, Any]:
+    """Contiv's `GlobalGetOper`: the tags in use as `format_tags` runs (`"1-2, 5"`, Contiv's
+    `GetList`), one network per tag, and `freeVXLANsStart`, one below the VXLAN range (Contiv
+    numbers its VNI bitset from there). Contiv's freshly defined VXLAN resource forgets that
+    offset, so for a range not starting at 1 its `vxlansInUse` printed bit numbers instead of
+    VNIs until the range was next changed: contivd shows the VNIs (Decision 3: bugs fixed).
+    `defaultNetwork` Contiv never sets."""
+    vlans, vxlans = view.tags_in_use("vlan"), view.tags_in_use("vxlan")
+    ranges = parse_tag_ranges(obj.get("vxlans", ""), VXLAN)
+    return {
+        "clusterMode": cluster_mode(view.nodes()),
+        "freeVXLANsStart": ranges[0].first - 1 if ranges else 0,
+        "numNetworks": len(vlans) + len(vxlans),
+        "vlansInUse": format_tags(vlans),
+        "vxlansInUse": format_tags(vxlans),
+    }
+
+
+OPER = {"network": network, "endpointGroup": endpoint_group, "tenant": tenant, "serviceLB": service_lb, "global": global_settings}
 # Types whose Contiv `<Type>Inspect` has an `Oper` struct with nothing contivd fills in (contivModel.go);
 # the others (appProfile, extContractsGroup, netprofile, rule) have no Oper member at all.
-EMPTY_OPER = frozenset({"policy", "Bgp", "global", "aciGw"})
+EMPTY_OPER = frozenset({"policy", "Bgp", "aciGw"})

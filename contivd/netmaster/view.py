@@ -19,7 +19,8 @@ from typing import Any, TypeVar, cast
 from raftstore import Compare, DeletePrefix, KeyValueStore, Op, Put, mod_revision_is
 
 from ..model import PolicyRule
-from ..state import EndpointState, EpgPolicyState, tables
+from ..nodes import registered_nodes
+from ..state import EndpointState, EpgPolicyState, NodeRecord, tables
 from ..state.tables import ConfigObject, Table
 from . import resources
 
@@ -108,6 +109,10 @@ class View(Reads):
     def tags_in_use(self, encap: str) -> Collection[int]:
         tags = self.read(tables.TAGS)
         return resources.in_use(tags, "vlan" if encap == "vlan" else "vxlan") if tags else []
+
+    def nodes(self) -> list[NodeRecord]:
+        """The registered (live) nodes, unguarded: for answers, never for a plan's decisions."""
+        return registered_nodes(self._store)
 
     # ---- derived reads ----------------------------------------------------------------------
 

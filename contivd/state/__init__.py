@@ -1,9 +1,12 @@
 """contivd.state: the one owner of the store's layout (`keys`) and format (`records`), and the
 typed snapshot of it every node reader uses (`snapshot`). Nothing else spells a key or parses a
-stored value; the netmaster reads and writes records through `tables`."""
+stored value: contivd's own records (`tokens`, `audit`, `ca`, `families`) are read and written
+by id through their `stored.Family`; the netmaster reads and writes Contiv's records through
+`tables`."""
 
 from . import keys as keys
 from . import tables as tables
+from .keys import net_id as net_id
 from .records import EndpointGroupState as EndpointGroupState
 from .records import EndpointState as EndpointState
 from .records import EpgPolicyState as EpgPolicyState

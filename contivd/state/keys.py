@@ -73,7 +73,3 @@ def node(name: str) -> str:
 # tree neither sees nor replaces them).
 TOKENS_PREFIX = "/contivd/auth/tokens/"
 AUDIT_PREFIX = "/contivd/audit/"
-
-
-def token(name: str) -> str:
-    return f"{TOKENS_PREFIX}{name}"

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from raftstore import StoreStatistics
 
 from ..bgp import bgp_oper
-from ..http.audit import AuditEntry
 from ..k8s.listing import service_rows
 from ..state import EndpointGroupState, NodeRecord, StateSnapshot
+from ..state.audit import AuditEntry
 from ..state.records import Labels
 from ..state.usage import address_usage, groups_by_network
 from .policy_matrix import GroupRef, policy_matrix

@@ -1,6 +1,6 @@
 """A node's TLS files: the operator's (`--tls-cert/--tls-key/--tls-ca`) or issued by the cluster CA.
 
-The cluster CA lives in the store under `keys.TLS_CA`: its certificate in clear, its private
+The cluster CA lives in the store (contivd.state.ca): its certificate in clear, its private
 key sealed with the cluster secret (`pki.seal_key`). The first node that needs TLS creates it
 (a transaction that only succeeds while the key is absent, so two nodes starting together
 agree on one CA); every node then issues itself a certificate for its addresses, keeping its
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from raftstore import Put, StoreError, absent
+from raftstore import StoreError
 
-from ..state import keys as layout
-from .authority import CaRecord, bundle
+from ..state.ca import CLUSTER_CA, CaRecord
+from .authority import bundle
 from .fingerprint import fingerprint_pem
 from .pki import KeyPair, certificate_fits, create_ca, issue_node_certificate, open_key, seal_key
 
@@ -78,12 +78,12 @@ async def _cluster_ca(store: NodeStore, secret: str, creator: str) -> CaRecord:
     waiting_logged = False
     while True:
         try:
-            kv = await store.get(layout.TLS_CA)
-            if kv is not None:
-                return CaRecord.from_json(kv.value)
+            held = await CLUSTER_CA.get(store)
+            if held is not None:
+                return held.record
             ca = create_ca(creator)
             record = CaRecord(ca.certificate, seal_key(ca.key, secret), creator)
-            if (await store.txn([absent(layout.TLS_CA)], [Put(layout.TLS_CA, record.to_json())])).succeeded:
+            if (await store.txn([CLUSTER_CA.absent()], [CLUSTER_CA.put(record)])).succeeded:
                 log.info("created the cluster CA (fingerprint sha256 %s)", fingerprint_pem(ca.certificate))
                 return record
         except StoreError as exc:

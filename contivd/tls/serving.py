@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 from hypercorn.config import Config as HypercornConfig
 
-from ..state import keys as layout
-from .authority import CaRecord
+from ..state.ca import CLUSTER_CA, CaRecord
 from .fingerprint import fingerprint_pem
 from .material import TlsFiles, issue_files, peer_context
 
@@ -87,7 +86,7 @@ class ServingTls:
         send, receive = trio.open_memory_channel[None](1)
 
         async def watch() -> None:
-            async for _ in store.watch(layout.TLS_CA):
+            async for _ in CLUSTER_CA.changes(store):
                 with contextlib.suppress(trio.WouldBlock):
                     send.send_nowait(None)
 
@@ -96,9 +95,8 @@ class ServingTls:
             applied: tuple[str, ...] = ()
             while True:
                 wake_at = float("inf")
-                kv = store.get_nowait(layout.TLS_CA)
-                if kv is not None:
-                    record = CaRecord.from_json(kv.value)
+                record = CLUSTER_CA.get_nowait(store)
+                if record is not None:
                     now = time.time()
                     wake_at = record.next_change(now) or wake_at
                     if record.trusted(now) != applied:

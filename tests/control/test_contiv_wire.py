@@ -82,6 +82,7 @@ CASES: list[tuple[str, str, str, dict[str, Any] | None, dict[str, Any]]] = [
         {"name": "wnet"},
     ),
     ("network-frozen", "POST", "/api/v1/networks/default:wnet/", {**NET, "gateway": "198.18.60.1"}, {}),
+    ("tenant-frozen", "POST", "/api/v1/tenants/default/", {"tenantName": "default"}, {}),
     ("tenant-has-groups", "DELETE", "/api/v1/tenants/default/", None, {"name": "default", "count": 1}),
     ("network-has-groups", "DELETE", "/api/v1/networks/default:wnet/", None, {"name": "wnet", "count": 1}),
     ("policy-in-use", "DELETE", "/api/v1/policys/default:wpol/", None, {}),
@@ -111,6 +112,23 @@ def test_contiv_clients_get_500_text_with_contivs_first_line(
     assert contiv_error(answer) == contiv_line(case, **values)
     typed = world.request(method, path, json=body)
     assert 400 <= typed.status_code < 500 and typed.json()["error"], "Accept: application/json keeps the typed answer"
+
+
+def test_a_tenant_is_created_once_even_with_an_identical_body(node: ContivdProcess) -> None:
+    """Contiv's TenantUpdate refuses every re-create (docs/control-plane.md, Decision 2a); other
+    objects still answer an identical re-POST with the object (Decision 2)."""
+    created = ensure(node, "/api/v1/tenants/wonce/", {"tenantName": "wonce"})
+    again = node.post("/api/v1/tenants/wonce/", {"tenantName": "wonce"})
+    assert again.status_code == 409
+    assert again.json()["error"] == "Cant change tenant parameters after its created: tenant wonce already exists"
+    assert contiv_error(node.post("/api/v1/tenants/wonce/", {"tenantName": "wonce"}, headers=CONTIV)) == contiv_line("tenant-frozen")
+    assert node.get("/api/v1/tenants/wonce/").json() == created, "nothing changed"
+    policy = ensure(node, "/api/v1/policys/wonce:p/", {"tenantName": "wonce", "policyName": "p"})
+    assert ensure(node, "/api/v1/policys/wonce:p/", {"tenantName": "wonce", "policyName": "p"}) == policy
+    assert node.delete("/api/v1/policys/wonce:p/").status_code == 200
+    assert node.delete("/api/v1/tenants/wonce/").status_code == 200
+    ensure(node, "/api/v1/tenants/wonce/", {"tenantName": "wonce"})  # once deleted, it can be created again
+    assert node.delete("/api/v1/tenants/wonce/").status_code == 200
 
 
 def test_unknown_route_is_muxs_404_text(node: ContivdProcess) -> None:
@@ -150,3 +168,24 @@ def test_bodies_follow_omitempty_and_contivs_quirks(world: ContivdProcess) -> No
     rule = ensure(world, "/api/v1/rules/default:wpol:rn/", {**RULE, "ruleId": "rn", "fromNetwork": "wnet"})
     assert rule["fromIpAddress"] == NET["subnet"]
     assert world.get("/service/netmaster").json() is None
+
+
+def test_an_endpoint_shows_its_container_once_a_start_event_named_it(world: ContivdProcess) -> None:
+    """Contiv's createEndpoint ignores ConfigEP.Container (its answer's containerId is "", not
+    omitted: CfgEndpointState has no omitempty) and only the start event records the container,
+    so the oper bodies of a created endpoint have no containerID; contivd keeps the container
+    for its CNI server all the same."""
+    body = {"TenantName": "default", "NetworkName": "wnet", "EndpointID": "ec1", "ConfigEP": {"Container": "cafe01", "Host": "h"}}
+    created = world.post("/plugin/createEndpoint", body).json()["EndpointConfig"]
+    assert created["containerId"] == "" and created["endpointID"] == "ec1"
+    try:
+        oper = world.get("/api/v1/inspect/endpoints/ec1/").json()["Oper"]
+        assert "containerID" not in oper and oper["endpointID"] == "ec1"
+        listed = [ep for ep in world.get("/api/v1/inspect/networks/default:wnet/").json()["Oper"]["endpoints"] if ep["endpointID"] == "ec1"]
+        assert len(listed) == 1 and "containerID" not in listed[0]
+        start = {"Tenant": "default", "Network": "wnet", "EndpointID": "ec1", "ContainerID": "cafe01", "Labels": {"app": "db"}, "Event": "start"}
+        assert world.post("/plugin/updateEndpoint", start).status_code == 200
+        oper = world.get("/api/v1/inspect/endpoints/ec1/").json()["Oper"]
+        assert oper["containerID"] == "cafe01" and oper["labels"] == "map[app:db]"
+    finally:
+        world.post("/plugin/deleteEndpoint", {"TenantName": "default", "NetworkName": "wnet", "EndpointID": "ec1"})

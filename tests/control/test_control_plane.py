@@ -14,9 +14,14 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
-from contivd.api.app import ApiContext, create_app
+from contivd.api.app import ApiServer, create_app
+from contivd.http.audit import AuditTrail
+from contivd.http.auth import Authenticator, store_lookup
 from contivd.http.control import RemoteControlPlane
 from contivd.http.forwarder import ForwardingClient
+from contivd.http.leader_forwarder import LeaderForwarder
+from contivd.main import api_contexts
+from contivd.metrics import Metrics, StoreSummaries
 from contivd.model import ModelError
 from contivd.netmaster.control import ControlPlane, CreateEndpoint, DeleteEndpoint, LocalControlPlane, UpdateEndpoint
 from contivd.netmaster.service import Netmaster
@@ -42,12 +47,16 @@ async def planes(tmp_path: Path) -> AsyncIterator[tuple[LocalControlPlane, Remot
         cache = StateCache(store)
         await nursery.start(cache.run)
         http = ForwardingClient(timeout=10)
-        context = ApiContext(store, cache, netmaster, "node1", "127.0.0.1", SECRET, http, contiv_error_compat=True)
+        forwarder = LeaderForwarder(store, http, SECRET)
+        access = Authenticator(SECRET, store_lookup(store))
+        metrics = Metrics(store, None, StoreSummaries(cache))
+        server = ApiServer(store, access, AuditTrail(store, "node1"), forwarder, metrics, contiv_error_compat=True)
         config = HypercornConfig()
         config.bind = [f"127.0.0.1:{api}"]
         stop = trio.Event()
-        await nursery.start(partial(serve, create_app(context).asgi, config, shutdown_trigger=stop.wait))
-        yield LocalControlPlane(netmaster), RemoteControlPlane(store, http, SECRET), cache
+        app = create_app(server, api_contexts(store, cache, netmaster, http, node_name="node1", control_ip="127.0.0.1", secret=SECRET))
+        await nursery.start(partial(serve, app.asgi, config, shutdown_trigger=stop.wait))
+        yield LocalControlPlane(netmaster), RemoteControlPlane(forwarder), cache
         stop.set()
         await http.aclose()
         nursery.cancel_scope.cancel()
@@ -101,3 +110,29 @@ async def test_both_paths_answer_records_and_a_revision_the_cache_reaches(planes
         assert again.endpoint == committed.endpoint, "create is idempotent per endpoint id"
         gone = await plane.delete_endpoint(DeleteEndpoint.of(committed.endpoint))
         assert committed.endpoint.id not in (await cache.wait_revision(gone)).endpoints
+
+
+async def test_objects_through_both_paths_are_the_same_objects_and_errors(planes: tuple[LocalControlPlane, RemoteControlPlane, StateCache]) -> None:
+    local, remote, _ = planes
+    body = {"tenantName": "default", "networkName": "objs", "encap": "vxlan", "subnet": "198.18.32.0/24"}
+    stored = await remote.put_object("networks", "default:objs", body)
+    assert stored == await local.get_object("networks", "default:objs") == await remote.get_object("networks", "default:objs")
+    assert await remote.put_object("networks", "default:objs", body) == stored, "an identical put changes nothing"
+    assert await remote.list_objects("networks") == await local.list_objects("networks")
+    assert await remote.inspect_object("networks", "default:objs") == await local.inspect_object("networks", "default:objs")
+    endpoint = await local.create_endpoint(CreateEndpoint("default", "objs", "inspected", "node1"))
+    assert await remote.inspect_object("endpoints", endpoint.endpoint.id) == await local.inspect_object("endpoints", endpoint.endpoint.id)
+    await local.delete_endpoint(DeleteEndpoint.of(endpoint.endpoint))
+    refused: list[Callable[[ControlPlane], Awaitable[Any]]] = [
+        lambda plane: plane.get_object("networks", "default:nosuch"),
+        lambda plane: plane.put_object("networks", "default:bad", {**body, "networkName": "bad", "subnet": "not-a-subnet"}),
+        lambda plane: plane.delete_object("tenants", "nosuch"),
+        lambda plane: plane.list_objects("nosuchcollection"),
+    ]
+    local_errors = [await _outcome(partial(call, local)) for call in refused]
+    assert [name for name, _ in local_errors] == ["NotFoundError", "ValidationError", "NotFoundError", "NotFoundError"]
+    assert [await _outcome(partial(call, remote)) for call in refused] == local_errors
+    assert await remote.delete_object("networks", "default:objs") == "default:objs"
+    assert (await _outcome(lambda: local.get_object("networks", "default:objs")))[0] == "NotFoundError"
+    with pytest.raises(ModelError, match="cannot be a path segment"):
+        await remote.get_object("networks", "default:a b")

@@ -65,9 +65,15 @@ def test_netctl_server_flag_and_environment(node: ContivdProcess) -> None:
 
 
 def test_usage_errors_exit_1_without_a_request(ctl: Ctl) -> None:
-    """netctl's exit status for usage errors (its exitHelp), where click's default is 2."""
-    ctl("tenant", "create", code=1)
-    ctl("group", "create", "onlynetwork", code=1)
+    """netctl's exit status for usage errors (its exitHelp), where click's default is 2; the
+    arguments netctl counts itself are refused with its message and its help."""
+    assert ctl.refuses("tenant", "create", message="Tenant name required", shows_help=True) == (
+        "NAME:\n   contivd ctl tenant create - Create a tenant\n\nUSAGE:\n   contivd ctl tenant create [tenant]\n"
+    )
+    ctl.refuses("tenant", "create", "a", "b", message="Tenant name required", shows_help=True)
+    ctl.refuses("group", "create", "onlynetwork", message="Network and group name required", shows_help=True)
+    ctl.refuses("net", "ls", "extra", message="More arguments than required", shows_help=True)
+    ctl.refuses("version", "extra", message="More arguments than required", shows_help=True)
     ctl("policy", "rule-add", "p", "1", "--port", "eighty", code=1)
     ctl("network", "frobnicate", code=1)
     ctl("frobnicate", code=1)

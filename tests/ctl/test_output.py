@@ -40,6 +40,13 @@ def test_fields_and_json() -> None:
     assert output.as_json({"a": [1]}) == '{\n  "a": [\n    1\n  ]\n}\n'
 
 
+def test_json_escapes_as_gos_encoder() -> None:
+    """Go's json.MarshalIndent (netctl) writes other scripts as they are and escapes <, > and &."""
+    assert output.as_json({"labels": "map[a:<b> & c]", "name": "façade"}) == (
+        '{\n  "labels": "map[a:\\u003cb\\u003e \\u0026 c]",\n  "name": "façade"\n}\n'
+    )
+
+
 @pytest.mark.parametrize(
     "raw, shown",
     [

@@ -10,11 +10,12 @@ import pytest
 
 from contivd.ctl.client import DEFAULT_SERVER, CtlError, default_server, http_target, unreachable_socket
 from contivd.ctl.config import CtlSettings, effective, parse_settings, render_settings
-from contivd.http.audit import AuditEntry, AuditTrail, object_key, stored
+from contivd.http.audit import AuditTrail, object_key, stored
 from contivd.http.auth import Authenticator
 from contivd.http.errors import ForbiddenError, UnauthorizedError
 from contivd.http.local_socket import unix_peer
 from contivd.http.tokens import Principal, Role, check_token, new_token, require, token_name
+from contivd.state.audit import AuditEntry
 from contivd.status.snapshot import recent_writes
 from raftstore import MemoryStore
 

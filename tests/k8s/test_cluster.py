@@ -132,6 +132,8 @@ def test_the_store_holds_what_the_api_server_says(cluster: ContivdCluster, api: 
         }
     ]
     assert set(stored(cluster.nodes[0]) or ()) == {"shop/web", "shop/manual"}  # headless, SCTP and far-away left out
+    oper = cluster.nodes[1].get("/api/v1/inspect/globals/global/").json()["Oper"]
+    assert oper["clusterMode"] == "kubernetes", "Contiv's --mode kubernetes: the cluster's nodes have --kubeconfig"
     leader = wait_for(partial(sole_watcher, cluster), SYNC_TIMEOUT, "exactly one node, the leader, to watch")
 
     def skips_counted() -> bool:

@@ -16,7 +16,7 @@ NO_CTL_ENV: Mapping[str, str | None] = {"CONTIVD_SERVER": None, "CONTIVD_TOKEN":
 def invoke(args: list[str], env: Mapping[str, str | None] = NO_CTL_ENV, code: int = 0) -> Result:
     """Run `contivd <args>` in-process through the real top-level group (so the mount is
     covered too) and assert the exit status and that no traceback escaped."""
-    result = CliRunner().invoke(cli, args, env=dict(env))
+    result = CliRunner().invoke(cli, args, env=dict(env), prog_name="contivd")  # as the installed command names itself
     shown = result.output + result.stderr
     assert result.exit_code == code, f"exit {result.exit_code} != {code} for {args}:\n{shown}"
     assert result.exception is None or isinstance(result.exception, SystemExit), shown
@@ -40,9 +40,13 @@ class Ctl:
         assert result.stderr.startswith("Error: ") and message in result.stderr, result.stderr
         return result.stderr
 
-    def refuses(self, *args: str, message: str) -> str:
-        """Refused before any request, as netctl's client-side checks: exit 1, usage and message on stderr."""
+    def refuses(self, *args: str, message: str, shows_help: bool = False) -> str:
+        """Refused before any request, as netctl refuses it: exit 1, `Error: <netctl's message>` on
+        stderr, and on stdout the command's help in netctl's layout where netctl prints it."""
         result = self(*args, code=1)
-        assert result.stdout == "", result.stdout
-        assert result.stderr.startswith("Usage: ") and f"Error: {message}" in result.stderr, result.stderr
-        return result.stderr
+        assert result.stderr == f"Error: {message}\n", result.stderr
+        if shows_help:
+            assert result.stdout.startswith("NAME:\n   contivd ctl "), result.stdout
+        else:
+            assert result.stdout == "", result.stdout
+        return result.stdout

@@ -13,8 +13,8 @@ from typing import TypeVar
 
 from ..model import VLAN, VXLAN, Attachment, ConflictError, NotFoundError, PolicyRule, Remotes, compile_attachment, parse_tag_ranges
 from ..state import EndpointGroupState, EpgPolicyState, GlobalConfigState, GlobalState, RuleMap, TagsState, tables
+from ..state.stored import Family
 from ..state.tables import ConfigObject as Obj
-from ..state.tables import Table
 from . import ipam, resources, services
 from .view import View, Writes
 
@@ -195,7 +195,7 @@ def refresh_policies(view: View, writes: Writes, tenant: str) -> None:
             _put_changed(writes, tables.POLICY_RULES, rule.rule_id, existing_rules.get(rule.rule_id), rule)
 
 
-def _put_changed(writes: Writes, table: Table[R], id: str, existing: R | None, wanted: R) -> None:
+def _put_changed(writes: Writes, table: Family[R], id: str, existing: R | None, wanted: R) -> None:
     """Write `wanted` unless the stored record says the same (compared as stored)."""
     if existing is None or table.render(existing) != table.render(wanted):
         writes.put(table, id, wanted)

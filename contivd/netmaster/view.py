@@ -21,7 +21,8 @@ from raftstore import Compare, DeletePrefix, KeyValueStore, Op, Put, mod_revisio
 from ..model import PolicyRule
 from ..nodes import registered_nodes
 from ..state import EndpointState, EpgPolicyState, NodeRecord, tables
-from ..state.tables import ConfigObject, Table
+from ..state.stored import Family
+from ..state.tables import ConfigObject
 from . import resources
 
 R = TypeVar("R")
@@ -38,7 +39,7 @@ class Reads:
         self._reads: dict[str, int] = {}
         self._records: dict[str, object] = {}  # key → record (None: absent), as this plan sees it
 
-    def read(self, table: Table[R], id: str = "") -> R | None:
+    def read(self, table: Family[R], id: str = "") -> R | None:
         """The record `id` of `table` (None if absent); the read is guarded."""
         key = table.key(id)
         if key not in self._records:
@@ -51,7 +52,7 @@ class Reads:
         """The record each Put of `ops` writes (this plan's view of its key): for the cache."""
         return [(op.key, self._records[op.key]) for op in ops if isinstance(op, Put)]
 
-    def scan(self, table: Table[R], id_prefix: str = "") -> dict[str, R]:
+    def scan(self, table: Family[R], id_prefix: str = "") -> dict[str, R]:
         """Committed records whose id starts with `id_prefix`, merged with this plan's own
         writes (unguarded: callers guard through a key every relevant writer also writes)."""
         found = tables.scan(self._store, table, id_prefix)
@@ -64,7 +65,7 @@ class Reads:
                     found[key[cut:]] = cast(R, record)
         return found
 
-    def remember(self, table: Table[R], id: str, record: R | None) -> None:
+    def remember(self, table: Family[R], id: str, record: R | None) -> None:
         """Make later reads of `id` in this plan see `record` (the plan is writing it)."""
         key = table.key(id)
         if key not in self._reads:
@@ -153,14 +154,14 @@ class Writes:
         self._reads = reads
         self._ops: dict[str, Op] = {}
 
-    def put(self, table: Table[R], id: str, record: R) -> None:
-        op = tables.put(table, id, record)
+    def put(self, table: Family[R], id: str, record: R) -> None:
+        op = table.put(id, record)
         self._ops.pop(op.key, None)
         self._ops[op.key] = op
         self._reads.remember(table, id, record)
 
-    def delete(self, table: Table[Any], id: str = "") -> None:
-        op = tables.delete(table, id)
+    def delete(self, table: Family[Any], id: str = "") -> None:
+        op = table.delete(id)
         self._ops.pop(op.key, None)
         self._ops[op.key] = op
         self._reads.remember(table, id, None)

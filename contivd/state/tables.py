@@ -1,11 +1,12 @@
 """Where each record the netmaster writes lives, and how it is read and written: the typed door
 to the store's layout for the writer.
 
-A `Table` pairs a key prefix with its record's parser and renderer; a record is addressed by its
-id under the prefix (a singleton such as the tag state is a table with the one id ""). `read`
-and `scan` decode stored values into records, `put` and `delete` make the store operations that
-write them, in the stored format `records` declares: the netmaster never spells a key or touches
-a stored value. The id functions build Contiv's ids (`<net>.<tenant>`, `<group>:<tenant>`, …).
+Each kind of record is a `stored.Family` (a key prefix, the record's parser and renderer); a
+record is addressed by its id under the prefix (a singleton such as the tag state is a family
+whose one record has the id ""). `read`, `scan` and `first` decode stored values into records
+(with their mod revision where a plan guards on it), `RecordCache` keeps them decoded by
+revision; the family's `put` and `delete` make the store operations that write them, in the
+stored format `records` declares: the netmaster never spells a key or touches a stored value. The id functions build Contiv's ids (`<net>.<tenant>`, `<group>:<tenant>`, …).
 
 Not responsible for: guarding reads or batching writes (contivd.netmaster.view), node readers
 (contivd.state.snapshot keeps its own typed copy from the watch).
@@ -14,10 +15,9 @@ Not responsible for: guarding reads or batching writes (contivd.netmaster.view),
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, TypeVar, cast
 
-from raftstore import Delete, KeyValueStore, Put
+from raftstore import KeyValueStore
 
 from ..model import PolicyRule
 from . import keys
@@ -34,23 +34,12 @@ from .records import (
     policy_rule_from_json,
     policy_rule_to_json,
 )
+from .stored import Family
 
 R = TypeVar("R")
 
 ConfigObject = Mapping[str, Any]
 """A configuration object as contivd.model validates and renders it (the stored JSON object)."""
-
-
-@dataclass(frozen=True)
-class Table(Generic[R]):
-    """Records of one kind: `prefix + id` is a record's key."""
-
-    prefix: str
-    parse: Callable[[Any], R]
-    render: Callable[[R], Any]
-
-    def key(self, id: str = "") -> str:
-        return self.prefix + id
 
 
 def _config_object(value: Any) -> ConfigObject:
@@ -59,20 +48,20 @@ def _config_object(value: Any) -> ConfigObject:
     return value
 
 
-NETWORKS: Table[NetworkState] = Table(keys.NETS_PREFIX, NetworkState.from_json, NetworkState.to_json)
-ENDPOINTS: Table[EndpointState] = Table(keys.EPS_PREFIX, EndpointState.from_json, EndpointState.to_json)
-GROUPS: Table[EndpointGroupState] = Table(keys.EPGS_PREFIX, EndpointGroupState.from_json, EndpointGroupState.to_json)
-SERVICES: Table[ServiceLBState] = Table(keys.SERVICE_LB_PREFIX, ServiceLBState.from_json, ServiceLBState.to_json)
-PROVIDERS: Table[ServiceProvidersState] = Table(keys.PROVIDER_PREFIX, ServiceProvidersState.from_json, ServiceProvidersState.to_json)
-POLICIES: Table[EpgPolicyState] = Table(keys.POLICY_PREFIX, EpgPolicyState.from_json, EpgPolicyState.to_json)
-POLICY_RULES: Table[PolicyRule] = Table(keys.POLICY_RULE_PREFIX, policy_rule_from_json, policy_rule_to_json)
-TAGS: Table[TagsState] = Table(keys.TAGS_STATE, TagsState.from_json, TagsState.to_json)
-GLOBAL_CONFIG: Table[GlobalConfigState] = Table(keys.GLOBAL_CONFIG, GlobalConfigState.from_json, GlobalConfigState.to_json)
-GLOBAL_STATE: Table[GlobalState] = Table(keys.GLOBAL_STATE, GlobalState.from_json, GlobalState.to_json)
-CONFIG_VERSION: Table[int] = Table(keys.CONFIG_VERSION, int, int)
+NETWORKS: Family[NetworkState] = Family(keys.NETS_PREFIX, NetworkState.from_json, NetworkState.to_json)
+ENDPOINTS: Family[EndpointState] = Family(keys.EPS_PREFIX, EndpointState.from_json, EndpointState.to_json)
+GROUPS: Family[EndpointGroupState] = Family(keys.EPGS_PREFIX, EndpointGroupState.from_json, EndpointGroupState.to_json)
+SERVICES: Family[ServiceLBState] = Family(keys.SERVICE_LB_PREFIX, ServiceLBState.from_json, ServiceLBState.to_json)
+PROVIDERS: Family[ServiceProvidersState] = Family(keys.PROVIDER_PREFIX, ServiceProvidersState.from_json, ServiceProvidersState.to_json)
+POLICIES: Family[EpgPolicyState] = Family(keys.POLICY_PREFIX, EpgPolicyState.from_json, EpgPolicyState.to_json)
+POLICY_RULES: Family[PolicyRule] = Family(keys.POLICY_RULE_PREFIX, policy_rule_from_json, policy_rule_to_json)
+TAGS: Family[TagsState] = Family(keys.TAGS_STATE, TagsState.from_json, TagsState.to_json)
+GLOBAL_CONFIG: Family[GlobalConfigState] = Family(keys.GLOBAL_CONFIG, GlobalConfigState.from_json, GlobalConfigState.to_json)
+GLOBAL_STATE: Family[GlobalState] = Family(keys.GLOBAL_STATE, GlobalState.from_json, GlobalState.to_json)
+CONFIG_VERSION: Family[int] = Family(keys.CONFIG_VERSION, int, int)
 """Bumped by every configuration write: config transactions compare it, so two writers that read
 the same configuration cannot both commit."""
-CONFIG: Table[ConfigObject] = Table(keys.MODEL_PREFIX, _config_object, dict)
+CONFIG: Family[ConfigObject] = Family(keys.MODEL_PREFIX, _config_object, dict)
 """Every configuration object; ids are `config_id(kind, key)`."""
 
 
@@ -109,19 +98,19 @@ def group_id(tenant: str, group: str) -> str:
 service_id = group_id
 
 
-def read(store: KeyValueStore, table: Table[R], id: str = "") -> tuple[R | None, int]:
+def read(store: KeyValueStore, table: Family[R], id: str = "") -> tuple[R | None, int]:
     """The record stored under `id` (None if absent) and its mod revision (0 if absent)."""
     kv = store.get_nowait(table.key(id))
     return (None, 0) if kv is None else (table.parse(kv.value), kv.mod_revision)
 
 
-def scan(store: KeyValueStore, table: Table[R], id_prefix: str = "") -> dict[str, R]:
+def scan(store: KeyValueStore, table: Family[R], id_prefix: str = "") -> dict[str, R]:
     """Every record whose id starts with `id_prefix`, by id."""
     cut = len(table.prefix)
     return {kv.key[cut:]: table.parse(kv.value) for kv in store.list_nowait(table.key(id_prefix))}
 
 
-def first(store: KeyValueStore, table: Table[R], match: Callable[[str], bool]) -> R | None:
+def first(store: KeyValueStore, table: Family[R], match: Callable[[str], bool]) -> R | None:
     """The first record, in id order, whose id `match`es (only that one is decoded)."""
     cut = len(table.prefix)
     for kv in store.list_nowait(table.prefix):
@@ -130,7 +119,7 @@ def first(store: KeyValueStore, table: Table[R], match: Callable[[str], bool]) -
     return None
 
 
-def revision(store: KeyValueStore, table: Table[Any], id: str = "") -> int:
+def revision(store: KeyValueStore, table: Family[Any], id: str = "") -> int:
     """The mod revision of the record under `id`, 0 if absent (nothing is decoded)."""
     return store.mod_revision_nowait(table.key(id))
 
@@ -145,7 +134,7 @@ class RecordCache:
         self._size = size
         self._records: dict[str, tuple[int, object]] = {}
 
-    def read(self, store: KeyValueStore, table: Table[R], id: str = "") -> tuple[R | None, int]:
+    def read(self, store: KeyValueStore, table: Family[R], id: str = "") -> tuple[R | None, int]:
         """As `read`, decoding only what this cache does not hold at its current revision."""
         key = table.key(id)
         held = self._records.get(key)
@@ -165,11 +154,3 @@ class RecordCache:
         if len(self._records) >= self._size and key not in self._records:
             self._records.clear()
         self._records[key] = (revision, record)
-
-
-def put(table: Table[R], id: str, record: R) -> Put:
-    return Put(table.key(id), table.render(record))
-
-
-def delete(table: Table[Any], id: str = "") -> Delete:
-    return Delete(table.key(id))

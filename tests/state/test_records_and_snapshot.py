@@ -10,6 +10,7 @@ from contivd.netmaster.service import Netmaster
 from contivd.state import Change, GlobalState, KubeBackend, KubeServicePort, KubeServiceState, NodeRecord, StateCache, StateSnapshot, keys, tables
 from contivd.state.records import RecordError, netpol_pod_from_json, netpol_pod_to_json, policy_rule_to_json
 from contivd.state.snapshot import classify
+from contivd.state.stored import Family
 from openflow.inputs import NetpolPod, NetpolRule
 from raftstore import KeyValue, MemoryStore
 
@@ -100,7 +101,7 @@ async def test_every_table_round_trips_what_the_netmaster_wrote() -> None:
     names += ("GLOBAL_CONFIG", "GLOBAL_STATE", "CONFIG_VERSION", "CONFIG")
     checked: set[str] = set()
     for name in names:
-        table: tables.Table[Any] = getattr(tables, name)
+        table: Family[Any] = getattr(tables, name)
         for id, record in tables.scan(store, table).items():
             stored = store.get_nowait(table.key(id))
             assert stored is not None and table.render(record) == stored.value, f"{name} {id}"

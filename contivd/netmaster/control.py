@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..state import EndpointState
-from ..state import keys as layout
+from ..state import EndpointState, ep_id
 
 if TYPE_CHECKING:  # annotations only: a follower never loads the netmaster's write side
     from .service import Netmaster
@@ -43,7 +42,7 @@ class CreateEndpoint:
 
     @property
     def endpoint_id(self) -> str:
-        return layout.ep_id(self.tenant, self.network, self.endpoint)
+        return ep_id(self.tenant, self.network, self.endpoint)
 
     def to_json(self) -> dict[str, Any]:
         """The `/plugin/createEndpoint` body (`K8sPod`, contivd's extension, only when set)."""
@@ -147,8 +146,7 @@ class LocalControlPlane:
         self.netmaster = netmaster
 
     async def create_endpoint(self, request: CreateEndpoint) -> Committed:
-        answer, revision = await self.netmaster.create_endpoint_at(request.to_json())
-        return Committed(EndpointState.from_json(answer["EndpointConfig"]), revision)
+        return Committed(*await self.netmaster.create_endpoint_state(request.to_json()))  # typed: no JSON round trip
 
     async def delete_endpoint(self, request: DeleteEndpoint) -> int:
         await self.netmaster.delete_endpoint(request.to_json())

@@ -26,7 +26,7 @@ from ..model import SPECS, ModelError, validate
 from ..netmaster import effects, resources, services
 from ..netmaster.service import Netmaster
 from ..netmaster.view import Writes
-from ..state import EndpointState, RecordError, TagsState, net_id
+from ..state import EndpointState, RecordError, TagsState, tables
 from ..state.tree import PlannedTree, network_states
 from .gobitset import to_fastpath
 from .source import ContivTree, MigrationError
@@ -126,9 +126,9 @@ def _user_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def _network_state(tree: ContivTree, key: str) -> Mapping[str, Any]:
     tenant, _, name = key.partition(":")
-    state = tree.networks.get(net_id(tenant, name))
+    state = tree.networks.get(tables.network_id(tenant, name))
     if state is None:
-        raise MigrationError(f"network {key}: Contiv's tree has no state for it (/contiv.io/state/nets/{net_id(tenant, name)})")
+        raise MigrationError(f"network {key}: Contiv's tree has no state for it (/contiv.io/state/nets/{tables.network_id(tenant, name)})")
     return state
 
 
@@ -147,7 +147,7 @@ def _overlay(tree: ContivTree, planned: PlannedTree) -> None:
             tags = resources.release(tags, "localVlan", ours["pktTag"])
             wanted.append(("localVlan", int(_network_state(tree, key)["pktTag"]), f"network {key}"))
             ours["pktTag"] = int(_network_state(tree, key)["pktTag"])
-        networks[net_id(tenant, name)] = ours
+        networks[tables.network_id(tenant, name)] = ours
     group_ids: dict[str, int] = {}
     for (kind, key), _ in sorted(tree.objects.items()):
         if kind != "endpointGroup":
@@ -157,7 +157,7 @@ def _overlay(tree: ContivTree, planned: PlannedTree) -> None:
         theirs = tree.groups.get(f"{name}:{tenant}")
         if theirs is None:
             raise MigrationError(f"endpointGroup {key}: Contiv's tree has no state for it (/contiv.io/state/endpointGroups/{name}:{tenant})")
-        network = networks[net_id(tenant, ours["networkName"])]
+        network = networks[tables.network_id(tenant, ours["networkName"])]
         tags = resources.release(tags, "epgId", ours["endpointGroupId"])
         group_ids[f"{name}:{tenant}"] = ours["endpointGroupId"] = int(theirs.get("endpointGroupId", 0))
         wanted.append(("epgId", ours["endpointGroupId"], f"endpointGroup {key}"))

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..state import EndpointState, ep_id
+from ..state import EndpointState, tables
 
 if TYPE_CHECKING:  # annotations only: a follower never loads the netmaster's write side
     from .service import Netmaster
@@ -42,7 +42,7 @@ class CreateEndpoint:
 
     @property
     def endpoint_id(self) -> str:
-        return ep_id(self.tenant, self.network, self.endpoint)
+        return tables.endpoint_id(self.tenant, self.network, self.endpoint)
 
     def to_json(self) -> dict[str, Any]:
         """The `/plugin/createEndpoint` body (`K8sPod`, contivd's extension, only when set)."""

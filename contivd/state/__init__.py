@@ -6,8 +6,6 @@ by id through their `stored.Family`; the netmaster reads and writes Contiv's rec
 
 from . import keys as keys
 from . import tables as tables
-from .keys import ep_id as ep_id
-from .keys import net_id as net_id
 from .records import EndpointGroupState as EndpointGroupState
 from .records import EndpointState as EndpointState
 from .records import EpgPolicyState as EpgPolicyState

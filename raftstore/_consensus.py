@@ -106,8 +106,10 @@ class Consensus(Protocol):
         """True while a leadership transfer holds proposals back (see `hold_commands`)."""
         ...
 
-    def submit(self, text: str, callback: Callback) -> None:
-        """Propose an encoded command; `callback(result, code)` runs once it applied or failed."""
+    def submit(self, text: str, callback: Callback, lone: bool = False) -> None:
+        """Propose an encoded command; `callback(result, code)` runs once it applied or failed.
+        `lone`: nothing else is queued or in flight, so a member without followers may wait a
+        moment for its own disk instead of a later tick (the caller's loop has nothing else to do)."""
         ...
 
     def read(self, fn: Callable[[StateMachine], T]) -> T:

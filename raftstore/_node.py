@@ -309,22 +309,25 @@ class RaftNode:
 
     # ---- commands and reads --------------------------------------------------------------
 
-    def submit(self, text: str, callback: Callback) -> None:
+    def submit(self, text: str, callback: Callback, lone: bool = False) -> None:
         """Propose an encoded command: appended and sent (a follower: forwarded) before this
         returns. `callback(result, fail_reason)` runs on the thread of the tick that applies it
-        (alone: possibly this call)."""
+        (alone: possibly this call). A `lone` proposal on a member without followers waits up to
+        SETTLE_SECONDS for its sync, as a tick would, and commits at once: a sequential writer
+        then costs one pass of the caller's loop instead of two (~10 % of a write's CPU);
+        concurrent proposals are not lone, so the loop keeps reading requests during their syncs."""
         with self._lock:
             self._replicated.apply(text, callback=callback)  # queues it
-            self._take_submitted()
+            self._take_submitted(SETTLE_SECONDS if lone else 0.0)
 
-    def _take_submitted(self) -> None:
+    def _take_submitted(self, settle: float = 0.0) -> None:
         """Append (lead) or forward (follow) what replicated calls queued, as a tick would."""
 
         def take() -> None:
             compat.append_submitted(self._syncobj)
             if self._syncobj.otherNodes:
                 self._sync_soon()  # the entry went out to the followers: sync the leader's copy meanwhile
-            elif self._settled(0.0):  # alone and nothing to sync (no fsync): commit it now
+            elif self._settled(settle):  # alone and synced (or no fsync): commit it now
                 self._commit_pass()
             # else alone: the helper syncs the entry and wakes the poller for the tick that commits it
 

@@ -192,7 +192,7 @@ class Store(StateMachineStore):
             # sending directly whenever the window merely had room split concurrent bursts into
             # single-command entries (16 writers on 3 voters: 5 000/s → 3 000/s).
             self._inflight.acquire_nowait()
-            self._send_entry([(text, waiter)])
+            self._send_entry([(text, waiter)], lone=True)
         else:
             self._outbox.append((text, waiter))
             self._outbox_ready.set()
@@ -219,13 +219,14 @@ class Store(StateMachineStore):
                 self._outbox_ready = trio.Event()
             self._send_entry(batch)
 
-    def _send_entry(self, batch: builtins.list[tuple[str, _Waiter]]) -> None:
-        """Propose one log entry for `batch`; the caller holds a window slot for it."""
+    def _send_entry(self, batch: builtins.list[tuple[str, _Waiter]], lone: bool = False) -> None:
+        """Propose one log entry for `batch`; the caller holds a window slot for it (`lone`:
+        nothing else is queued or in flight)."""
         text = batch[0][0] if len(batch) == 1 else _commands.encode_batch([t for t, _ in batch])
         self._last_entry_commands = len(batch)
         slot = _Slot(self._inflight)
         self._slots.append(slot)
-        self.node.submit(text, lambda result, reason: self._call_soon(self._finish_entry, batch, slot, result, reason))
+        self.node.submit(text, lambda result, reason: self._call_soon(self._finish_entry, batch, slot, result, reason), lone)
 
     def _reclaim_oldest_slot(self) -> None:
         """No entry finished within a request timeout: PySyncObj dropped a callback."""

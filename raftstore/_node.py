@@ -148,6 +148,7 @@ class RaftNode:
         except SyncObjException as exc:
             self._poller.close()
             raise StoreConfigError(f"cannot listen on raft address {config.listen}: {exc} (address in use?)") from None
+        compat.drop_command_pipe(self._syncobj)
         install_append_guard(self._syncobj, self._transport)  # the transport make_transport made
         keep_next_index_on_success(self._syncobj, self._transport)
         self.commands_held = False  # see hold_commands

@@ -64,7 +64,14 @@ PATCHED_METHODS: dict[type, tuple[str, ...]] = {
 }
 # Instance attributes read or replaced, by owner; each must be assigned by the class's __init__.
 INSTANCE_ATTRIBUTES: dict[type, tuple[str, ...]] = {
-    SyncObj: ("_SyncObj__raftLog", "_SyncObj__properies", "_SyncObj__raftNextIndex", "_SyncObj__raftMatchIndex"),
+    SyncObj: (
+        "_SyncObj__raftLog",
+        "_SyncObj__properies",
+        "_SyncObj__raftNextIndex",
+        "_SyncObj__raftMatchIndex",
+        "_SyncObj__pipeNotifier",
+        "_poller",
+    ),
     FileJournal: ("_FileJournal__journalFile", "_FileJournal__metaStorer", "_FileJournal__journal"),
     ResizableFile: ("_ResizableFile__f", "_ResizableFile__mm", "_ResizableFile__fileName"),
 }
@@ -153,6 +160,27 @@ def override(syncobj: SyncObj, name: str, value: Any) -> None:
     _private(syncobj, mangled)
     setattr(syncobj, mangled, value)
     _private(syncobj, "_SyncObj__properies").add(mangled)
+
+
+class _NothingToWake:
+    """PySyncObj's own poller and its command pipe, as raftstore runs them: idle."""
+
+    def notify(self) -> None:
+        pass
+
+    def poll(self, timeout: float) -> None:
+        pass
+
+
+def drop_command_pipe(syncobj: SyncObj) -> None:
+    """PySyncObj writes a byte to a pipe for every command queued, which its tick then polls
+    and reads back (four syscalls and an exception per write) to wake its own poller. raftstore
+    takes queued commands itself right after queuing them (`append_submitted`), ticks with a
+    zero wait and polls its sockets in its own poller (`_poller.EpollPoller`), so that pipe and
+    PySyncObj's poller have nothing to wake anyone for: both become no-ops."""
+    _private(syncobj, "_SyncObj__pipeNotifier")
+    _private(syncobj, "_poller")
+    syncobj._SyncObj__pipeNotifier = syncobj._poller = _NothingToWake()
 
 
 def private_method(syncobj: SyncObj, name: str) -> Callable[..., Any]:

@@ -40,6 +40,7 @@ from .http.audit import AuditTrail
 from .http.auth import Authenticator, store_lookup
 from .http.forwarder import ForwardingClient
 from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
+from .http import idle_timer
 from .http.leader_forwarder import FORWARD_TIMEOUT_SECONDS, LeaderForwarder
 from .http.local_socket import SocketInUseError, serve_unix
 from .http.tokens import Role
@@ -113,6 +114,7 @@ async def _start_datapath(
 async def run(config: Config, reload: Callable[[], Config] | None = None) -> None:
     """Run the node until SIGTERM or SIGINT, then shut down cleanly; SIGHUP calls `reload`."""
     log.info("contivd %s starting: node %s, data dir %s", __version__, config.node_name, config.data_dir)
+    idle_timer.install()  # every HTTP listener of this process: one idle-timer task per connection, not per request
     stop = trio.Event()
     notifier = Notifier()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:

@@ -27,9 +27,10 @@ from typing import cast
 import trio
 from hypercorn.app_wrappers import ASGIWrapper
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ASGIFramework, ASGIReceiveCallable, ASGISendCallable, ConnectionState, Scope
+
+from .idle_timer import connection_server
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,7 @@ async def serve_unix(
     sock = bind_socket(path, flag)
     inode = os.stat(path).st_ino
     context = WorkerContext(None)
+    server = connection_server()
     try:
         async with trio.open_nursery() as connections:
 
@@ -143,7 +145,7 @@ async def serve_unix(
                     log.warning("refused a connection on %s from uid %d (pid %d): root only", path, caller.uid, caller.pid)
                     await stream.aclose()
                     return
-                await TCPServer(ASGIWrapper(_WithPeer(app, caller.uid)), config, context, ConnectionState({}), stream)  # type: ignore[arg-type]
+                await server(ASGIWrapper(_WithPeer(app, caller.uid)), config, context, ConnectionState({}), stream)  # type: ignore[arg-type]
 
             listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
             async with trio.open_nursery() as acceptor:

@@ -21,6 +21,7 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ..http import auth, tokens
+from ..http.answer import send_answer
 from ..http.audit import AuditTrail, object_key
 from ..http.errors import CONTIV_NO_ROUTE, NoRouteError, UnauthorizedError, answer_for, wants_contiv_errors
 from ..http.leader_forwarder import REVISION_HEADER, LeaderForwarder, LeaderUnreachableError, hops_of
@@ -183,9 +184,7 @@ class PluginFastPath:
             if not message.get("more_body"):
                 break
         status, headers, body = await self.dispatcher.dispatch(bound, {}, incoming_from_scope(scope, b"".join(chunks)))
-        start = {"type": "http.response.start", "status": status, "headers": [(k.encode(), v.encode()) for k, v in headers.items()]}
-        await send(cast(Any, start))
-        await send(cast(Any, {"type": "http.response.body", "body": body, "more_body": False}))
+        await send_answer(send, status, [(k.encode(), v.encode()) for k, v in headers.items()], body)
 
 
 def incoming_from_scope(scope: dict[str, Any], body: bytes) -> Incoming:

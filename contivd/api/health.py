@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
+from ..http.answer import send_answer
 from ..metrics import CONTENT_TYPE, Metrics
 
 if TYPE_CHECKING:  # annotations only: a node without the OVS datapath, or a follower, loads neither the agent nor PySyncObj
@@ -136,6 +137,4 @@ class OpsEndpoints:
 
 
 async def _respond(send: ASGISendCallable, status: int, content_type: str, body: bytes) -> None:
-    start = {"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type.encode())]}
-    await send(cast(Any, start))
-    await send(cast(Any, {"type": "http.response.body", "body": body, "more_body": False}))
+    await send_answer(send, status, [(b"content-type", content_type.encode())], body)

@@ -29,6 +29,17 @@ def test_every_answer_carries_the_security_headers_and_no_hsts_over_clear_http(n
     assert "strict-transport-security" not in answer.headers
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [("GET", "/healthz", None), ("GET", "/version", None), ("POST", "/plugin/getEndpoint", b"{}"), ("POST", "/plugin/createEndpoint", b"{")],
+)
+def test_answers_say_their_length_instead_of_going_chunked(node: ContivdProcess, method: str, path: str, body: bytes | None) -> None:
+    """A chunked answer costs a third socket write (the closing chunk) and client wake-up per request."""
+    answer = httpx.request(method, node.url + path, content=body, headers=JSON, timeout=15)
+    assert "transfer-encoding" not in answer.headers, answer.headers
+    assert int(answer.headers["content-length"]) == len(answer.content) > 0
+
+
 @pytest.mark.parametrize("path", ["/plugin/createEndpoint", "/api/v1/networks/default:big/"])
 def test_a_body_over_the_limit_is_refused_413_before_any_write(node: ContivdProcess, path: str) -> None:
     before = node.get("/info").json()["cluster"]["revision"]

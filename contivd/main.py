@@ -36,11 +36,11 @@ from .api.plugin import Plugin
 from .api.routes import openapi_document
 from .backup.route import SnapshotContext, register_snapshot_route
 from .config import Config, ConfigError
+from .http import idle_timer
 from .http.audit import AuditTrail
 from .http.auth import Authenticator, store_lookup
 from .http.forwarder import ForwardingClient
 from .http.hardening import MAX_IMPORT_BODY_BYTES, Hardened, listener_timeouts
-from .http import idle_timer
 from .http.leader_forwarder import FORWARD_TIMEOUT_SECONDS, LeaderForwarder
 from .http.local_socket import SocketInUseError, serve_unix
 from .http.tokens import Role

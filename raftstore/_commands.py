@@ -7,8 +7,9 @@ the state machine deduplicates, which makes client retries after a leader change
 
 from __future__ import annotations
 
+import itertools
 import json
-import uuid
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,8 +36,27 @@ def canonical_json(value: Any, *, key: str = "?") -> str:
     return text
 
 
+class _RequestIds:
+    """Ids that make a retried proposal idempotent: unique per process by a random prefix
+    (drawn again in a forked child), then a counter. A uuid4 per write cost a getrandom
+    syscall and a UUID object on every proposal's path; this is the same 32 hex digits."""
+
+    def __init__(self) -> None:
+        self._reseed()
+        os.register_at_fork(after_in_child=self._reseed)
+
+    def _reseed(self) -> None:
+        self._prefix, self._counter = os.urandom(8).hex(), itertools.count()
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._counter):016x}"
+
+
+_REQUEST_IDS = _RequestIds()
+
+
 def new_request_id() -> str:
-    return uuid.uuid4().hex
+    return _REQUEST_IDS.next()
 
 
 def encode(command: dict[str, Any]) -> str:

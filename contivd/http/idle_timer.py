@@ -84,12 +84,18 @@ class IdleTimedServer(tcp_server.TCPServer):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.idle_task = DeadlineIdleTimer(self.config.keep_alive_timeout, self.context.terminated, self._initiate_server_close)
+        # typed as hypercorn's own timer class; this one has its interface (restart, stop)
+        self.idle_task = DeadlineIdleTimer(self.config.keep_alive_timeout, self.context.terminated, self._initiate_server_close)  # type: ignore[assignment]
+
+
+def _served_by() -> Any:
+    """The per-connection server class hypercorn's `serve` uses."""
+    return getattr(hypercorn_run, "TCPServer", None)
 
 
 def fits(server_class: type = tcp_server.TCPServer) -> str | None:
     """Why the installed hypercorn cannot take the timer (None: it can)."""
-    init_names = server_class.__init__.__code__.co_names
+    init_names = vars(server_class)["__init__"].__code__.co_names
     if "idle_task" not in init_names or "TrioSingleTask" not in init_names:
         return "TCPServer no longer keeps its idle timer in idle_task"
     for name in ("_initiate_server_close", "_idle_timeout", "protocol_send"):
@@ -97,20 +103,20 @@ def fits(server_class: type = tcp_server.TCPServer) -> str | None:
             return f"TCPServer has no {name}"
     if not callable(getattr(task_group.TaskGroup, "spawn", None)):
         return "hypercorn's TaskGroup has no spawn"
-    if getattr(hypercorn_run, "TCPServer", None) not in (server_class, IdleTimedServer):
+    if _served_by() not in (server_class, IdleTimedServer):
         return "hypercorn.trio.run no longer serves connections with TCPServer"
     return None
 
 
 def install() -> bool:
     """Make hypercorn's `serve` use IdleTimedServer; False (and a log line) if it cannot."""
-    if hypercorn_run.TCPServer is IdleTimedServer:
+    if _served_by() is IdleTimedServer:
         return True
     problem = fits()
     if problem is not None:
         log.info("hypercorn's idle timer kept as it is (%s): each request costs a little more CPU", problem)
         return False
-    hypercorn_run.TCPServer = IdleTimedServer  # type: ignore[misc]
+    setattr(hypercorn_run, "TCPServer", IdleTimedServer)  # noqa: B010 (not re-exported there, so not typed)
     return True
 
 

@@ -87,6 +87,7 @@ def _hypercorn_config(listen: str, tls: ServingTls | None) -> HypercornConfig:
     hconfig.accesslog = None
     hconfig.errorlog = logging.getLogger("hypercorn.error")  # our handler and format (logs.configure), not hypercorn's own
     hconfig.graceful_timeout = 5.0
+    hconfig.include_server_header = False  # as Contiv's Go server: no product banner, one header less per answer
     listener_timeouts(hconfig)
     return hconfig
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import trio
 from hypercorn.trio import run as hypercorn_run
+from hypercorn.events import Closed, Event
 from hypercorn.trio import task_group, tcp_server
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class DeadlineIdleTimer:
         self._scope: trio.CancelScope | None = None
         self._resumed: trio.Event | None = None
         self._watching = False
+        self._closed = False
 
     async def restart(self, task_group: Any, action: Callable[[], Awaitable[None]]) -> None:
         """Idle from now: closed after the timeout (`action`, hypercorn's own close, is the same
@@ -60,6 +62,14 @@ class DeadlineIdleTimer:
         self._idle = False
         self._set_deadline(math.inf)
 
+    def closed(self) -> None:
+        """The connection is closed (hypercorn's own close, e.g. after the last answer of a
+        shutdown): the watch ends without closing it again, as hypercorn's timer task did."""
+        self._closed = True
+        self._set_deadline(-math.inf)
+        if self._resumed is not None:
+            self._resumed.set()
+
     def _set_deadline(self, deadline: float) -> None:
         self._deadline = deadline
         if self._scope is not None:
@@ -70,6 +80,8 @@ class DeadlineIdleTimer:
             with trio.CancelScope(deadline=self._deadline) as self._scope:
                 await self._terminated.wait()
             self._scope = None
+            if self._closed:
+                return
             if self._idle:  # the deadline passed (it is finite only while idle), or a shutdown found it idle
                 break
             self._resumed = trio.Event()  # a shutdown while a request is answered: close once it is
@@ -84,8 +96,13 @@ class IdleTimedServer(tcp_server.TCPServer):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        # typed as hypercorn's own timer class; this one has its interface (restart, stop)
-        self.idle_task = DeadlineIdleTimer(self.config.keep_alive_timeout, self.context.terminated, self._initiate_server_close)  # type: ignore[assignment]
+        self._timer = DeadlineIdleTimer(self.config.keep_alive_timeout, self.context.terminated, self._initiate_server_close)
+        self.idle_task = self._timer  # type: ignore[assignment]  # typed as hypercorn's own timer; this one has its interface
+
+    async def protocol_send(self, event: Event) -> None:
+        await super().protocol_send(event)
+        if isinstance(event, Closed):
+            self._timer.closed()
 
 
 def _served_by() -> Any:

@@ -50,18 +50,25 @@ async def _app(scope: dict[str, Any], receive: Callable[[], Awaitable[Any]], sen
 
 
 @pytest.fixture
-async def server(nursery: trio.Nursery) -> AsyncIterator[tuple[int, trio.Event]]:
+async def server(nursery: trio.Nursery) -> AsyncIterator[tuple[int, trio.Event, trio.Event]]:
     """A hypercorn listener on an ephemeral loopback port, serving with contivd's timer; its
-    shutdown trigger."""
+    shutdown trigger; set once `serve` has returned."""
     assert idle_timer.install()
     config = HypercornConfig()
     config.bind = ["127.0.0.1:0"]
     config.keep_alive_timeout = KEEP_ALIVE
     config.graceful_timeout = 5
     config.accesslog = None
-    stop = trio.Event()
-    binds = await nursery.start(lambda task_status: serve(_app, config, shutdown_trigger=stop.wait, task_status=task_status))
-    yield int(binds[0].rsplit(":", 1)[1]), stop
+    stop, served = trio.Event(), trio.Event()
+
+    async def serving(task_status: trio.TaskStatus[list[str]]) -> None:
+        try:
+            await serve(_app, config, shutdown_trigger=stop.wait, task_status=task_status)
+        finally:
+            served.set()
+
+    binds = await nursery.start(serving)
+    yield int(binds[0].rsplit(":", 1)[1]), stop, served
     stop.set()
 
 
@@ -87,8 +94,8 @@ async def _closed_after(stream: trio.SocketStream) -> float:
     return trio.current_time() - started
 
 
-async def test_a_kept_alive_connection_is_closed_once_idle_for_the_timeout(server: tuple[int, trio.Event]) -> None:
-    port, _ = server
+async def test_a_kept_alive_connection_is_closed_once_idle_for_the_timeout(server: tuple[int, trio.Event, trio.Event]) -> None:
+    port, _, _ = server
     stream = await _connect(port)
     for _ in range(3):  # the timer stops and restarts around every request
         await stream.send_all(REQUEST)
@@ -97,16 +104,16 @@ async def test_a_kept_alive_connection_is_closed_once_idle_for_the_timeout(serve
     assert KEEP_ALIVE * 0.8 <= waited < KEEP_ALIVE + 2
 
 
-async def test_a_request_head_that_never_completes_is_cut_at_the_timeout(server: tuple[int, trio.Event]) -> None:
-    port, _ = server
+async def test_a_request_head_that_never_completes_is_cut_at_the_timeout(server: tuple[int, trio.Event, trio.Event]) -> None:
+    port, _, _ = server
     stream = await _connect(port)
     await stream.send_all(b"GET /x HTTP/1.1\r\nHost: t\r\n")  # no blank line: the head never ends
     waited = await _closed_after(stream)
     assert KEEP_ALIVE * 0.8 <= waited < KEEP_ALIVE + 2
 
 
-async def test_a_request_answered_for_longer_than_the_timeout_is_not_cut(server: tuple[int, trio.Event]) -> None:
-    port, _ = server
+async def test_a_request_answered_for_longer_than_the_timeout_is_not_cut(server: tuple[int, trio.Event, trio.Event]) -> None:
+    port, _, _ = server
     stream = await _connect(port)
     await stream.send_all(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
     with trio.fail_after(5):
@@ -115,8 +122,8 @@ async def test_a_request_answered_for_longer_than_the_timeout_is_not_cut(server:
     assert (await _answer(stream)).startswith(b"HTTP/1.1 200")
 
 
-async def test_shutdown_closes_idle_connections_at_once_and_lets_a_request_finish(server: tuple[int, trio.Event]) -> None:
-    port, stop = server
+async def test_shutdown_closes_idle_connections_at_once_and_lets_a_request_finish(server: tuple[int, trio.Event, trio.Event]) -> None:
+    port, stop, served = server
     idle = await _connect(port)
     await idle.send_all(REQUEST)
     await _answer(idle)
@@ -128,6 +135,8 @@ async def test_shutdown_closes_idle_connections_at_once_and_lets_a_request_finis
     with trio.fail_after(5):
         assert (await _answer(busy)).startswith(b"HTTP/1.1 200")
     assert await _closed_after(busy) < 2  # closed once answered
+    with trio.fail_after(2):  # and the server is done with it: not held until graceful_timeout (5 s)
+        await served.wait()
 
 
 def test_the_timer_moves_a_deadline_instead_of_starting_tasks() -> None:

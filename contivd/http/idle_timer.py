@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
-from hypercorn.trio import run as hypercorn_run
 from hypercorn.events import Closed, Event
+from hypercorn.trio import run as hypercorn_run
 from hypercorn.trio import task_group, tcp_server
 
 log = logging.getLogger(__name__)

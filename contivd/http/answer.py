@@ -9,13 +9,11 @@ answers this small.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, cast
-
-from hypercorn.typing import ASGISendCallable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 
-async def send_answer(send: ASGISendCallable, status: int, headers: Iterable[tuple[bytes, bytes]], body: bytes) -> None:
-    start = {"type": "http.response.start", "status": status, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
-    await send(cast(Any, start))
-    await send(cast(Any, {"type": "http.response.body", "body": body, "more_body": False}))
+async def send_answer(send: Callable[[Any], Awaitable[None]], status: int, headers: Iterable[tuple[bytes, bytes]], body: bytes) -> None:
+    """`send`: the ASGI send callable, or a wrapper of it (hardening's)."""
+    await send({"type": "http.response.start", "status": status, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})

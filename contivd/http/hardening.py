@@ -156,10 +156,10 @@ class Hardened:
             declared = int(headers["content-length"]) if "content-length" in headers else None
             body = await _read_body(receive, declared, self.limits.get(scope.get("path", ""), self.default_limit))
         except ValueError:
-            await _refuse(cast(ASGISendCallable, send_hardened), 400, "Content-Length is not a number", headers)
+            await _refuse(send_hardened, 400, "Content-Length is not a number", headers)
             return
         except _Refused as exc:
-            await _refuse(cast(ASGISendCallable, send_hardened), exc.status, str(exc), headers)
+            await _refuse(send_hardened, exc.status, str(exc), headers)
             return
         replayed = False
 
@@ -173,7 +173,7 @@ class Hardened:
         await self.app(asgi_scope, replay, send_hardened)
 
 
-async def _refuse(send: ASGISendCallable, status: int, message: str, headers: Mapping[str, str]) -> None:
+async def _refuse(send: Callable[[Any], Awaitable[None]], status: int, message: str, headers: Mapping[str, str]) -> None:
     """JSON for clients that accept it, plain text for the others (a transport-level refusal,
     like the 4xx Go's HTTP server itself answered Contiv's clients); the connection closes."""
     if accepts_json(headers.get("accept", "")):
